@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* FNV-1a hashing, vnodes and object placement (cluster.md §2) */
+#ifndef KELPIE_HASH_H
+#define KELPIE_HASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "internal_proto.h"
+
+#define FNV1A_64_INIT	UINT64_C(0xcbf29ce484222325)
+#define FNV_64_PRIME	UINT64_C(0x100000001b3)
+
+uint64_t fnv_64a_buf(const void *buf, size_t len, uint64_t seed);
+uint64_t sd_hash(const void *buf, size_t len);
+uint64_t sd_hash_oid(uint64_t oid);
+uint64_t sd_hash_next(uint64_t h);
+uint32_t sd_hash_vdi(const char *name);
+
+struct vnode {
+	uint64_t hash;
+	uint32_t node;		/* index into the ring's node array */
+};
+
+/* an immutable placement ring built from a member list */
+struct vnode_ring {
+	size_t nr_nodes;
+	struct sd_node *nodes;	/* sorted member list */
+	size_t nr_vnodes;
+	struct vnode *vnodes;	/* sorted by hash */
+	int nr_zones;
+};
+
+uint64_t node_base_hash(const struct node_id *nid);
+int node_cmp(const struct sd_node *a, const struct sd_node *b);
+int node_id_eq(const struct node_id *a, const struct node_id *b);
+void nodes_sort(struct sd_node *nodes, size_t nr);
+
+/* returns 0, or -1 if out of memory */
+int ring_build(struct vnode_ring *ring, const struct sd_node *nodes,
+	       size_t nr);
+void ring_free(struct vnode_ring *ring);
+/*
+ * Fill @tgt with the indices (into ring->nodes) of the first
+ * min(copies, nr_zones) zone-distinct targets of @oid; returns the count.
+ */
+int ring_targets(const struct vnode_ring *ring, uint64_t oid, int copies,
+		 int *tgt);
+
+#endif

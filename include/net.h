@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Socket helpers (in the spirit of Redis's anet.c) and the blocking client */
+#ifndef KELPIE_NET_H
+#define KELPIE_NET_H
+
+#include <stdint.h>
+#include "internal_proto.h"
+
+int net_set_nonblock(int fd);
+int net_set_nodelay(int fd);
+int net_set_keepalive(int fd);
+/* listening sockets, non-blocking; -1 with errno on failure */
+int net_listen_tcp(const char *bindaddr, int port);
+int net_listen_unix(const char *path);
+/* non-blocking connect started; completion shows as EPOLLOUT */
+int net_connect_nonblock(const uint8_t addr[16], uint16_t port);
+/*
+ * Blocking connect with SO_LINGER {1,0}, SO_SNDTIMEO 5 s, SO_RCVTIMEO
+ * @rcv_timeout_sec (protocol.md §1).  @host is a name or address.
+ */
+int net_connect(const char *host, int port, int rcv_timeout_sec);
+int net_connect_addr(const uint8_t addr[16], uint16_t port,
+		     int rcv_timeout_sec);
+int net_connect_unix(const char *path);
+
+/*
+ * Send one request and wait for its response on a blocking socket.  With
+ * SD_FLAG_CMD_WRITE, req->data_length bytes of @data are sent; the response
+ * payload (at most @buf_len bytes, the rest discarded) is stored in @data.
+ * Returns 0 when a response arrived (its result is in rsp), -1 on I/O error.
+ */
+int sd_exec(int fd, struct sd_req *req, void *data, uint32_t buf_len,
+	    struct sd_rsp *rsp);
+void sd_init_req(struct sd_req *req, uint8_t opcode);
+
+#endif

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef KELPIE_UTIL_H
+#define KELPIE_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "internal_proto.h"
+
+#define KELPIE_VERSION "0.1.0"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define DIV_ROUND_UP(n, d) (((n) + (d) - 1) / (d))
+
+/* logging: levels follow syslog (0 emerg ... 7 debug) */
+enum { LOG_L_EMERG, LOG_L_ALERT, LOG_L_CRIT, LOG_L_ERR, LOG_L_WARNING,
+	LOG_L_NOTICE, LOG_L_INFO, LOG_L_DEBUG };
+
+int log_open(const char *path, int level, bool to_stderr);
+void log_set_level(int level);
+int log_get_level(void);
+void log_write(int level, const char *func, int line, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+#define sd_emerg(fmt, ...) log_write(LOG_L_EMERG, __func__, __LINE__, fmt, ##__VA_ARGS__)
+#define sd_err(fmt, ...) log_write(LOG_L_ERR, __func__, __LINE__, fmt, ##__VA_ARGS__)
+#define sd_warn(fmt, ...) log_write(LOG_L_WARNING, __func__, __LINE__, fmt, ##__VA_ARGS__)
+#define sd_notice(fmt, ...) log_write(LOG_L_NOTICE, __func__, __LINE__, fmt, ##__VA_ARGS__)
+#define sd_info(fmt, ...) log_write(LOG_L_INFO, __func__, __LINE__, fmt, ##__VA_ARGS__)
+#define sd_debug(fmt, ...) log_write(LOG_L_DEBUG, __func__, __LINE__, fmt, ##__VA_ARGS__)
+
+/* allocation that aborts the process rather than returning NULL */
+void *xmalloc(size_t size);
+void *xzalloc(size_t size);
+void *xrealloc(void *p, size_t size);
+char *xstrdup(const char *s);
+
+/* full reads and writes on blocking descriptors; -1 on error or EOF */
+ssize_t xread(int fd, void *buf, size_t count);
+ssize_t xwrite(int fd, const void *buf, size_t count);
+ssize_t xpread(int fd, void *buf, size_t count, off_t off);
+ssize_t xpwrite(int fd, const void *buf, size_t count, off_t off);
+
+/*
+ * Parse a size: decimal number (fractions allowed) with an optional suffix
+ * B/K/M/G/T/P (powers of 1024).  Returns 0 or -1.
+ */
+int parse_size(const char *s, uint64_t *out);
+/* dog's human size format (dog.md §1.3) into @buf */
+char *size_to_str(uint64_t size, char *buf, size_t len);
+
+/* "127.0.0.1" or an IPv6 text form of a node_id address */
+char *addr_to_str(const uint8_t addr[16], char *buf, size_t len);
+int str_to_addr(const char *s, uint8_t addr[16]);
+char *node_to_str(const struct sd_node *n, char *buf, size_t len);
+
+/* objects.md §5: (sec << 32) | (usec * 1000) */
+uint64_t sd_time_now(void);
+uint64_t now_msec(void);
+
+bool is_zero(const void *buf, size_t len);
+int mkdir_p(const char *path);
+int rmdir_r(const char *path);
+
+#endif

@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include <stdlib.h>
+#include <string.h>
+#include "hash.h"
+#include "proto.h"
+
+uint64_t fnv_64a_buf(const void *buf, size_t len, uint64_t h)
+{
+	const uint8_t *p = buf;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= FNV_64_PRIME;
+	}
+	return h;
+}
+
+static uint64_t mix(uint64_t h)
+{
+	uint8_t b[8];
+
+	put_le64(b, h);
+	return fnv_64a_buf(b, sizeof(b), h);
+}
+
+uint64_t sd_hash(const void *buf, size_t len)
+{
+	return mix(fnv_64a_buf(buf, len, FNV1A_64_INIT));
+}
+
+uint64_t sd_hash_oid(uint64_t oid)
+{
+	uint8_t b[8];
+
+	put_le64(b, oid);
+	return sd_hash(b, sizeof(b));
+}
+
+uint64_t sd_hash_next(uint64_t h)
+{
+	return mix(h);
+}
+
+uint32_t sd_hash_vdi(const char *name)
+{
+	return (uint32_t)(fnv_64a_buf(name, strlen(name), FNV1A_64_INIT) &
+			  (SD_NR_VDIS - 1));
+}
+
+uint64_t node_base_hash(const struct node_id *nid)
+{
+	uint8_t b[18];
+
+	memcpy(b, nid->addr, 16);
+	put_le16(b + 16, nid->port);
+	return sd_hash(b, sizeof(b));
+}
+
+int node_cmp(const struct sd_node *a, const struct sd_node *b)
+{
+	int r = memcmp(a->nid.addr, b->nid.addr, sizeof(a->nid.addr));
+
+	if (r)
+		return r;
+	return (int)a->nid.port - (int)b->nid.port;
+}
+
+int node_id_eq(const struct node_id *a, const struct node_id *b)
+{
+	return !memcmp(a->addr, b->addr, sizeof(a->addr)) &&
+	       a->port == b->port;
+}
+
+static int node_qcmp(const void *a, const void *b)
+{
+	return node_cmp(a, b);
+}
+
+void nodes_sort(struct sd_node *nodes, size_t nr)
+{
+	qsort(nodes, nr, sizeof(*nodes), node_qcmp);
+}
+
+static int vnode_cmp(const void *a, const void *b)
+{
+	const struct vnode *x = a, *y = b;
+
+	if (x->hash < y->hash)
+		return -1;
+	return x->hash > y->hash;
+}
+
+static int count_zones(const struct sd_node *nodes, size_t nr)
+{
+	uint32_t zones[SD_MAX_COPIES];
+	int n = 0;
+
+	for (size_t i = 0; i < nr && n < SD_MAX_COPIES; i++) {
+		int seen = 0;
+
+		if (!nodes[i].nr_vnodes)
+			continue;
+		for (int j = 0; j < n; j++)
+			if (zones[j] == nodes[i].zone)
+				seen = 1;
+		if (!seen)
+			zones[n++] = nodes[i].zone;
+	}
+	return n;
+}
+
+int ring_build(struct vnode_ring *ring, const struct sd_node *nodes,
+	       size_t nr)
+{
+	size_t total = 0, k = 0;
+
+	memset(ring, 0, sizeof(*ring));
+	for (size_t i = 0; i < nr; i++)
+		total += nodes[i].nr_vnodes;
+	ring->nodes = calloc(nr ? nr : 1, sizeof(*nodes));
+	ring->vnodes = calloc(total ? total : 1, sizeof(struct vnode));
+	if (!ring->nodes || !ring->vnodes) {
+		ring_free(ring);
+		return -1;
+	}
+	memcpy(ring->nodes, nodes, nr * sizeof(*nodes));
+	nodes_sort(ring->nodes, nr);
+	ring->nr_nodes = nr;
+	for (size_t i = 0; i < nr; i++) {
+		uint64_t h = node_base_hash(&ring->nodes[i].nid);
+
+		for (int v = 0; v < ring->nodes[i].nr_vnodes; v++) {
+			h = mix(h);
+			ring->vnodes[k].hash = h;
+			ring->vnodes[k].node = (uint32_t)i;
+			k++;
+		}
+	}
+	qsort(ring->vnodes, total, sizeof(struct vnode), vnode_cmp);
+	ring->nr_vnodes = total;
+	ring->nr_zones = count_zones(ring->nodes, nr);
+	return 0;
+}
+
+void ring_free(struct vnode_ring *ring)
+{
+	free(ring->nodes);
+	free(ring->vnodes);
+	memset(ring, 0, sizeof(*ring));
+}
+
+/* first vnode whose hash is >= h, wrapping to 0 */
+static size_t ring_lower_bound(const struct vnode_ring *ring, uint64_t h)
+{
+	size_t lo = 0, hi = ring->nr_vnodes;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ring->vnodes[mid].hash < h)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo == ring->nr_vnodes ? 0 : lo;
+}
+
+int ring_targets(const struct vnode_ring *ring, uint64_t oid, int copies,
+		 int *tgt)
+{
+	int want = copies < ring->nr_zones ? copies : ring->nr_zones;
+	int n = 0;
+	size_t start, i;
+
+	if (!ring->nr_vnodes || want <= 0)
+		return 0;
+	start = ring_lower_bound(ring, sd_hash_oid(oid));
+	for (i = 0; i < ring->nr_vnodes && n < want; i++) {
+		const struct vnode *v =
+			&ring->vnodes[(start + i) % ring->nr_vnodes];
+		uint32_t zone = ring->nodes[v->node].zone;
+		int dup = 0;
+
+		for (int j = 0; j < n; j++)
+			if (ring->nodes[tgt[j]].zone == zone)
+				dup = 1;
+		if (!dup)
+			tgt[n++] = (int)v->node;
+	}
+	return n;
+}

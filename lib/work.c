@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include <pthread.h>
+#include <stdlib.h>
+#include <urcu.h>
+#include "util.h"
+#include "work.h"
+
+struct work_queue {
+	const char *name;
+	struct event_loop *loop;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct list_head q;
+	size_t nr_queued;	/* queued or running */
+	size_t capacity;
+	int nr_threads;
+	int stop;
+	pthread_t *threads;
+};
+
+static void work_done_on_loop(struct loop_call *c)
+{
+	struct work *w = container_of(c, struct work, call);
+
+	w->done(w);
+}
+
+static void *worker(void *arg)
+{
+	struct work_queue *wq = arg;
+
+	rcu_register_thread();
+	pthread_mutex_lock(&wq->lock);
+	for (;;) {
+		struct work *w;
+
+		while (list_empty(&wq->q) && !wq->stop)
+			pthread_cond_wait(&wq->cond, &wq->lock);
+		if (list_empty(&wq->q))
+			break;
+		w = list_first_entry(&wq->q, struct work, list);
+		list_del(&w->list);
+		pthread_mutex_unlock(&wq->lock);
+
+		w->fn(w);
+
+		pthread_mutex_lock(&wq->lock);
+		wq->nr_queued--;
+		pthread_mutex_unlock(&wq->lock);
+		if (w->done) {
+			w->call.fn = work_done_on_loop;
+			event_loop_call(wq->loop, &w->call);
+		}
+		pthread_mutex_lock(&wq->lock);
+	}
+	pthread_mutex_unlock(&wq->lock);
+	rcu_unregister_thread();
+	return NULL;
+}
+
+struct work_queue *wq_create(const char *name, int nr_threads,
+			     size_t capacity, struct event_loop *loop)
+{
+	struct work_queue *wq = xzalloc(sizeof(*wq));
+
+	wq->name = name;
+	wq->loop = loop;
+	wq->capacity = capacity;
+	wq->nr_threads = nr_threads;
+	pthread_mutex_init(&wq->lock, NULL);
+	pthread_cond_init(&wq->cond, NULL);
+	INIT_LIST_HEAD(&wq->q);
+	wq->threads = xzalloc(sizeof(pthread_t) * (size_t)nr_threads);
+	for (int i = 0; i < nr_threads; i++) {
+		if (pthread_create(&wq->threads[i], NULL, worker, wq)) {
+			sd_err("cannot start %s worker", name);
+			abort();
+		}
+	}
+	return wq;
+}
+
+int wq_queue(struct work_queue *wq, struct work *w)
+{
+	pthread_mutex_lock(&wq->lock);
+	if (wq->nr_queued >= wq->capacity) {
+		pthread_mutex_unlock(&wq->lock);
+		return -1;
+	}
+	wq->nr_queued++;
+	list_add_tail(&w->list, &wq->q);
+	pthread_cond_signal(&wq->cond);
+	pthread_mutex_unlock(&wq->lock);
+	return 0;
+}
+
+size_t wq_pending(struct work_queue *wq)
+{
+	size_t n;
+
+	pthread_mutex_lock(&wq->lock);
+	n = wq->nr_queued;
+	pthread_mutex_unlock(&wq->lock);
+	return n;
+}
+
+void wq_destroy(struct work_queue *wq)
+{
+	pthread_mutex_lock(&wq->lock);
+	wq->stop = 1;
+	pthread_cond_broadcast(&wq->cond);
+	pthread_mutex_unlock(&wq->lock);
+	for (int i = 0; i < wq->nr_threads; i++)
+		pthread_join(wq->threads[i], NULL);
+	free(wq->threads);
+	free(wq);
+}

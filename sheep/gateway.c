@@ -1,0 +1,379 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Gateway: a client's object request becomes peer requests to the object's
+ * targets in the current ring.  Writes go to every target in parallel and
+ * complete when all have answered; reads try the local copy first and fail
+ * over to the other targets.  Transient failures (a dead peer, an epoch
+ * change) retry the whole request against the newest ring, boundedly.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include "net.h"
+#include "proto.h"
+#include "sheep.h"
+#include "util.h"
+
+struct gw_sub {
+	struct peer_req pr;
+	struct work work;
+	struct request *req;
+	uint32_t obj_size;
+	int tgt;		/* index in the read order */
+};
+
+static void gw_start(struct request *req);
+
+static bool retriable(uint32_t res)
+{
+	switch (res) {
+	case SD_RES_NETWORK_ERROR:
+	case SD_RES_OLD_NODE_VER:
+	case SD_RES_NEW_NODE_VER:
+	case SD_RES_WAIT_FOR_JOIN:
+	case SD_RES_WAIT_FOR_FORMAT:
+	case SD_RES_KILLED:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool is_write_op(uint8_t op)
+{
+	return op == SD_OP_CREATE_AND_WRITE_OBJ || op == SD_OP_WRITE_OBJ ||
+	       op == SD_OP_REMOVE_OBJ;
+}
+
+static void gw_retry_timer(struct timer *t)
+{
+	struct request *req = container_of(t, struct request, retry_timer);
+
+	gw_start(req);
+}
+
+static void gw_finish(struct request *req, uint32_t result)
+{
+	if (retriable(result) && req->nr_retries < SD_GW_MAX_RETRIES &&
+	    sys.status == SD_STATUS_OK) {
+		req->nr_retries++;
+		sd_debug("retry %x oid %" PRIx64 " (%s), attempt %d",
+			 req->rq.opcode, req->rq.obj.oid,
+			 sd_strerror(result), req->nr_retries);
+		req->retry_timer.fn = gw_retry_timer;
+		timer_add(sys.loop, &req->retry_timer, SD_GW_RETRY_MS);
+		return;
+	}
+	if (retriable(result))
+		result = SD_RES_NETWORK_ERROR;
+	req->rp.result = result;
+	if (result != SD_RES_SUCCESS)
+		req->rp.data_length = 0;
+	request_done(req);
+}
+
+static void sub_local_work(struct work *w)
+{
+	struct gw_sub *s = container_of(w, struct gw_sub, work);
+
+	s->pr.rp.result = store_exec(&s->pr.rq, s->pr.rbuf ? s->pr.rbuf :
+				     (void *)s->pr.wbuf, &s->pr.rp,
+				     s->obj_size);
+}
+
+static void sub_local_done(struct work *w)
+{
+	struct gw_sub *s = container_of(w, struct gw_sub, work);
+
+	s->pr.done(&s->pr, s->pr.rp.result);
+}
+
+static void sub_submit(struct gw_sub *s, const struct sd_node *n)
+{
+	if (node_is_self(n)) {
+		s->work.fn = sub_local_work;
+		s->work.done = sub_local_done;
+		if (wq_queue(sys.io_wq, &s->work))
+			/* pool full: let the retry path absorb it */
+			s->pr.done(&s->pr, SD_RES_NETWORK_ERROR);
+		return;
+	}
+	peer_submit(&n->nid, &s->pr);
+}
+
+static void build_peer_req(struct request *req, struct gw_sub *s, int idx)
+{
+	s->pr.rq = req->rq;
+	s->pr.rq.opcode = gateway_to_peer_opcode(req->rq.opcode);
+	s->pr.rq.proto_ver = SD_SHEEP_PROTO_VER;
+	s->pr.rq.epoch = sys.epoch;
+	s->pr.rq.obj.ec_index = (uint8_t)idx;
+	s->req = req;
+	s->obj_size = req->obj_size;
+}
+
+/* ---- writes: all targets in parallel ---- */
+
+static void write_sub_done(struct peer_req *pr, int result)
+{
+	struct gw_sub *s = container_of(pr, struct gw_sub, pr);
+	struct request *req = s->req;
+
+	if (result != SD_RES_SUCCESS) {
+		/* a lost replica means retry; anything else is the answer */
+		if (!retriable(req->gw_result) || retriable(result))
+			req->gw_result = result;
+	}
+	free(s);
+	if (--req->nr_pending)
+		return;
+	gw_finish(req, req->gw_result);
+}
+
+static void gw_write(struct request *req, const struct vnode_ring *ring,
+		     const int *tgt, int nr)
+{
+	req->nr_pending = nr;
+	req->gw_result = SD_RES_SUCCESS;
+	for (int i = 0; i < nr; i++) {
+		struct gw_sub *s = xzalloc(sizeof(*s));
+
+		build_peer_req(req, s, i);
+		s->pr.wbuf = req->data;
+		s->pr.done = write_sub_done;
+		sub_submit(s, &ring->nodes[tgt[i]]);
+	}
+}
+
+/* ---- reads: one target at a time, local first ---- */
+
+struct read_state {
+	int nr;
+	int next;
+	struct sd_node nodes[SD_MAX_COPIES];
+};
+
+static void read_try_next(struct request *req);
+
+static void read_sub_done(struct peer_req *pr, int result)
+{
+	struct gw_sub *s = container_of(pr, struct gw_sub, pr);
+	struct request *req = s->req;
+
+	if (result == SD_RES_SUCCESS) {
+		req->rp.data_length = req->rq.data_length;
+		free(s);
+		free(req->priv);
+		req->priv = NULL;
+		gw_finish(req, SD_RES_SUCCESS);
+		return;
+	}
+	free(s);
+	if (!retriable(req->gw_result))
+		req->gw_result = result;
+	/* a missing or failed copy: try the next target */
+	read_try_next(req);
+}
+
+static void read_try_next(struct request *req)
+{
+	struct read_state *rs = req->priv;
+	struct gw_sub *s;
+
+	if (rs->next >= rs->nr) {
+		free(rs);
+		req->priv = NULL;
+		gw_finish(req, req->gw_result);
+		return;
+	}
+	s = xzalloc(sizeof(*s));
+	build_peer_req(req, s, rs->next);
+	s->pr.rbuf = req->data;
+	s->pr.rbuf_len = req->rq.data_length;
+	s->pr.done = read_sub_done;
+	sub_submit(s, &rs->nodes[rs->next++]);
+}
+
+static void gw_read(struct request *req, const struct vnode_ring *ring,
+		    const int *tgt, int nr)
+{
+	struct read_state *rs = xzalloc(sizeof(*rs));
+	int start = rand() % nr, k = 0;
+
+	for (int i = 0; i < nr; i++)
+		if (node_is_self(&ring->nodes[tgt[i]]))
+			rs->nodes[k++] = ring->nodes[tgt[i]];
+	for (int i = 0; i < nr; i++) {
+		const struct sd_node *n = &ring->nodes[tgt[(start + i) % nr]];
+
+		if (!node_is_self(n))
+			rs->nodes[k++] = *n;
+	}
+	rs->nr = k;
+	req->gw_result = SD_RES_NO_OBJ;
+	req->priv = rs;
+	read_try_next(req);
+}
+
+static void gw_start(struct request *req)
+{
+	struct cluster_view *v = current_view();
+	uint64_t oid = req->rq.obj.oid;
+	uint32_t vid = oid_to_vid(oid);
+	int copies = req->rq.obj.copies ? req->rq.obj.copies : vdi_copies(vid);
+	int tgt[SD_MAX_COPIES];
+	int nr;
+
+	if (sys.status != SD_STATUS_OK) {
+		gw_finish(req, sys.ctime ? SD_RES_WAIT_FOR_JOIN :
+			  SD_RES_WAIT_FOR_FORMAT);
+		return;
+	}
+	nr = ring_targets(&v->ring, oid, copies, tgt);
+	if (!nr) {
+		gw_finish(req, SD_RES_HALT);
+		return;
+	}
+	if (is_write_op(req->rq.opcode) &&
+	    (sys.flags & SD_CLUSTER_FLAG_STRICT) && nr < copies) {
+		gw_finish(req, SD_RES_HALT);
+		return;
+	}
+	req->obj_size = sd_obj_size(oid, vdi_shift(vid));
+	if (req->rq.opcode == SD_OP_READ_OBJ)
+		gw_read(req, &v->ring, tgt, nr);
+	else
+		gw_write(req, &v->ring, tgt, nr);
+}
+
+void gateway_submit(struct request *req)
+{
+	uint64_t oid = req->rq.obj.oid;
+	uint8_t op = req->rq.opcode;
+	struct vdi_info *vi;
+
+	if ((op == SD_OP_WRITE_OBJ || op == SD_OP_CREATE_AND_WRITE_OBJ) &&
+	    is_data_obj(oid)) {
+		vi = vdi_get(oid_to_vid(oid), false);
+		if (vi && vi->snapshot) {
+			req->rp.result = SD_RES_READONLY;
+			request_done(req);
+			return;
+		}
+	}
+	if ((uint64_t)req->rq.obj.offset + req->rq.data_length >
+	    sd_obj_size(oid, vdi_shift(oid_to_vid(oid))) &&
+	    op != SD_OP_REMOVE_OBJ) {
+		req->rp.result = SD_RES_INVALID_PARMS;
+		request_done(req);
+		return;
+	}
+	req->nr_retries = 0;
+	gw_start(req);
+}
+
+/* ---- FLUSH_VDI: make cached writes durable on every storage node ---- */
+
+static void flush_sub_done(struct peer_req *pr, int result)
+{
+	struct gw_sub *s = container_of(pr, struct gw_sub, pr);
+	struct request *req = s->req;
+
+	if (result != SD_RES_SUCCESS)
+		req->gw_result = result;
+	free(s);
+	if (--req->nr_pending)
+		return;
+	req->rp.result = req->gw_result;
+	request_done(req);
+}
+
+void gateway_flush(struct request *req)
+{
+	struct cluster_view *v = current_view();
+	size_t n = 0;
+
+	req->gw_result = SD_RES_SUCCESS;
+	for (size_t i = 0; i < v->ring.nr_nodes; i++)
+		if (v->ring.nodes[i].nr_vnodes)
+			n++;
+	if (!n) {
+		req->rp.result = SD_RES_SUCCESS;
+		request_done(req);
+		return;
+	}
+	req->nr_pending = (int)n;
+	for (size_t i = 0; i < v->ring.nr_nodes; i++) {
+		struct gw_sub *s;
+
+		if (!v->ring.nodes[i].nr_vnodes)
+			continue;
+		s = xzalloc(sizeof(*s));
+		s->req = req;
+		sd_init_req(&s->pr.rq, SD_OP_FLUSH_PEER);
+		s->pr.rq.epoch = sys.epoch;
+		s->pr.done = flush_sub_done;
+		sub_submit(s, &v->ring.nodes[i]);
+	}
+}
+
+/* ---- synchronous gateway I/O for the cluster worker thread ---- */
+
+struct sync_call {
+	struct loop_call call;
+	struct request *req;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+};
+
+static void sync_complete(struct request *req)
+{
+	struct sync_call *sc = req->caller;
+
+	pthread_mutex_lock(&sc->lock);
+	sc->done = true;
+	pthread_cond_signal(&sc->cond);
+	pthread_mutex_unlock(&sc->lock);
+}
+
+static void sync_start(struct loop_call *c)
+{
+	struct sync_call *sc = container_of(c, struct sync_call, call);
+
+	gateway_submit(sc->req);
+}
+
+int gw_exec_sync(uint8_t opcode, uint64_t oid, void *buf, uint32_t len,
+		 uint32_t offset, uint8_t copies, uint16_t flags)
+{
+	struct sync_call sc = { .done = false };
+	struct request *req = xzalloc(sizeof(*req));
+	int ret;
+
+	INIT_LIST_HEAD(&req->list);
+	req->rq.opcode = opcode;
+	req->rq.proto_ver = SD_PROTO_VER;
+	req->rq.flags = flags;
+	req->rq.data_length = len;
+	req->rq.obj.oid = oid;
+	req->rq.obj.offset = offset;
+	req->rq.obj.copies = copies;
+	/* the caller's buffer serves both directions */
+	req->data = buf;
+	req->complete = sync_complete;
+	req->caller = &sc;
+	pthread_mutex_init(&sc.lock, NULL);
+	pthread_cond_init(&sc.cond, NULL);
+	sc.req = req;
+	sc.call.fn = sync_start;
+	event_loop_call(sys.loop, &sc.call);
+	pthread_mutex_lock(&sc.lock);
+	while (!sc.done)
+		pthread_cond_wait(&sc.cond, &sc.lock);
+	pthread_mutex_unlock(&sc.lock);
+	ret = (int)req->rp.result;
+	free(req);
+	return ret;
+}

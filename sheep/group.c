@@ -1,0 +1,720 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Membership, epochs and cluster operations (cluster.md §3-§5).  Driver
+ * callbacks arrive on the main thread in the same order on every node, so
+ * every node applies the same deterministic state changes.  The resulting
+ * cluster view is published with RCU for readers on other threads.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "cluster.h"
+#include "proto.h"
+#include "sheep.h"
+#include "store.h"
+#include "util.h"
+
+struct cluster_msg_hdr {
+	uint32_t seq;
+	uint32_t reserved;
+};
+#define CMSG_HDR_SIZE	(8 + SD_REQ_SIZE + SD_RSP_SIZE)
+
+static LIST_HEAD(pending_block);	/* waiting for the block grant */
+static LIST_HEAD(pending_reply);	/* waiting for our own message */
+static uint32_t cluster_seq;
+static struct work_queue *cluster_wq;
+static bool shutdown_clean;
+
+/* ---- the published view ---- */
+
+static void free_view_rcu(struct rcu_head *head)
+{
+	struct cluster_view *v = caa_container_of(head, struct cluster_view,
+						  rcu);
+
+	ring_free(&v->ring);
+	free(v);
+}
+
+void publish_view(void)
+{
+	struct cluster_view *v = xzalloc(sizeof(*v)), *old = sys.view;
+
+	v->epoch = sys.epoch;
+	v->status = sys.status;
+	if (ring_build(&v->ring, sys.members, sys.nr_members)) {
+		sd_emerg("out of memory building the ring");
+		abort();
+	}
+	rcu_assign_pointer(sys.view, v);
+	if (old)
+		call_rcu(&old->rcu, free_view_rcu);
+}
+
+/* main thread only: the updater may read its own pointer directly */
+struct cluster_view *current_view(void)
+{
+	return sys.view;
+}
+
+bool node_is_self(const struct sd_node *n)
+{
+	return node_id_eq(&n->nid, &sys.self.nid);
+}
+
+/* ---- config file (cluster.md §11.3) ---- */
+
+static void base_path(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "%s/%s", sys.base, name);
+}
+
+static int write_file_atomic(const char *path, const void *buf, size_t len)
+{
+	char tmp[4200];
+	int fd;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_SYNC | O_CLOEXEC,
+		  0644);
+	if (fd < 0)
+		return -1;
+	if (xwrite(fd, buf, len) < 0) {
+		close(fd);
+		unlink(tmp);
+		return -1;
+	}
+	close(fd);
+	if (rename(tmp, path))
+		return -1;
+	return 0;
+}
+
+int config_save(void)
+{
+	struct sheepdog_config c = { 0 };
+	uint8_t buf[sizeof(c)];
+	char path[4200];
+
+	c.ctime = sys.ctime;
+	c.flags = sys.flags;
+	c.copies = sys.copies;
+	memcpy(c.store, sys.store, sizeof(c.store));
+	c.shutdown = shutdown_clean;
+	c.copy_policy = sys.copy_policy;
+	c.block_size_shift = sys.block_size_shift;
+	c.version = SD_FORMAT_VERSION;
+	c.space = sys.self.space;
+	config_encode(&c, buf);
+	base_path(path, sizeof(path), "config");
+	if (write_file_atomic(path, buf, sizeof(buf))) {
+		sd_err("cannot write %s: %m", path);
+		return -1;
+	}
+	return 0;
+}
+
+int config_load(void)
+{
+	struct sheepdog_config c;
+	uint8_t buf[sizeof(c)];
+	char path[4200];
+	int fd;
+
+	base_path(path, sizeof(path), "config.tmp");
+	unlink(path);
+	base_path(path, sizeof(path), "config");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -1;
+	if (xread(fd, buf, sizeof(buf)) < 0) {
+		close(fd);
+		sd_err("%s is truncated", path);
+		return -1;
+	}
+	close(fd);
+	config_decode(&c, buf);
+	if (c.version != SD_FORMAT_VERSION) {
+		sd_err("%s has format version %u, expected %u", path,
+		       c.version, SD_FORMAT_VERSION);
+		return -1;
+	}
+	sys.ctime = c.ctime;
+	sys.flags = c.flags;
+	sys.copies = c.copies;
+	memcpy(sys.store, c.store, sizeof(sys.store));
+	sys.store[sizeof(sys.store) - 1] = 0;
+	shutdown_clean = c.shutdown;
+	sys.copy_policy = c.copy_policy;
+	sys.block_size_shift = c.block_size_shift;
+	if (c.space)
+		sys.self.space = c.space;
+	return 0;
+}
+
+/* ---- epoch log (cluster.md §3.4) ---- */
+
+static void epoch_path(char *buf, size_t len, uint32_t epoch)
+{
+	snprintf(buf, len, "%s/epoch/%08u", sys.base, epoch);
+}
+
+static int epoch_log_write(uint32_t epoch, const struct sd_node *nodes,
+			   size_t nr)
+{
+	size_t len = nr * sizeof(struct sd_node) + 8;
+	uint8_t *buf = xmalloc(len);
+	char path[4200];
+	int ret;
+
+	sd_nodes_encode(nodes, nr, buf);
+	put_le64(buf + len - 8, (uint64_t)time(NULL));
+	epoch_path(path, sizeof(path), epoch);
+	ret = write_file_atomic(path, buf, len);
+	if (ret)
+		sd_err("cannot write epoch %u: %m", epoch);
+	free(buf);
+	return ret;
+}
+
+int epoch_log_read(uint32_t epoch, struct sd_node *nodes, size_t max,
+		   uint64_t *t)
+{
+	char path[4200];
+	struct stat st;
+	uint8_t *buf;
+	size_t nr;
+	int fd;
+
+	epoch_path(path, sizeof(path), epoch);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) || st.st_size < 8 ||
+	    (st.st_size - 8) % sizeof(struct sd_node) ||
+	    (size_t)(st.st_size - 8) / sizeof(struct sd_node) > max) {
+		close(fd);
+		return -1;
+	}
+	buf = xmalloc((size_t)st.st_size);
+	if (xread(fd, buf, (size_t)st.st_size) < 0) {
+		free(buf);
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	nr = (size_t)(st.st_size - 8) / sizeof(struct sd_node);
+	sd_nodes_decode(nodes, nr, buf);
+	if (t)
+		*t = get_le64(buf + st.st_size - 8);
+	free(buf);
+	return (int)nr;
+}
+
+uint32_t epoch_log_latest(void)
+{
+	char path[4200];
+	struct dirent *de;
+	uint32_t latest = 0;
+	DIR *d;
+
+	base_path(path, sizeof(path), "epoch");
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		char *end;
+		unsigned long e;
+
+		if (strlen(de->d_name) != 8)
+			continue;
+		e = strtoul(de->d_name, &end, 10);
+		if (!*end && e > latest)
+			latest = (uint32_t)e;
+	}
+	closedir(d);
+	return latest;
+}
+
+static void epoch_log_clear(void)
+{
+	char path[4200];
+
+	base_path(path, sizeof(path), "epoch");
+	rmdir_r(path);
+	mkdir_p(path);
+}
+
+static void set_epoch_nodes(const struct sd_node *nodes, size_t nr)
+{
+	free(sys.epoch_nodes);
+	sys.epoch_nodes = xmalloc((nr ? nr : 1) * sizeof(*nodes));
+	memcpy(sys.epoch_nodes, nodes, nr * sizeof(*nodes));
+	sys.nr_epoch_nodes = nr;
+}
+
+static void set_members(const struct sd_node *nodes, size_t nr)
+{
+	free(sys.members);
+	sys.members = xmalloc((nr ? nr : 1) * sizeof(*nodes));
+	memcpy(sys.members, nodes, nr * sizeof(*nodes));
+	sys.nr_members = nr;
+	nodes_sort(sys.members, nr);
+}
+
+static void new_epoch(void)
+{
+	sys.epoch++;
+	set_epoch_nodes(sys.members, sys.nr_members);
+	epoch_log_write(sys.epoch, sys.members, sys.nr_members);
+	sd_notice("epoch %u: %zu node(s)", sys.epoch, sys.nr_members);
+	if (shutdown_clean) {
+		shutdown_clean = false;
+		config_save();
+	}
+}
+
+static bool same_nodes(const struct sd_node *a, size_t na,
+		       const struct sd_node *b, size_t nb)
+{
+	if (na != nb)
+		return false;
+	for (size_t i = 0; i < na; i++)
+		if (node_cmp(&a[i], &b[i]))
+			return false;
+	return true;
+}
+
+/* are all nodes of the latest epoch among @members? */
+static bool epoch_nodes_present(const struct sd_node *members, size_t nr)
+{
+	for (size_t i = 0; i < sys.nr_epoch_nodes; i++) {
+		bool found = false;
+
+		for (size_t j = 0; j < nr; j++)
+			if (node_id_eq(&sys.epoch_nodes[i].nid,
+				       &members[j].nid))
+				found = true;
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+/* ---- join (cluster.md §4.2, §4.3) ---- */
+
+static size_t cinfo_encode(void *buf, size_t max, uint8_t status)
+{
+	struct cluster_info_hdr h = { 0 };
+	size_t nr = sys.nr_epoch_nodes;
+
+	if (sizeof(h) + nr * sizeof(struct sd_node) > max)
+		nr = (max - sizeof(h)) / sizeof(struct sd_node);
+	h.proto_ver = SD_SHEEP_PROTO_VER;
+	h.disable_recovery = sys.disable_recovery;
+	h.nr_nodes = (int16_t)nr;
+	h.epoch = sys.epoch;
+	h.ctime = sys.ctime;
+	h.flags = sys.flags;
+	h.nr_copies = sys.copies;
+	h.copy_policy = sys.copy_policy;
+	h.status = status;
+	h.block_size_shift = sys.block_size_shift;
+	memcpy(h.default_store, sys.store, sizeof(h.default_store));
+	cinfo_hdr_encode(&h, buf);
+	sd_nodes_encode(sys.epoch_nodes, nr, (uint8_t *)buf + sizeof(h));
+	return sizeof(h) + nr * sizeof(struct sd_node);
+}
+
+static int cinfo_decode(const void *buf, size_t len,
+			struct cluster_info_hdr *h, struct sd_node **nodes)
+{
+	if (len < sizeof(*h))
+		return -1;
+	cinfo_hdr_decode(h, buf);
+	if (h->nr_nodes < 0 ||
+	    sizeof(*h) + (size_t)h->nr_nodes * sizeof(struct sd_node) > len)
+		return -1;
+	*nodes = xmalloc(((size_t)h->nr_nodes + 1) * sizeof(struct sd_node));
+	sd_nodes_decode(*nodes, (size_t)h->nr_nodes,
+			(const uint8_t *)buf + sizeof(*h));
+	return 0;
+}
+
+static void adopt_cinfo(const struct cluster_info_hdr *h,
+			const struct sd_node *nodes)
+{
+	sys.epoch = h->epoch;
+	sys.ctime = h->ctime;
+	sys.flags = h->flags;
+	sys.copies = h->nr_copies;
+	sys.copy_policy = h->copy_policy;
+	sys.block_size_shift = h->block_size_shift;
+	sys.disable_recovery = h->disable_recovery;
+	memcpy(sys.store, h->default_store, sizeof(sys.store));
+	sys.store[sizeof(sys.store) - 1] = 0;
+	set_epoch_nodes(nodes, (size_t)h->nr_nodes);
+}
+
+bool sd_join_handler(const struct sd_node *joining,
+		     const struct sd_node *members, size_t nr_members,
+		     void *opaque, size_t *len, size_t max_len)
+{
+	struct cluster_info_hdr jh;
+	struct sd_node *jnodes = NULL, *all;
+	uint8_t status = sys.status;
+	bool self = node_is_self(joining) && !sys.joined;
+
+	if (cinfo_decode(opaque, *len, &jh, &jnodes)) {
+		sd_err("malformed join message");
+		return false;
+	}
+	if (!self && status == SD_STATUS_WAIT) {
+		if (jh.epoch > 0 && sys.epoch > 0 && jh.ctime != sys.ctime) {
+			/* the joiner notices the mismatch and leaves */
+			goto out;
+		}
+		if (jh.epoch > sys.epoch)
+			adopt_cinfo(&jh, jnodes);
+	}
+	if (status == SD_STATUS_WAIT && sys.ctime && sys.epoch) {
+		all = xmalloc((nr_members + 1) * sizeof(*all));
+		memcpy(all, members, nr_members * sizeof(*all));
+		all[nr_members] = *joining;
+		if (epoch_nodes_present(all, nr_members + 1))
+			status = SD_STATUS_OK;
+		free(all);
+	}
+out:
+	*len = cinfo_encode(opaque, max_len, status);
+	free(jnodes);
+	return true;
+}
+
+static void joiner_accepted(const struct cluster_info_hdr *h,
+			    const struct sd_node *nodes)
+{
+	if (h->proto_ver != SD_SHEEP_PROTO_VER) {
+		sd_emerg("cluster speaks protocol %u, not %u", h->proto_ver,
+			 SD_SHEEP_PROTO_VER);
+		sheep_exit(1);
+	}
+	if (h->epoch && sys.epoch && h->ctime != sys.ctime) {
+		sd_emerg("this node belongs to another cluster (creation "
+			 "time %" PRIx64 ", cluster's %" PRIx64 "): leaving",
+			 sys.ctime, h->ctime);
+		sheep_exit(1);
+	}
+	sys.joined = true;
+	if (h->epoch >= sys.epoch || h->status == SD_STATUS_OK)
+		adopt_cinfo(h, nodes);
+	if (sys.ctime)
+		config_save();
+}
+
+void sd_accept_handler(const struct sd_node *joined,
+		       const struct sd_node *members, size_t nr_members,
+		       const void *opaque, size_t len)
+{
+	struct cluster_info_hdr h;
+	struct sd_node *nodes = NULL;
+	char name[128];
+
+	if (cinfo_decode(opaque, len, &h, &nodes)) {
+		sd_err("malformed accept message");
+		return;
+	}
+	sd_info("%s joined", node_to_str(joined, name, sizeof(name)));
+	if (node_is_self(joined) && !sys.joined)
+		joiner_accepted(&h, nodes);
+	else if (sys.status == SD_STATUS_WAIT && h.epoch > sys.epoch)
+		adopt_cinfo(&h, nodes);
+	set_members(members, nr_members);
+	if (sys.status != SD_STATUS_SHUTDOWN)
+		sys.status = h.status == SD_STATUS_OK ? SD_STATUS_OK :
+			     sys.status;
+	if (sys.status == SD_STATUS_WAIT && sys.ctime && sys.epoch &&
+	    epoch_nodes_present(sys.members, sys.nr_members))
+		sys.status = SD_STATUS_OK;
+	if (sys.status == SD_STATUS_OK &&
+	    !same_nodes(sys.members, sys.nr_members, sys.epoch_nodes,
+			sys.nr_epoch_nodes))
+		new_epoch();
+	free(nodes);
+	publish_view();
+}
+
+void sd_leave_handler(const struct sd_node *left,
+		      const struct sd_node *members, size_t nr_members)
+{
+	char name[128];
+
+	sd_info("%s left", node_to_str(left, name, sizeof(name)));
+	set_members(members, nr_members);
+	peer_drop(&left->nid);
+	if (sys.status == SD_STATUS_OK)
+		new_epoch();
+	publish_view();
+}
+
+/* ---- cluster operations (protocol.md §10.4) ---- */
+
+static void *build_msg(struct request *req, size_t *len)
+{
+	size_t plen = 0;
+	uint8_t *msg;
+
+	if ((req->rq.flags & SD_FLAG_CMD_WRITE) && req->rq.data_length)
+		plen = req->rq.data_length;
+	if (CMSG_HDR_SIZE + plen > SD_MAX_EVENT_BUF_SIZE)
+		plen = 0;
+	msg = xzalloc(CMSG_HDR_SIZE + plen);
+	put_le32(msg, req->cseq);
+	sd_req_encode(&req->rq, msg + 8);
+	sd_rsp_encode(&req->rp, msg + 8 + SD_REQ_SIZE);
+	if (plen)
+		memcpy(msg + CMSG_HDR_SIZE, req->data, plen);
+	*len = CMSG_HDR_SIZE + plen;
+	return msg;
+}
+
+static void cwork_fn(struct work *w)
+{
+	struct request *req = container_of(w, struct request, work);
+
+	req->rp.result = (uint32_t)req->op->work_fn(req);
+}
+
+static void block_work_done(struct request *req)
+{
+	size_t len;
+	void *msg;
+
+	/* the main parts run only if the work part succeeded */
+	req->rp.opcode = req->rq.opcode;
+	msg = build_msg(req, &len);
+	list_add_tail(&req->list, &pending_reply);
+	if (sys.cdrv->unblock(msg, len)) {
+		list_del(&req->list);
+		req->rp.result = SD_RES_CLUSTER_ERROR;
+		request_done(req);
+	}
+	free(msg);
+}
+
+static void cwork_done(struct work *w)
+{
+	struct request *req = container_of(w, struct request, work);
+
+	if (req->op->cluster_fn)
+		block_work_done(req);
+	else
+		request_done(req);
+}
+
+static int cwork_queue_req(struct request *req)
+{
+	req->work.fn = cwork_fn;
+	req->work.done = cwork_done;
+	return wq_queue(cluster_wq, &req->work);
+}
+
+int cluster_op_submit(struct request *req)
+{
+	size_t len;
+	void *msg;
+
+	if (!req->op->cluster_fn) {
+		/* a lookup: runs on the cluster worker, no ordering needed */
+		return cwork_queue_req(req) ? SD_RES_AGAIN : SD_RES_SUCCESS;
+	}
+	req->cseq = ++cluster_seq;
+	if (req->op->work_fn) {
+		list_add_tail(&req->list, &pending_block);
+		if (sys.cdrv->block()) {
+			list_del(&req->list);
+			return SD_RES_CLUSTER_ERROR;
+		}
+		return SD_RES_SUCCESS;
+	}
+	msg = build_msg(req, &len);
+	list_add_tail(&req->list, &pending_reply);
+	if (sys.cdrv->notify(msg, len)) {
+		list_del(&req->list);
+		free(msg);
+		return SD_RES_CLUSTER_ERROR;
+	}
+	free(msg);
+	return SD_RES_SUCCESS;
+}
+
+void sd_block_handler(const struct sd_node *sender)
+{
+	struct request *req;
+
+	if (!node_is_self(sender) || list_empty(&pending_block))
+		return;
+	req = list_first_entry(&pending_block, struct request, list);
+	list_del(&req->list);
+	if (cwork_queue_req(req)) {
+		req->rp.result = SD_RES_AGAIN;
+		block_work_done(req);
+	}
+}
+
+static struct request *find_pending(uint32_t seq)
+{
+	struct request *req;
+
+	list_for_each_entry(req, &pending_reply, list)
+		if (req->cseq == seq)
+			return req;
+	return NULL;
+}
+
+void sd_notify_handler(const struct sd_node *sender, const void *msg,
+		       size_t len)
+{
+	const uint8_t *m = msg;
+	struct sd_req rq;
+	struct sd_rsp rp;
+	const struct sd_op *op;
+	struct request *req = NULL;
+	bool mine = node_is_self(sender);
+	uint32_t seq;
+	int ret;
+
+	if (len < CMSG_HDR_SIZE) {
+		sd_err("short cluster message (%zu bytes)", len);
+		return;
+	}
+	seq = get_le32(m);
+	sd_req_decode(&rq, m + 8);
+	sd_rsp_decode(&rp, m + 8 + SD_REQ_SIZE);
+	op = get_sd_op(rq.opcode);
+	if (!op || !op->cluster_fn) {
+		sd_err("unknown cluster op %x", rq.opcode);
+		return;
+	}
+	if (mine)
+		req = find_pending(seq);
+	ret = (int)rp.result;
+	if (ret == SD_RES_SUCCESS)
+		ret = op->cluster_fn(&rq, &rp, (void *)(m + CMSG_HDR_SIZE),
+				     mine);
+	if (!req)
+		return;
+	list_del(&req->list);
+	req->rp.result = (uint32_t)ret;
+	request_done(req);
+}
+
+/* ---- format and shutdown: main parts on every node ---- */
+
+int group_format(const struct sd_req *req, const char *store)
+{
+	if (sys.gateway == false && store_wipe() != SD_RES_SUCCESS)
+		return SD_RES_EIO;
+	epoch_log_clear();
+	vdi_reset();
+	sys.ctime = req->cluster.ctime;
+	sys.flags = req->cluster.flags;
+	sys.copies = req->cluster.copies ? req->cluster.copies :
+		     SD_DEFAULT_COPIES;
+	sys.copy_policy = req->cluster.copy_policy;
+	sys.block_size_shift = req->cluster.block_size_shift ?
+			       req->cluster.block_size_shift :
+			       SD_DEFAULT_BLOCK_SIZE_SHIFT;
+	memset(sys.store, 0, sizeof(sys.store));
+	strncpy(sys.store, store, sizeof(sys.store) - 1);
+	sys.disable_recovery = 0;
+	sys.epoch = 0;
+	shutdown_clean = false;
+	sys.status = SD_STATUS_OK;
+	new_epoch();
+	config_save();
+	publish_view();
+	sd_notice("cluster formatted: %u copies, store %s", sys.copies,
+		  sys.store);
+	return SD_RES_SUCCESS;
+}
+
+static struct timer shutdown_timer;
+
+static void shutdown_now(struct timer *t)
+{
+	sd_notice("cluster shutdown: exiting");
+	sheep_exit(0);
+}
+
+void group_shutdown(void)
+{
+	sys.status = SD_STATUS_SHUTDOWN;
+	shutdown_clean = true;
+	if (sys.ctime)
+		config_save();
+	listen_stop();
+	/* leave time for the originator's reply to reach the client */
+	shutdown_timer.fn = shutdown_now;
+	timer_add(sys.loop, &shutdown_timer, 500);
+}
+
+/* ---- start-up ---- */
+
+int group_init(const char *driver)
+{
+	char name[64];
+	const char *opt = NULL, *colon = strchr(driver, ':');
+	size_t n = colon ? (size_t)(colon - driver) : strlen(driver);
+	uint32_t latest;
+
+	if (n >= sizeof(name))
+		return -1;
+	memcpy(name, driver, n);
+	name[n] = 0;
+	if (colon)
+		opt = colon + 1;
+	if (strcmp(name, "local")) {
+		sd_err("unknown cluster driver '%s'", name);
+		return -1;
+	}
+	sys.cdrv = &cdrv_local;
+	cluster_wq = wq_create("cluster", 1, 4096, sys.loop);
+
+	latest = epoch_log_latest();
+	if (latest) {
+		struct sd_node *nodes = xmalloc(SD_MAX_NODES * sizeof(*nodes));
+		int nr = epoch_log_read(latest, nodes, SD_MAX_NODES, NULL);
+
+		if (nr < 0) {
+			sd_err("cannot read epoch %u", latest);
+			free(nodes);
+			return -1;
+		}
+		sys.epoch = latest;
+		set_epoch_nodes(nodes, (size_t)nr);
+		free(nodes);
+	}
+	sys.status = SD_STATUS_WAIT;
+	publish_view();
+	return sys.cdrv->init(opt, sys.loop);
+}
+
+void group_join(void)
+{
+	uint8_t *buf = xmalloc(SD_MAX_EVENT_BUF_SIZE);
+	size_t len = cinfo_encode(buf, SD_MAX_EVENT_BUF_SIZE, sys.status);
+
+	if (sys.cdrv->join(&sys.self, buf, len)) {
+		sd_emerg("cannot join the cluster");
+		sheep_exit(1);
+	}
+	free(buf);
+}

@@ -1,0 +1,601 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The opcode table (protocol.md §7) and the handlers of local and peer
+ * ops, plus admission (§10.1) and dispatch of every request by class.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "proto.h"
+#include "sheep.h"
+#include "store.h"
+#include "util.h"
+
+static struct recovery_throttling throttle;
+
+/* ---- peer ops: the store half ---- */
+
+int store_exec(const struct sd_req *rq, void *data, struct sd_rsp *rp,
+	       uint32_t obj_size)
+{
+	bool sync = !(rq->flags & SD_FLAG_CMD_CACHE);
+	int ret;
+
+	switch (rq->opcode) {
+	case SD_OP_READ_PEER:
+		ret = store_read(rq->obj.oid, data, rq->data_length,
+				 rq->obj.offset);
+		if (ret == SD_RES_SUCCESS)
+			rp->data_length = rq->data_length;
+		return ret;
+	case SD_OP_WRITE_PEER:
+		return store_write(rq->obj.oid, data, rq->data_length,
+				   rq->obj.offset, sync);
+	case SD_OP_CREATE_AND_WRITE_PEER:
+		return store_create(rq->obj.oid, obj_size, data,
+				    rq->data_length, rq->obj.offset, sync);
+	case SD_OP_REMOVE_PEER:
+		return store_remove(rq->obj.oid);
+	case SD_OP_FLUSH_PEER:
+		return store_flush();
+	case SD_OP_EXIST:
+		return store_exist(rq->obj.oid);
+	default:
+		return SD_RES_INVALID_PARMS;
+	}
+}
+
+static int peer_work(struct request *req)
+{
+	return store_exec(&req->rq, req->data, &req->rp, req->obj_size);
+}
+
+uint8_t gateway_to_peer_opcode(uint8_t opcode)
+{
+	switch (opcode) {
+	case SD_OP_CREATE_AND_WRITE_OBJ:
+		return SD_OP_CREATE_AND_WRITE_PEER;
+	case SD_OP_READ_OBJ:
+		return SD_OP_READ_PEER;
+	case SD_OP_WRITE_OBJ:
+		return SD_OP_WRITE_PEER;
+	case SD_OP_REMOVE_OBJ:
+		return SD_OP_REMOVE_PEER;
+	default:
+		return opcode;
+	}
+}
+
+/* ---- local ops on the main thread ---- */
+
+static int local_get_node_list(struct request *req)
+{
+	size_t n = sys.nr_members;
+
+	if (n * sizeof(struct sd_node) > req->data_len)
+		return SD_RES_BUFFER_SMALL;
+	sd_nodes_encode(sys.members, n, req->data);
+	req->rp.data_length = (uint32_t)(n * sizeof(struct sd_node));
+	req->rp.node.nr_nodes = (uint32_t)n;
+	return SD_RES_SUCCESS;
+}
+
+static int local_stat_sheep(struct request *req)
+{
+	uint64_t size = 0, free_bytes = 0;
+
+	if (!sys.gateway && store_stat(&size, &free_bytes))
+		return SD_RES_EIO;
+	req->rp.node.store_size = size;
+	req->rp.node.store_free = free_bytes;
+	return SD_RES_SUCCESS;
+}
+
+static uint32_t status_result(void)
+{
+	switch (sys.status) {
+	case SD_STATUS_OK:
+		return SD_RES_SUCCESS;
+	case SD_STATUS_SHUTDOWN:
+		return SD_RES_SHUTDOWN;
+	case SD_STATUS_KILLED:
+		return SD_RES_KILLED;
+	default:
+		return sys.ctime ? SD_RES_WAIT_FOR_JOIN : SD_RES_WAIT_FOR_FORMAT;
+	}
+}
+
+static int local_stat_cluster(struct request *req)
+{
+	uint32_t nodes_nr = req->rq.cluster.nodes_nr;
+	size_t rec = sizeof(struct epoch_log_hdr) +
+		     (size_t)nodes_nr * sizeof(struct sd_node);
+	size_t max = rec ? req->data_len / rec : 0, k = 0;
+	struct sd_node *nodes = xmalloc(SD_MAX_NODES * sizeof(*nodes));
+	int ret = SD_RES_SUCCESS;
+
+	memset(req->data, 0, req->data_len);
+	for (uint32_t e = sys.epoch; e >= 1 && k < max; e--) {
+		struct epoch_log_hdr h = { 0 };
+		uint8_t *p = (uint8_t *)req->data + k * rec;
+		uint64_t t = 0;
+		int n = epoch_log_read(e, nodes, SD_MAX_NODES, &t);
+
+		if (n < 0)
+			continue;
+		if ((uint32_t)n > nodes_nr) {
+			ret = SD_RES_BUFFER_SMALL;
+			break;
+		}
+		h.time = t;
+		h.epoch = e;
+		h.nr_nodes = (uint32_t)n;
+		if (!k) {
+			h.ctime = sys.ctime;
+			h.disable_recovery = sys.disable_recovery;
+			h.nr_copies = sys.copies;
+			h.copy_policy = sys.copy_policy;
+			h.flags = sys.flags;
+			memcpy(h.drv_name, sys.store, sizeof(h.drv_name));
+		}
+		epoch_log_hdr_encode(&h, p);
+		sd_nodes_encode(nodes, (size_t)n, p + sizeof(h));
+		k++;
+	}
+	free(nodes);
+	req->rp.data_length = (uint32_t)(k * rec);
+	if (ret != SD_RES_SUCCESS)
+		return ret;
+	return (int)status_result();
+}
+
+static int local_get_cluster_default(struct request *req)
+{
+	req->rp.cluster_default.nr_copies = sys.copies;
+	req->rp.cluster_default.copy_policy = sys.copy_policy;
+	req->rp.cluster_default.block_size_shift = sys.block_size_shift;
+	return SD_RES_SUCCESS;
+}
+
+static int read_bitmap(struct request *req, const uint8_t *bitmap)
+{
+	if (req->rq.data_length != SD_NR_VDIS / 8)
+		return SD_RES_INVALID_PARMS;
+	memcpy(req->data, bitmap, SD_NR_VDIS / 8);
+	req->rp.data_length = SD_NR_VDIS / 8;
+	return SD_RES_SUCCESS;
+}
+
+static int local_read_vdis(struct request *req)
+{
+	return read_bitmap(req, sys.vdi_inuse);
+}
+
+static int local_read_del_vdis(struct request *req)
+{
+	return read_bitmap(req, sys.vdi_deleted);
+}
+
+static int local_cluster_info(struct request *req)
+{
+	struct cluster_info_hdr h = { 0 };
+
+	/* the whole struct goes out whatever the client asked for (§8.3) */
+	if (req->data_len < SD_CLUSTER_INFO_SIZE) {
+		sys.inflight_bytes += SD_CLUSTER_INFO_SIZE - req->data_len;
+		req->data = xrealloc(req->data, SD_CLUSTER_INFO_SIZE);
+		req->data_len = SD_CLUSTER_INFO_SIZE;
+	}
+	memset(req->data, 0, SD_CLUSTER_INFO_SIZE);
+	h.proto_ver = SD_SHEEP_PROTO_VER;
+	h.disable_recovery = sys.disable_recovery;
+	h.nr_nodes = (int16_t)sys.nr_epoch_nodes;
+	h.epoch = sys.epoch;
+	h.ctime = sys.ctime;
+	h.flags = sys.flags;
+	h.nr_copies = sys.copies;
+	h.copy_policy = sys.copy_policy;
+	h.status = sys.status;
+	h.block_size_shift = sys.block_size_shift;
+	memcpy(h.default_store, sys.store, sizeof(h.default_store));
+	cinfo_hdr_encode(&h, req->data);
+	sd_nodes_encode(sys.epoch_nodes, sys.nr_epoch_nodes,
+			(uint8_t *)req->data + sizeof(h));
+	req->rp.data_length = SD_CLUSTER_INFO_SIZE;
+	return SD_RES_SUCCESS;
+}
+
+static int local_get_store_list(struct request *req)
+{
+	static const char list[] = "plain ";
+
+	if (req->data_len < sizeof(list))
+		return SD_RES_BUFFER_SMALL;
+	memcpy(req->data, list, sizeof(list));
+	req->rp.data_length = sizeof(list);
+	return SD_RES_SUCCESS;
+}
+
+static struct timer kill_timer;
+
+static void kill_now(struct timer *t)
+{
+	sd_notice("killed by request");
+	sheep_exit(0);
+}
+
+static int local_kill_node(struct request *req)
+{
+	sys.status = SD_STATUS_KILLED;
+	kill_timer.fn = kill_now;
+	timer_add(sys.loop, &kill_timer, 100);
+	return SD_RES_SUCCESS;
+}
+
+struct vdi_copies_ctx {
+	struct request *req;
+	size_t n, max;
+	bool small;
+};
+
+static void add_vdi_state(uint32_t vid, struct vdi_info *vi, void *arg)
+{
+	struct vdi_copies_ctx *ctx = arg;
+	struct vdi_state vs = { 0 };
+
+	if (ctx->n == ctx->max) {
+		ctx->small = true;
+		return;
+	}
+	vs.vid = vid;
+	vs.nr_copies = vi->nr_copies;
+	vs.snapshot = vi->snapshot;
+	vs.deleted = vi->deleted;
+	vs.copy_policy = vi->copy_policy;
+	vs.block_size_shift = vi->block_size_shift;
+	vs.parent_vid = vi->parent_vid;
+	vs.lock_state = vi->lock_state;
+	vs.lock_owner = vi->lock_owner;
+	vdi_state_encode(&vs, (uint8_t *)ctx->req->data + ctx->n * sizeof(vs));
+	ctx->n++;
+}
+
+static int local_get_vdi_copies(struct request *req)
+{
+	struct vdi_copies_ctx ctx = {
+		.req = req, .max = req->data_len / sizeof(struct vdi_state),
+	};
+
+	vdi_for_each(add_vdi_state, &ctx);
+	if (ctx.small)
+		return SD_RES_BUFFER_SMALL;
+	req->rp.data_length = (uint32_t)(ctx.n * sizeof(struct vdi_state));
+	return SD_RES_SUCCESS;
+}
+
+static int local_stat(struct request *req)
+{
+	if (req->data_len < sizeof(struct sd_stat))
+		return SD_RES_BUFFER_SMALL;
+	sd_stat_encode(&sys.stat, req->data);
+	req->rp.data_length = sizeof(struct sd_stat);
+	return SD_RES_SUCCESS;
+}
+
+static int local_get_loglevel(struct request *req)
+{
+	if (req->data_len < 4)
+		return SD_RES_BUFFER_SMALL;
+	put_le32(req->data, (uint32_t)log_get_level());
+	req->rp.data_length = 4;
+	return SD_RES_SUCCESS;
+}
+
+static int local_set_loglevel(struct request *req)
+{
+	int32_t level;
+
+	if (req->rq.data_length < 4)
+		return SD_RES_INVALID_PARMS;
+	level = (int32_t)get_le32(req->data);
+	if (level < LOG_L_EMERG || level > LOG_L_DEBUG)
+		return SD_RES_INVALID_PARMS;
+	log_set_level(level);
+	return SD_RES_SUCCESS;
+}
+
+static int local_stat_recovery(struct request *req)
+{
+	struct recovery_state rs = { 0 };
+
+	if (req->data_len < sizeof(rs))
+		return SD_RES_BUFFER_SMALL;
+	recovery_state_encode(&rs, req->data);
+	req->rp.data_length = sizeof(rs);
+	return SD_RES_SUCCESS;
+}
+
+static int local_get_recovery(struct request *req)
+{
+	if (req->data_len < sizeof(throttle))
+		return SD_RES_BUFFER_SMALL;
+	throttling_encode(&throttle, req->data);
+	req->rp.data_length = sizeof(throttle);
+	return SD_RES_SUCCESS;
+}
+
+static int local_set_recovery(struct request *req)
+{
+	struct recovery_throttling t;
+
+	if (req->rq.data_length < sizeof(t))
+		return SD_RES_INVALID_PARMS;
+	throttling_decode(&t, req->data);
+	t.throttling = t.max_exec_count && t.queue_work_interval;
+	throttle = t;
+	return SD_RES_SUCCESS;
+}
+
+static int local_get_epoch(struct request *req)
+{
+	struct sd_node *nodes = xmalloc(SD_MAX_NODES * sizeof(*nodes));
+	uint64_t t;
+	int n = epoch_log_read(req->rq.obj.tgt_epoch, nodes, SD_MAX_NODES, &t);
+	size_t len;
+
+	if (n < 0) {
+		free(nodes);
+		return SD_RES_NO_TAG;
+	}
+	len = (size_t)n * sizeof(struct sd_node) + 8;
+	if (len > req->data_len) {
+		free(nodes);
+		return SD_RES_BUFFER_SMALL;
+	}
+	sd_nodes_encode(nodes, (size_t)n, req->data);
+	put_le64((uint8_t *)req->data + len - 8, t);
+	req->rp.data_length = (uint32_t)len;
+	free(nodes);
+	return SD_RES_SUCCESS;
+}
+
+static int local_success(struct request *req)
+{
+	return SD_RES_SUCCESS;
+}
+
+static int local_invalid(struct request *req)
+{
+	return SD_RES_INVALID_PARMS;
+}
+
+/* ---- cluster op main parts ---- */
+
+static int cluster_make_fs(const struct sd_req *req, struct sd_rsp *rsp,
+			   void *data, bool originator);
+static int cluster_shutdown(const struct sd_req *req, struct sd_rsp *rsp,
+			    void *data, bool originator);
+
+static int cluster_recover_flag(const struct sd_req *req, struct sd_rsp *rsp,
+				void *data, bool originator)
+{
+	sys.disable_recovery = req->opcode == SD_OP_DISABLE_RECOVER;
+	return SD_RES_SUCCESS;
+}
+
+static int cluster_alter_copy(const struct sd_req *req, struct sd_rsp *rsp,
+			      void *data, bool originator)
+{
+	if (req->cluster.copy_policy || !req->cluster.copies ||
+	    req->cluster.copies > SD_MAX_COPIES)
+		return SD_RES_INVALID_PARMS;
+	sys.copies = req->cluster.copies;
+	config_save();
+	return SD_RES_SUCCESS;
+}
+
+#define GATEWAY(n)	{ .name = n, .type = OP_GATEWAY }
+#define PEER(n)		{ .name = n, .type = OP_PEER, .work_fn = peer_work }
+#define LOCAL(n, f, fn)	{ .name = n, .type = OP_LOCAL, .force = f, .main_fn = fn }
+
+static const struct sd_op ops[256] = {
+	[SD_OP_CREATE_AND_WRITE_OBJ] = GATEWAY("CREATE_AND_WRITE_OBJ"),
+	[SD_OP_READ_OBJ] = GATEWAY("READ_OBJ"),
+	[SD_OP_WRITE_OBJ] = GATEWAY("WRITE_OBJ"),
+	[SD_OP_REMOVE_OBJ] = GATEWAY("REMOVE_OBJ"),
+	[SD_OP_DISCARD_OBJ] = LOCAL("DISCARD_OBJ", false, local_invalid),
+	[SD_OP_NEW_VDI] = { .name = "NEW_VDI", .type = OP_CLUSTER,
+		.work_fn = vdi_new_work, .cluster_fn = vdi_notify_add },
+	[SD_OP_LOCK_VDI] = { .name = "LOCK_VDI", .type = OP_CLUSTER,
+		.work_fn = vdi_lookup_work, .cluster_fn = vdi_lock_main },
+	[SD_OP_RELEASE_VDI] = { .name = "RELEASE_VDI", .type = OP_CLUSTER,
+		.cluster_fn = vdi_release_main },
+	[SD_OP_GET_VDI_INFO] = { .name = "GET_VDI_INFO", .type = OP_CLUSTER,
+		.work_fn = vdi_lookup_work },
+	[SD_OP_READ_VDIS] = LOCAL("READ_VDIS", true, local_read_vdis),
+	[SD_OP_FLUSH_VDI] = { .name = "FLUSH_VDI", .type = OP_LOCAL },
+	[SD_OP_DEL_VDI] = { .name = "DEL_VDI", .type = OP_CLUSTER,
+		.work_fn = vdi_del_work, .cluster_fn = vdi_notify_del },
+	[SD_OP_GET_CLUSTER_DEFAULT] = LOCAL("GET_CLUSTER_DEFAULT", true,
+					    local_get_cluster_default),
+	[SD_OP_GET_NODE_LIST] = LOCAL("GET_NODE_LIST", true,
+				      local_get_node_list),
+	[SD_OP_MAKE_FS] = { .name = "MAKE_FS", .type = OP_CLUSTER,
+		.force = true, .cluster_fn = cluster_make_fs },
+	[SD_OP_SHUTDOWN] = { .name = "SHUTDOWN", .type = OP_CLUSTER,
+		.force = true, .cluster_fn = cluster_shutdown },
+	[SD_OP_STAT_SHEEP] = LOCAL("STAT_SHEEP", false, local_stat_sheep),
+	[SD_OP_STAT_CLUSTER] = LOCAL("STAT_CLUSTER", true, local_stat_cluster),
+	[SD_OP_GET_STORE_LIST] = LOCAL("GET_STORE_LIST", true,
+				       local_get_store_list),
+	[SD_OP_STAT_RECOVERY] = LOCAL("STAT_RECOVERY", true,
+				      local_stat_recovery),
+	[SD_OP_FLUSH_DEL_CACHE] = LOCAL("FLUSH_DEL_CACHE", true,
+					local_success),
+	[SD_OP_DELETE_CACHE] = LOCAL("DELETE_CACHE", true, local_success),
+	[SD_OP_KILL_NODE] = LOCAL("KILL_NODE", true, local_kill_node),
+	[SD_OP_GET_EPOCH] = LOCAL("GET_EPOCH", true, local_get_epoch),
+	[SD_OP_CREATE_AND_WRITE_PEER] = PEER("CREATE_AND_WRITE_PEER"),
+	[SD_OP_READ_PEER] = PEER("READ_PEER"),
+	[SD_OP_WRITE_PEER] = PEER("WRITE_PEER"),
+	[SD_OP_REMOVE_PEER] = PEER("REMOVE_PEER"),
+	[SD_OP_FLUSH_PEER] = PEER("FLUSH_PEER"),
+	[SD_OP_ENABLE_RECOVER] = { .name = "ENABLE_RECOVER",
+		.type = OP_CLUSTER, .cluster_fn = cluster_recover_flag },
+	[SD_OP_DISABLE_RECOVER] = { .name = "DISABLE_RECOVER",
+		.type = OP_CLUSTER, .cluster_fn = cluster_recover_flag },
+	[SD_OP_GET_VDI_COPIES] = LOCAL("GET_VDI_COPIES", true,
+				       local_get_vdi_copies),
+	[SD_OP_STAT] = LOCAL("STAT", true, local_stat),
+	[SD_OP_GET_LOGLEVEL] = LOCAL("GET_LOGLEVEL", true, local_get_loglevel),
+	[SD_OP_SET_LOGLEVEL] = LOCAL("SET_LOGLEVEL", true, local_set_loglevel),
+	[SD_OP_EXIST] = { .name = "EXIST", .type = OP_LOCAL, .force = true,
+		.work_fn = peer_work },
+	[SD_OP_CLUSTER_INFO] = LOCAL("CLUSTER_INFO", true, local_cluster_info),
+	[SD_OP_ALTER_CLUSTER_COPY] = { .name = "ALTER_CLUSTER_COPY",
+		.type = OP_CLUSTER, .cluster_fn = cluster_alter_copy },
+	[SD_OP_READ_DEL_VDIS] = LOCAL("READ_DEL_VDIS", true,
+				      local_read_del_vdis),
+	[SD_OP_GET_RECOVERY] = LOCAL("GET_RECOVERY", true, local_get_recovery),
+	[SD_OP_SET_RECOVERY] = LOCAL("SET_RECOVERY", true, local_set_recovery),
+};
+
+const struct sd_op *get_sd_op(uint8_t opcode)
+{
+	return ops[opcode].name ? &ops[opcode] : NULL;
+}
+
+/* ---- cluster op main parts that touch the whole node ---- */
+
+static int cluster_make_fs(const struct sd_req *req, struct sd_rsp *rsp,
+			   void *data, bool originator)
+{
+	char store[SD_MAX_STORE_NAME] = "plain";
+
+	if (req->data_length && data) {
+		memset(store, 0, sizeof(store));
+		strncpy(store, data, MIN(req->data_length,
+					 sizeof(store) - 1));
+	}
+	if (strcmp(store, "plain") && strcmp(store, "tree"))
+		return SD_RES_NO_STORE;
+	return group_format(req, store);
+}
+
+static int cluster_shutdown(const struct sd_req *req, struct sd_rsp *rsp,
+			    void *data, bool originator)
+{
+	group_shutdown();
+	return SD_RES_SUCCESS;
+}
+
+/* ---- admission and dispatch ---- */
+
+static void count_stat(const struct request *req)
+{
+	bool wr = req->rq.flags & SD_FLAG_CMD_WRITE;
+
+	switch (req->op->type) {
+	case OP_GATEWAY:
+		sys.stat.gway_total++;
+		if (wr)
+			sys.stat.gway_bytes_in += req->rq.data_length;
+		else
+			sys.stat.gway_bytes_out += req->rq.data_length;
+		if (req->rq.opcode == SD_OP_READ_OBJ)
+			sys.stat.gway_reads++;
+		else if (req->rq.opcode == SD_OP_REMOVE_OBJ)
+			sys.stat.gway_removes++;
+		else
+			sys.stat.gway_writes++;
+		break;
+	case OP_PEER:
+		sys.stat.peer_total++;
+		if (wr)
+			sys.stat.peer_bytes_in += req->rq.data_length;
+		else
+			sys.stat.peer_bytes_out += req->rq.data_length;
+		if (req->rq.opcode == SD_OP_READ_PEER)
+			sys.stat.peer_reads++;
+		else if (req->rq.opcode == SD_OP_REMOVE_PEER)
+			sys.stat.peer_removes++;
+		else
+			sys.stat.peer_writes++;
+		break;
+	default:
+		break;
+	}
+}
+
+static uint32_t admission(const struct request *req)
+{
+	if (sys.status == SD_STATUS_KILLED)
+		return SD_RES_KILLED;
+	if (sys.status == SD_STATUS_SHUTDOWN)
+		return SD_RES_SHUTDOWN;
+	if (sys.status != SD_STATUS_OK && !req->op->force)
+		return sys.ctime ? SD_RES_WAIT_FOR_JOIN :
+		       SD_RES_WAIT_FOR_FORMAT;
+	return SD_RES_SUCCESS;
+}
+
+static uint32_t check_peer_epoch(struct request *req)
+{
+	if (req->rq.epoch < sys.epoch)
+		return SD_RES_OLD_NODE_VER;
+	if (req->rq.epoch > sys.epoch)
+		return SD_RES_NEW_NODE_VER;
+	return SD_RES_SUCCESS;
+}
+
+void queue_request(struct request *req)
+{
+	uint32_t ret = admission(req);
+
+	if (ret != SD_RES_SUCCESS)
+		goto done;
+	count_stat(req);
+	switch (req->op->type) {
+	case OP_GATEWAY:
+		gateway_submit(req);
+		return;
+	case OP_PEER:
+		ret = check_peer_epoch(req);
+		if (ret != SD_RES_SUCCESS)
+			goto done;
+		req->obj_size = sd_obj_size(req->rq.obj.oid,
+					    vdi_shift(oid_to_vid(
+						    req->rq.obj.oid)));
+		if (req->rq.opcode == SD_OP_CREATE_AND_WRITE_PEER &&
+		    (uint64_t)req->rq.obj.offset + req->rq.data_length >
+		    req->obj_size) {
+			ret = SD_RES_INVALID_PARMS;
+			goto done;
+		}
+		submit_io(req);
+		return;
+	case OP_LOCAL:
+		if (req->rq.opcode == SD_OP_FLUSH_VDI) {
+			gateway_flush(req);
+			return;
+		}
+		if (req->op->work_fn) {
+			submit_io(req);
+			return;
+		}
+		ret = (uint32_t)req->op->main_fn(req);
+		goto done;
+	case OP_CLUSTER:
+		ret = (uint32_t)cluster_op_submit(req);
+		if (ret == SD_RES_SUCCESS)
+			return;
+		goto done;
+	}
+done:
+	req->rp.result = ret;
+	if (ret != SD_RES_SUCCESS && ret != SD_RES_WAIT_FOR_FORMAT &&
+	    ret != SD_RES_WAIT_FOR_JOIN && ret != SD_RES_SHUTDOWN &&
+	    req->rq.opcode != SD_OP_STAT_CLUSTER)
+		req->rp.data_length = 0;
+	request_done(req);
+}

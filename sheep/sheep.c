@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * sheep: options, start-up, daemonisation and shutdown.  The parent of a
+ * daemonising sheep waits until the child listens (or fails) and exits
+ * with the matching status, so scripts can rely on "sheep returned 0".
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "cluster.h"
+#include "proto.h"
+#include "sheep.h"
+#include "store.h"
+#include "util.h"
+
+struct sheep_state sys;
+
+static const char *pidfile;
+static int ready_fd = -1;
+static int lock_fd = -1;
+
+static const struct option long_opts[] = {
+	{ "bindaddr", required_argument, NULL, 'b' },
+	{ "cluster", required_argument, NULL, 'c' },
+	{ "foreground", no_argument, NULL, 'f' },
+	{ "gateway", no_argument, NULL, 'g' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "log", required_argument, NULL, 'l' },
+	{ "nosync", no_argument, NULL, 'n' },
+	{ "port", required_argument, NULL, 'p' },
+	{ "pidfile", required_argument, NULL, 'P' },
+	{ "version", no_argument, NULL, 'v' },
+	{ "myaddr", required_argument, NULL, 'y' },
+	{ "zone", required_argument, NULL, 'z' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: sheep [OPTION]... [BASE_DIR]\n"
+"Kelpie storage daemon (Sheepdog compatible).\n\n"
+"  -b, --bindaddr ADDR    listen on ADDR (default: all addresses)\n"
+"  -c, --cluster DRIVER   cluster driver: local[:PATH] (default local)\n"
+"  -f, --foreground       do not daemonise; log to stderr too\n"
+"  -g, --gateway          gateway only: store no objects\n"
+"  -h, --help             this help\n"
+"  -l, --log level=N,dir=DIR  log level 0-7 (default 6) and directory\n"
+"  -n, --nosync           do not sync writes (tests, benchmarks)\n"
+"  -p, --port PORT        TCP port (default 7000)\n"
+"  -P, --pidfile FILE     write the daemon's PID to FILE\n"
+"  -v, --version          print the version\n"
+"  -y, --myaddr ADDR      address advertised to the cluster\n"
+"  -z, --zone N           failure zone (default: from the address; the\n"
+"                         local driver gives every node its own zone)\n"
+"BASE_DIR defaults to /tmp.\n");
+}
+
+static int parse_log_opts(char *arg, int *level, char **dir)
+{
+	char *tok, *save = NULL;
+
+	for (tok = strtok_r(arg, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (!strncmp(tok, "level=", 6)) {
+			char *end;
+			long l = strtol(tok + 6, &end, 10);
+
+			if (*end || l < 0 || l > 7)
+				return -1;
+			*level = (int)l;
+		} else if (!strncmp(tok, "dir=", 4)) {
+			*dir = tok + 4;
+		} else {
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void sheep_exit(int code)
+{
+	if (pidfile)
+		unlink(pidfile);
+	exit(code);
+}
+
+static void signal_handler(int fd, uint32_t events, void *data)
+{
+	struct signalfd_siginfo si;
+
+	if (read(fd, &si, sizeof(si)) != sizeof(si))
+		return;
+	sd_notice("signal %u: stopping", si.ssi_signo);
+	if (sys.cdrv && sys.joined)
+		sys.cdrv->leave();
+	sheep_exit(0);
+}
+
+static int setup_signals(void)
+{
+	sigset_t mask;
+	int fd;
+
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	return event_add(sys.loop, fd, EPOLLIN, signal_handler, NULL);
+}
+
+/* fork; the parent exits with the status the child reports */
+static void daemonize(void)
+{
+	int pfd[2];
+	pid_t pid;
+	char st = 1;
+
+	if (pipe(pfd)) {
+		perror("pipe");
+		exit(1);
+	}
+	pid = fork();
+	if (pid < 0) {
+		perror("fork");
+		exit(1);
+	}
+	if (pid) {
+		close(pfd[1]);
+		if (read(pfd[0], &st, 1) != 1)
+			st = 1;
+		_exit(st);
+	}
+	close(pfd[0]);
+	ready_fd = pfd[1];
+	setsid();
+	if (chdir("/"))
+		exit(1);
+	int nul = open("/dev/null", O_RDWR);
+
+	if (nul >= 0) {
+		dup2(nul, 0);
+		dup2(nul, 1);
+		dup2(nul, 2);
+		if (nul > 2)
+			close(nul);
+	}
+}
+
+static void report_ready(char st)
+{
+	if (ready_fd < 0)
+		return;
+	if (write(ready_fd, &st, 1) != 1)
+		sd_err("cannot report start-up status");
+	close(ready_fd);
+	ready_fd = -1;
+}
+
+static int write_pidfile(void)
+{
+	char buf[32];
+	int fd, n;
+
+	if (!pidfile)
+		return 0;
+	fd = open(pidfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	n = snprintf(buf, sizeof(buf), "%d\n", getpid());
+	if (xwrite(fd, buf, (size_t)n) < 0) {
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+static int lock_base(void)
+{
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/lock", sys.base);
+	lock_fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (lock_fd < 0)
+		return -1;
+	if (lockf(lock_fd, F_TLOCK, 0)) {
+		fprintf(stderr, "another sheep is using %s\n", sys.base);
+		return -1;
+	}
+	return 0;
+}
+
+static int init_self(const char *myaddr, long zone, bool local)
+{
+	struct sd_node *n = &sys.self;
+	uint64_t size, free_bytes;
+
+	if (str_to_addr(myaddr ? myaddr : "127.0.0.1", n->nid.addr)) {
+		fprintf(stderr, "invalid address '%s'\n", myaddr);
+		return -1;
+	}
+	n->nid.port = (uint16_t)sys.port;
+	n->nr_vnodes = sys.gateway ? 0 : SD_DEFAULT_VNODES;
+	if (zone >= 0)
+		n->zone = (uint32_t)zone;
+	else if (local)
+		n->zone = (uint32_t)sys.port;
+	else
+		n->zone = get_le32(n->nid.addr + 12);
+	if (!sys.gateway && !n->space &&
+	    store_stat(&size, &free_bytes) == SD_RES_SUCCESS)
+		n->space = free_bytes;
+	if (sys.gateway)
+		n->space = 0;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *driver = "local", *bindaddr = NULL, *myaddr = NULL;
+	char *logdir = NULL, logpath[4200], sock[4200];
+	int level = LOG_L_INFO, c;
+	bool foreground = false;
+	long zone = -1;
+
+	sys.port = SD_LISTEN_PORT;
+	while ((c = getopt_long(argc, argv, "b:c:fghl:np:P:vy:z:", long_opts,
+				NULL)) != -1) {
+		char *end;
+
+		switch (c) {
+		case 'b': bindaddr = optarg; break;
+		case 'c': driver = optarg; break;
+		case 'f': foreground = true; break;
+		case 'g': sys.gateway = true; break;
+		case 'h': usage(stdout); return 0;
+		case 'l':
+			if (parse_log_opts(optarg, &level, &logdir)) {
+				fprintf(stderr, "invalid log option\n");
+				return 1;
+			}
+			break;
+		case 'n': sys.nosync = true; break;
+		case 'p':
+			sys.port = (int)strtol(optarg, &end, 10);
+			if (*end || sys.port < 1 || sys.port > 65535) {
+				fprintf(stderr, "invalid port '%s'\n", optarg);
+				return 1;
+			}
+			break;
+		case 'P': pidfile = optarg; break;
+		case 'v':
+			printf("Kelpie sheep daemon version %s\n",
+			       KELPIE_VERSION);
+			return 0;
+		case 'y': myaddr = optarg; break;
+		case 'z':
+			zone = strtol(optarg, &end, 10);
+			if (*end || zone < 0 || zone > 0xffffffffL) {
+				fprintf(stderr, "invalid zone '%s'\n", optarg);
+				return 1;
+			}
+			break;
+		default:
+			usage(stderr);
+			return 1;
+		}
+	}
+	if (optind < argc - 1) {
+		usage(stderr);
+		return 1;
+	}
+	if (!realpath(optind < argc ? argv[optind] : "/tmp", sys.base)) {
+		if (mkdir_p(optind < argc ? argv[optind] : "/tmp") ||
+		    !realpath(argv[optind], sys.base)) {
+			fprintf(stderr, "cannot use %s: %m\n", argv[optind]);
+			return 1;
+		}
+	}
+	if (lock_base())
+		return 1;
+	snprintf(logpath, sizeof(logpath), "%s/sheep.log",
+		 logdir ? logdir : sys.base);
+	if (log_open(logpath, level, foreground)) {
+		fprintf(stderr, "cannot open %s: %m\n", logpath);
+		return 1;
+	}
+	if (!foreground)
+		daemonize();
+	rcu_register_thread();
+	sd_notice("Kelpie sheep %s starting in %s, port %d", KELPIE_VERSION,
+		  sys.base, sys.port);
+	sys.loop = event_loop_create();
+	sys.io_wq = wq_create("io", SD_IO_THREADS, SD_IO_QUEUE, sys.loop);
+	vdi_init_bitmaps();
+	if (!sys.gateway && store_init(sys.base, sys.nosync))
+		goto fail;
+	if (config_load())
+		goto fail;
+	if (init_self(myaddr, zone, !strncmp(driver, "local", 5)))
+		goto fail;
+	vdi_scan_local();
+	snprintf(sock, sizeof(sock), "%s/sock", sys.base);
+	if (setup_signals() || listen_init(bindaddr, sys.port, sock))
+		goto fail;
+	peer_init();
+	if (group_init(driver))
+		goto fail;
+	if (write_pidfile())
+		goto fail;
+	group_join();
+	report_ready(0);
+	event_loop_run(sys.loop);
+	sheep_exit(0);
+fail:
+	sd_err("start-up failed");
+	report_ready(1);
+	return 1;
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The local object store (cluster.md §11): one file per object under
+ * BASE/obj.  Every function blocks and must run on a worker thread (or
+ * during start-up).  Results are SD_RES_* codes.
+ */
+#ifndef SHEEP_STORE_H
+#define SHEEP_STORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+int store_init(const char *base, bool nosync);
+int store_read(uint64_t oid, void *buf, uint32_t len, uint32_t off);
+/* @sync: make the data durable before returning (no SD_FLAG_CMD_CACHE) */
+int store_write(uint64_t oid, const void *buf, uint32_t len, uint32_t off,
+		bool sync);
+/*
+ * Create @oid of @obj_size bytes (zero filled, sparse for inode/ledger
+ * objects), with @len bytes of @buf at @off; atomically replaces an
+ * existing object.
+ */
+int store_create(uint64_t oid, uint32_t obj_size, const void *buf,
+		 uint32_t len, uint32_t off, bool sync);
+int store_remove(uint64_t oid);
+int store_exist(uint64_t oid);
+/* make every write so far durable */
+int store_flush(void);
+/* remove every object (format); the old files are deleted in the call */
+int store_wipe(void);
+int store_stat(uint64_t *size, uint64_t *free_bytes);
+/* call @fn for every stored object id; stops when @fn returns non-zero */
+int store_for_each(int (*fn)(uint64_t oid, void *arg), void *arg);
+const char *store_dir(void);
+
+#endif

@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Plain file-per-object store.  Creates go through "<oid>.tmp" and
+ * rename() so that a crash never leaves a half-written object under its
+ * final name; the directory is fsynced so that the rename itself survives.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+#include "sheepdog_proto.h"
+#include "internal_proto.h"
+#include "store.h"
+#include "util.h"
+
+static char obj_dir[4096];
+static bool store_nosync;
+static int dir_fd = -1;
+
+static void obj_path(char *buf, size_t len, uint64_t oid, const char *sfx)
+{
+	snprintf(buf, len, "%s/%016" PRIx64 "%s", obj_dir, oid, sfx);
+}
+
+static int err_to_res(int err)
+{
+	switch (err) {
+	case ENOENT:
+		return SD_RES_NO_OBJ;
+	case ENOSPC:
+	case EDQUOT:
+		return SD_RES_NO_SPACE;
+	case EMFILE:
+	case ENFILE:
+	case EINTR:
+	case EAGAIN:
+	case EEXIST:
+		return SD_RES_NETWORK_ERROR;
+	default:
+		return SD_RES_EIO;
+	}
+}
+
+static int remove_tmp_files(void)
+{
+	DIR *d = opendir(obj_dir);
+	struct dirent *de;
+	char p[4400];
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+
+		if (l > 4 && !strcmp(de->d_name + l - 4, ".tmp")) {
+			snprintf(p, sizeof(p), "%s/%s", obj_dir, de->d_name);
+			unlink(p);
+		}
+	}
+	closedir(d);
+	return 0;
+}
+
+int store_init(const char *base, bool nosync)
+{
+	char stale[4400];
+
+	snprintf(obj_dir, sizeof(obj_dir), "%s/obj", base);
+	store_nosync = nosync;
+	snprintf(stale, sizeof(stale), "%s/.stale", obj_dir);
+	if (mkdir_p(stale)) {
+		sd_err("cannot create %s: %m", stale);
+		return -1;
+	}
+	dir_fd = open(obj_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir_fd < 0)
+		return -1;
+	return remove_tmp_files();
+}
+
+const char *store_dir(void)
+{
+	return obj_dir;
+}
+
+int store_read(uint64_t oid, void *buf, uint32_t len, uint32_t off)
+{
+	char p[4400];
+	ssize_t n;
+	int fd, ret = SD_RES_SUCCESS;
+
+	obj_path(p, sizeof(p), oid, "");
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return err_to_res(errno);
+	n = xpread(fd, buf, len, off);
+	if (n < 0)
+		ret = err_to_res(errno);
+	else if ((uint32_t)n < len)
+		/* reads past the stored end of a sparse object see zeros */
+		memset((char *)buf + n, 0, len - (size_t)n);
+	close(fd);
+	return ret;
+}
+
+int store_write(uint64_t oid, const void *buf, uint32_t len, uint32_t off,
+		bool sync)
+{
+	char p[4400];
+	int fd, ret = SD_RES_SUCCESS;
+	int flags = O_WRONLY | O_CLOEXEC;
+
+	if (sync && !store_nosync)
+		flags |= O_DSYNC;
+	obj_path(p, sizeof(p), oid, "");
+	fd = open(p, flags);
+	if (fd < 0)
+		return err_to_res(errno);
+	if (xpwrite(fd, buf, len, off) < 0)
+		ret = err_to_res(errno);
+	close(fd);
+	return ret;
+}
+
+static int sync_dir(void)
+{
+	if (store_nosync)
+		return 0;
+	return fsync(dir_fd);
+}
+
+int store_create(uint64_t oid, uint32_t obj_size, const void *buf,
+		 uint32_t len, uint32_t off, bool sync)
+{
+	char tmp[4400], p[4400];
+	int fd, ret = SD_RES_SUCCESS;
+
+	if ((uint64_t)off + len > obj_size)
+		return SD_RES_INVALID_PARMS;
+	obj_path(tmp, sizeof(tmp), oid, ".tmp");
+	obj_path(p, sizeof(p), oid, "");
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		/* someone else is creating it right now (cluster.md §9.3) */
+		if (errno == EEXIST)
+			return SD_RES_SUCCESS;
+		return err_to_res(errno);
+	}
+	if (is_sparse_obj(oid)) {
+		if (ftruncate(fd, obj_size))
+			goto fail;
+	} else if (posix_fallocate(fd, 0, obj_size)) {
+		errno = ENOSPC;
+		goto fail;
+	}
+	if (len && xpwrite(fd, buf, len, off) < 0)
+		goto fail;
+	if (sync && !store_nosync && fdatasync(fd))
+		goto fail;
+	close(fd);
+	if (rename(tmp, p)) {
+		ret = err_to_res(errno);
+		unlink(tmp);
+		return ret;
+	}
+	if (sync && sync_dir())
+		return SD_RES_EIO;
+	return SD_RES_SUCCESS;
+fail:
+	ret = err_to_res(errno);
+	close(fd);
+	unlink(tmp);
+	return ret;
+}
+
+int store_remove(uint64_t oid)
+{
+	char p[4400];
+
+	obj_path(p, sizeof(p), oid, "");
+	if (unlink(p))
+		return err_to_res(errno);
+	return SD_RES_SUCCESS;
+}
+
+int store_exist(uint64_t oid)
+{
+	char p[4400];
+
+	obj_path(p, sizeof(p), oid, "");
+	return access(p, F_OK) ? SD_RES_NO_OBJ : SD_RES_SUCCESS;
+}
+
+int store_flush(void)
+{
+	if (store_nosync)
+		return SD_RES_SUCCESS;
+	return syncfs(dir_fd) ? SD_RES_EIO : SD_RES_SUCCESS;
+}
+
+static int parse_oid(const char *name, uint64_t *oid)
+{
+	char *end;
+
+	if (strlen(name) != 16)
+		return -1;
+	*oid = strtoull(name, &end, 16);
+	return *end ? -1 : 0;
+}
+
+int store_for_each(int (*fn)(uint64_t oid, void *arg), void *arg)
+{
+	DIR *d = opendir(obj_dir);
+	struct dirent *de;
+	int ret = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		uint64_t oid;
+
+		if (parse_oid(de->d_name, &oid))
+			continue;
+		ret = fn(oid, arg);
+		if (ret)
+			break;
+	}
+	closedir(d);
+	return ret;
+}
+
+int store_wipe(void)
+{
+	DIR *d = opendir(obj_dir);
+	struct dirent *de;
+	char p[4400];
+
+	if (!d)
+		return SD_RES_EIO;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", obj_dir, de->d_name);
+		unlink(p);
+	}
+	closedir(d);
+	snprintf(p, sizeof(p), "%s/.stale", obj_dir);
+	rmdir_r(p);
+	mkdir_p(p);
+	sync_dir();
+	return SD_RES_SUCCESS;
+}
+
+int store_stat(uint64_t *size, uint64_t *free_bytes)
+{
+	struct statvfs vs;
+
+	if (statvfs(obj_dir, &vs))
+		return SD_RES_EIO;
+	*size = (uint64_t)vs.f_frsize * vs.f_blocks;
+	*free_bytes = (uint64_t)vs.f_frsize * vs.f_bavail;
+	return SD_RES_SUCCESS;
+}

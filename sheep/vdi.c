@@ -1,0 +1,483 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * VDIs: the in-use/deleted bitmaps, per-VDI state, and the work parts of
+ * NEW_VDI, GET_VDI_INFO/LOCK_VDI and DEL_VDI (objects.md §6, §7, §10).
+ * Work parts run on the cluster worker thread and reach objects through
+ * the gateway; main parts run on the main thread of every node.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "proto.h"
+#include "sheep.h"
+#include "store.h"
+#include "util.h"
+
+#define VDI_HASH_BUCKETS 4096
+
+struct vdi_entry {
+	uint32_t vid;
+	struct vdi_info info;
+	struct vdi_entry *next;
+};
+
+static struct vdi_entry *vdi_hash[VDI_HASH_BUCKETS];
+
+static void bit_set(uint8_t *bm, uint32_t nr, bool on)
+{
+	if (on)
+		bm[nr / 8] |= (uint8_t)(1 << (nr % 8));
+	else
+		bm[nr / 8] &= (uint8_t)~(1 << (nr % 8));
+}
+
+static bool bit_test(const uint8_t *bm, uint32_t nr)
+{
+	return bm[nr / 8] & (1 << (nr % 8));
+}
+
+void vdi_set_inuse(uint32_t vid, bool on)
+{
+	bit_set(sys.vdi_inuse, vid, on);
+}
+
+void vdi_set_deleted(uint32_t vid, bool on)
+{
+	bit_set(sys.vdi_deleted, vid, on);
+}
+
+bool vdi_test_inuse(uint32_t vid)
+{
+	return bit_test(sys.vdi_inuse, vid);
+}
+
+bool vdi_test_deleted(uint32_t vid)
+{
+	return bit_test(sys.vdi_deleted, vid);
+}
+
+int vdi_init_bitmaps(void)
+{
+	sys.vdi_inuse = xzalloc(SD_NR_VDIS / 8);
+	sys.vdi_deleted = xzalloc(SD_NR_VDIS / 8);
+	return 0;
+}
+
+struct vdi_info *vdi_get(uint32_t vid, bool create)
+{
+	struct vdi_entry *e;
+	uint32_t b = vid % VDI_HASH_BUCKETS;
+
+	for (e = vdi_hash[b]; e; e = e->next)
+		if (e->vid == vid)
+			return &e->info;
+	if (!create)
+		return NULL;
+	e = xzalloc(sizeof(*e));
+	e->vid = vid;
+	e->info.lock_state = LOCK_STATE_UNLOCKED;
+	e->next = vdi_hash[b];
+	vdi_hash[b] = e;
+	return &e->info;
+}
+
+void vdi_for_each(void (*fn)(uint32_t vid, struct vdi_info *vi, void *arg),
+		  void *arg)
+{
+	for (int b = 0; b < VDI_HASH_BUCKETS; b++)
+		for (struct vdi_entry *e = vdi_hash[b]; e; e = e->next)
+			fn(e->vid, &e->info, arg);
+}
+
+void vdi_reset(void)
+{
+	for (int b = 0; b < VDI_HASH_BUCKETS; b++) {
+		struct vdi_entry *e = vdi_hash[b];
+
+		while (e) {
+			struct vdi_entry *n = e->next;
+
+			free(e);
+			e = n;
+		}
+		vdi_hash[b] = NULL;
+	}
+	memset(sys.vdi_inuse, 0, SD_NR_VDIS / 8);
+	memset(sys.vdi_deleted, 0, SD_NR_VDIS / 8);
+}
+
+uint32_t vdi_copies(uint32_t vid)
+{
+	struct vdi_info *vi = vdi_get(vid, false);
+
+	return vi && vi->nr_copies ? vi->nr_copies : sys.copies;
+}
+
+uint8_t vdi_shift(uint32_t vid)
+{
+	struct vdi_info *vi = vdi_get(vid, false);
+
+	if (vi && vi->block_size_shift)
+		return vi->block_size_shift;
+	return sys.block_size_shift ? sys.block_size_shift :
+	       SD_DEFAULT_BLOCK_SIZE_SHIFT;
+}
+
+static void vdi_from_header(const struct sd_inode_header *h)
+{
+	struct vdi_info *vi = vdi_get(h->vdi_id, true);
+
+	vi->nr_copies = h->nr_copies;
+	vi->copy_policy = h->copy_policy;
+	vi->block_size_shift = h->block_size_shift;
+	vi->snapshot = !!h->snap_ctime;
+	vi->parent_vid = h->parent_vdi_id;
+	vi->deleted = !h->name[0];
+	vdi_set_inuse(h->vdi_id, true);
+	if (vi->deleted)
+		vdi_set_deleted(h->vdi_id, true);
+}
+
+static int scan_one(uint64_t oid, void *arg)
+{
+	uint8_t buf[SD_INODE_HEADER_SIZE];
+	struct sd_inode_header h;
+
+	if (!is_vdi_obj(oid))
+		return 0;
+	if (store_read(oid, buf, sizeof(buf), 0) != SD_RES_SUCCESS)
+		return 0;
+	inode_header_decode(&h, buf);
+	if (h.vdi_id != oid_to_vid(oid) || h.vdi_id >= SD_NR_VDIS)
+		return 0;
+	vdi_from_header(&h);
+	return 0;
+}
+
+/* start-up: rebuild the bitmaps and VDI state from local inodes (§11.5) */
+void vdi_scan_local(void)
+{
+	if (!sys.gateway)
+		store_for_each(scan_one, NULL);
+}
+
+/* ---- lookup (objects.md §6.3); cluster worker thread ---- */
+
+struct lookup {
+	char name[SD_MAX_VDI_LEN];
+	char tag[SD_MAX_VDI_TAG_LEN];
+	uint32_t snapid;
+	/* results */
+	uint32_t vid;
+	uint32_t free_vid;
+	uint32_t next_snapid;
+	struct sd_inode_header h;
+};
+
+static int read_header(uint32_t vid, struct sd_inode_header *h)
+{
+	uint8_t *buf = xmalloc(SD_INODE_HEADER_SIZE);
+	int ret = gw_exec_sync(SD_OP_READ_OBJ, vid_to_vdi_oid(vid), buf,
+			       SD_INODE_HEADER_SIZE, 0, 0, 0);
+
+	if (ret == SD_RES_SUCCESS)
+		inode_header_decode(h, buf);
+	free(buf);
+	return ret;
+}
+
+static int find_free_range(uint32_t left, uint32_t *right, bool *wrapped)
+{
+	*wrapped = false;
+	for (uint32_t v = left; v < SD_NR_VDIS; v++) {
+		if (!vdi_test_inuse(v)) {
+			*right = v;
+			return SD_RES_SUCCESS;
+		}
+	}
+	*wrapped = true;
+	for (uint32_t v = 1; v < left; v++) {
+		if (!vdi_test_inuse(v)) {
+			*right = v;
+			return SD_RES_SUCCESS;
+		}
+	}
+	return SD_RES_FULL_VDI;
+}
+
+/* returns SUCCESS, NO_VDI, NO_TAG or an I/O error; -1 = keep scanning */
+static int check_candidate(struct lookup *lk, uint32_t vid, bool *seen_cur)
+{
+	bool has_tag = lk->tag[0] || lk->snapid;
+	struct sd_inode_header h;
+	int ret;
+
+	if (!vdi_test_inuse(vid) && !vdi_test_deleted(vid))
+		return -1;
+	ret = read_header(vid, &h);
+	if (ret == SD_RES_NO_OBJ)
+		return -1;
+	if (ret != SD_RES_SUCCESS)
+		return ret;
+	if (strncmp(h.name, lk->name, SD_MAX_VDI_LEN))
+		return -1;
+	if (has_tag) {
+		if (!h.snap_ctime) {
+			*seen_cur = true;
+			return -1;
+		}
+		if ((lk->tag[0] && !strncmp(h.tag, lk->tag,
+					    SD_MAX_VDI_TAG_LEN)) ||
+		    (lk->snapid && h.snap_id == lk->snapid)) {
+			lk->vid = vid;
+			lk->h = h;
+			return SD_RES_SUCCESS;
+		}
+		return -1;
+	}
+	lk->next_snapid = h.snap_id + 1;
+	lk->h = h;
+	lk->vid = vid;
+	return h.snap_ctime ? SD_RES_NO_VDI : SD_RES_SUCCESS;
+}
+
+static int scan_range(struct lookup *lk, uint32_t hi, uint32_t lo,
+		      bool *seen_cur)
+{
+	for (uint32_t v = hi; v-- > lo;) {
+		int ret = check_candidate(lk, v, seen_cur);
+
+		if (ret >= 0)
+			return ret;
+	}
+	return -1;
+}
+
+static int vdi_lookup(struct lookup *lk)
+{
+	uint32_t left = sd_hash_vdi(lk->name), right;
+	bool wrapped, seen_cur = false;
+	int ret;
+
+	if (!left)
+		left = 1;
+	lk->vid = 0;
+	lk->next_snapid = 1;
+	ret = find_free_range(left, &right, &wrapped);
+	if (ret != SD_RES_SUCCESS)
+		return ret;
+	lk->free_vid = right;
+	if (right == left)
+		return SD_RES_NO_VDI;
+	if (wrapped) {
+		ret = scan_range(lk, right, 1, &seen_cur);
+		if (ret < 0)
+			ret = scan_range(lk, SD_NR_VDIS, left, &seen_cur);
+	} else {
+		ret = scan_range(lk, right, left, &seen_cur);
+	}
+	if (ret >= 0)
+		return ret;
+	return seen_cur ? SD_RES_NO_TAG : SD_RES_NO_VDI;
+}
+
+static int parse_name(struct request *req, struct lookup *lk, bool name_only)
+{
+	uint32_t len = req->rq.data_length;
+
+	memset(lk, 0, sizeof(*lk));
+	if (!(req->rq.flags & SD_FLAG_CMD_WRITE) ||
+	    (len != SD_MAX_VDI_LEN && (name_only || len != SD_MAX_VDI_LEN +
+				       SD_MAX_VDI_TAG_LEN)))
+		return SD_RES_INVALID_PARMS;
+	memcpy(lk->name, req->data, SD_MAX_VDI_LEN);
+	lk->name[SD_MAX_VDI_LEN - 1] = 0;
+	if (len > SD_MAX_VDI_LEN) {
+		memcpy(lk->tag, (char *)req->data + SD_MAX_VDI_LEN,
+		       SD_MAX_VDI_TAG_LEN);
+		lk->tag[SD_MAX_VDI_TAG_LEN - 1] = 0;
+	}
+	lk->snapid = req->rq.vdi.snapid;
+	if (!lk->name[0])
+		return SD_RES_INVALID_PARMS;
+	return SD_RES_SUCCESS;
+}
+
+int vdi_lookup_work(struct request *req)
+{
+	struct lookup lk;
+	int ret = parse_name(req, &lk, false);
+
+	if (ret != SD_RES_SUCCESS)
+		return ret;
+	ret = vdi_lookup(&lk);
+	if (ret != SD_RES_SUCCESS)
+		return ret;
+	req->rp.vdi.vdi_id = lk.vid;
+	req->rp.vdi.copies = lk.h.nr_copies;
+	req->rp.vdi.block_size_shift = lk.h.block_size_shift;
+	return SD_RES_SUCCESS;
+}
+
+/* ---- NEW_VDI (objects.md §7.1) ---- */
+
+static int write_new_inode(const struct sd_inode_header *h)
+{
+	uint8_t *buf = xmalloc(SD_INODE_HEADER_SIZE);
+	int ret;
+
+	inode_header_encode(h, buf);
+	ret = gw_exec_sync(SD_OP_CREATE_AND_WRITE_OBJ, vid_to_vdi_oid(h->vdi_id),
+			   buf, SD_INODE_HEADER_SIZE, 0, h->nr_copies,
+			   SD_FLAG_CMD_WRITE);
+	free(buf);
+	return ret;
+}
+
+int vdi_new_work(struct request *req)
+{
+	const struct sd_req *rq = &req->rq;
+	struct sd_inode_header h;
+	struct lookup lk;
+	uint8_t shift;
+	int ret = parse_name(req, &lk, true);
+
+	if (ret != SD_RES_SUCCESS)
+		return ret;
+	if (rq->vdi.snapid || rq->vdi.base_vdi_id || rq->vdi.store_policy)
+		return SD_RES_NO_SUPPORT;	/* snapshots/clones: later */
+	shift = rq->vdi.block_size_shift ? rq->vdi.block_size_shift :
+		sys.block_size_shift;
+	if (shift < SD_MIN_BLOCK_SIZE_SHIFT || shift > SD_MAX_BLOCK_SIZE_SHIFT ||
+	    rq->vdi.copies > SD_MAX_COPIES ||
+	    rq->vdi.vdi_size > ((uint64_t)1 << shift) * SD_INODE_DATA_INDEX)
+		return SD_RES_INVALID_PARMS;
+	lk.snapid = 0;
+	lk.tag[0] = 0;
+	ret = vdi_lookup(&lk);
+	if (ret == SD_RES_SUCCESS)
+		return SD_RES_VDI_EXIST;
+	if (ret != SD_RES_NO_VDI)
+		return ret;
+	memset(&h, 0, sizeof(h));
+	memcpy(h.name, lk.name, sizeof(h.name));
+	h.create_time = sd_time_now();
+	h.vdi_size = rq->vdi.vdi_size;
+	h.copy_policy = rq->vdi.copies ? rq->vdi.copy_policy :
+			sys.copy_policy;
+	h.nr_copies = rq->vdi.copies ? rq->vdi.copies : sys.copies;
+	h.block_size_shift = shift;
+	h.snap_id = lk.next_snapid;
+	h.vdi_id = lk.free_vid;
+	/* snap_id continues a deleted VDI's snapshots; parent stays 0 */
+	h.parent_vdi_id = 0;
+	ret = write_new_inode(&h);
+	if (ret != SD_RES_SUCCESS) {
+		sd_err("cannot create inode of %s: %s", lk.name,
+		       sd_strerror((uint32_t)ret));
+		return SD_RES_VDI_WRITE;
+	}
+	req->rp.vdi.vdi_id = h.vdi_id;
+	req->rp.vdi.copies = h.nr_copies;
+	req->rp.vdi.block_size_shift = shift;
+	return SD_RES_SUCCESS;
+}
+
+int vdi_notify_add(const struct sd_req *req, struct sd_rsp *rsp, void *data,
+		   bool originator)
+{
+	struct vdi_info *vi = vdi_get(rsp->vdi.vdi_id, true);
+
+	vi->nr_copies = rsp->vdi.copies;
+	vi->block_size_shift = rsp->vdi.block_size_shift;
+	vi->copy_policy = req->vdi.copies ? req->vdi.copy_policy :
+			  sys.copy_policy;
+	vi->deleted = 0;
+	vi->snapshot = 0;
+	vdi_set_inuse(rsp->vdi.vdi_id, true);
+	return SD_RES_SUCCESS;
+}
+
+/* ---- DEL_VDI (objects.md §10.2) ---- */
+
+int vdi_del_work(struct request *req)
+{
+	struct sd_inode_header h;
+	struct lookup lk;
+	uint32_t nr, *idx;
+	uint8_t *buf;
+	int ret = parse_name(req, &lk, false);
+
+	if (ret != SD_RES_SUCCESS)
+		return ret;
+	ret = vdi_lookup(&lk);
+	if (ret != SD_RES_SUCCESS)
+		return ret;
+	req->rp.vdi.vdi_id = lk.vid;
+	h = lk.h;
+	if (!h.name[0] && !h.vdi_size)
+		return SD_RES_SUCCESS;
+	nr = (uint32_t)DIV_ROUND_UP(h.vdi_size,
+				    (uint64_t)1 << h.block_size_shift);
+	if (nr > SD_INODE_DATA_INDEX)
+		nr = SD_INODE_DATA_INDEX;
+	buf = xmalloc((size_t)nr * 4 + 1);
+	idx = xmalloc((size_t)nr * 4 + 4);
+	ret = nr ? gw_exec_sync(SD_OP_READ_OBJ, vid_to_vdi_oid(lk.vid), buf,
+				nr * 4, SD_INODE_INDEX_OFFSET, h.nr_copies, 0) :
+		   SD_RES_SUCCESS;
+	if (ret == SD_RES_SUCCESS) {
+		le32_array_decode(idx, nr, buf);
+		for (uint32_t i = 0; i < nr; i++) {
+			if (idx[i]) {
+				/* clients zero the index first (§10.1) */
+				sd_info("%s still has data: inode kept",
+					lk.name);
+				goto out;
+			}
+		}
+		memset(h.name, 0, sizeof(h.name));
+		h.vdi_size = 0;
+		ret = write_new_inode(&h);
+	}
+out:
+	free(buf);
+	free(idx);
+	return ret;
+}
+
+int vdi_notify_del(const struct sd_req *req, struct sd_rsp *rsp, void *data,
+		   bool originator)
+{
+	struct vdi_info *vi = vdi_get(rsp->vdi.vdi_id, true);
+
+	vi->deleted = 1;
+	vdi_set_deleted(rsp->vdi.vdi_id, true);
+	return SD_RES_SUCCESS;
+}
+
+/* ---- locks (cluster.md §12), only with the USE_LOCK cluster flag ---- */
+
+int vdi_lock_main(const struct sd_req *req, struct sd_rsp *rsp, void *data,
+		  bool originator)
+{
+	struct vdi_info *vi;
+
+	if (!(sys.flags & SD_CLUSTER_FLAG_USE_LOCK))
+		return SD_RES_SUCCESS;
+	vi = vdi_get(rsp->vdi.vdi_id, true);
+	if (vi->lock_state == LOCK_STATE_LOCKED)
+		return SD_RES_VDI_LOCKED;
+	vi->lock_state = LOCK_STATE_LOCKED;
+	return SD_RES_SUCCESS;
+}
+
+int vdi_release_main(const struct sd_req *req, struct sd_rsp *rsp,
+		     void *data, bool originator)
+{
+	struct vdi_info *vi = vdi_get(req->vdi.base_vdi_id, false);
+
+	if (vi)
+		vi->lock_state = LOCK_STATE_UNLOCKED;
+	return SD_RES_SUCCESS;
+}
