@@ -53,10 +53,19 @@ sheep/sheep: $(SHEEP_OBJS) build/libkelpie.a
 dog/dog: $(DOG_OBJS) build/libkelpie.a
 	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
 
-build/tests/%: tests/unit/%.c $(SAN_LIB_OBJS) $(SAN_SHEEP_OBJS)
+build/san/libkelpie.a: $(SAN_LIB_OBJS)
+	ar rcs $@ $^
+
+build/san/libsheep.a: $(SAN_SHEEP_OBJS)
+	ar rcs $@ $^
+
+# archives, so a test pulls in only the modules it uses
+build/tests/%: tests/unit/%.c build/san/libsheep.a build/san/libkelpie.a
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) -Itests/unit -Isheep \
-		-o $@ $^ $(PKG_LIBS) -lcmocka $(LDLIBS)
+	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) -Itests/unit \
+		-o $@ $< -Wl,--start-group build/san/libsheep.a \
+		build/san/libkelpie.a -Wl,--end-group $(PKG_LIBS) -lcmocka \
+		$(LDLIBS)
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
