@@ -25,6 +25,73 @@ struct gw_sub {
 
 static void gw_start(struct request *req);
 
+/*
+ * One write per object in flight: later writes to the same object wait
+ * here, so every replica applies them in the same (arrival) order.
+ */
+#define SLOT_BUCKETS 1024
+
+struct oid_slot {
+	uint64_t oid;
+	struct list_head waiters;
+	struct oid_slot *next;
+};
+
+static struct oid_slot *slots[SLOT_BUCKETS];
+
+static struct oid_slot **slot_find(uint64_t oid)
+{
+	struct oid_slot **p = &slots[oid % SLOT_BUCKETS];
+
+	while (*p && (*p)->oid != oid)
+		p = &(*p)->next;
+	return p;
+}
+
+/* true if @req may run now; otherwise it is queued behind the holder */
+static bool slot_acquire(struct request *req)
+{
+	struct oid_slot **p = slot_find(req->rq.obj.oid);
+
+	if (*p) {
+		list_add_tail(&req->list, &(*p)->waiters);
+		return false;
+	}
+	*p = xzalloc(sizeof(**p));
+	(*p)->oid = req->rq.obj.oid;
+	INIT_LIST_HEAD(&(*p)->waiters);
+	req->slot_held = true;
+	return true;
+}
+
+static void gw_slot_start(struct timer *t)
+{
+	struct request *req = container_of(t, struct request, retry_timer);
+
+	gw_start(req);
+}
+
+static void slot_release(struct request *req)
+{
+	struct oid_slot **p = slot_find(req->rq.obj.oid), *s = *p;
+	struct request *next;
+
+	req->slot_held = false;
+	if (!s)
+		return;
+	if (list_empty(&s->waiters)) {
+		*p = s->next;
+		free(s);
+		return;
+	}
+	/* hand the slot over; start from the loop, not from this stack */
+	next = list_first_entry(&s->waiters, struct request, list);
+	list_del(&next->list);
+	next->slot_held = true;
+	next->retry_timer.fn = gw_slot_start;
+	timer_add(sys.loop, &next->retry_timer, 0);
+}
+
 static bool retriable(uint32_t res)
 {
 	switch (res) {
@@ -67,6 +134,8 @@ static void gw_finish(struct request *req, uint32_t result)
 	}
 	if (retriable(result))
 		result = SD_RES_NETWORK_ERROR;
+	if (req->slot_held)
+		slot_release(req);
 	req->rp.result = result;
 	if (result != SD_RES_SUCCESS)
 		req->rp.data_length = 0;
@@ -270,6 +339,8 @@ void gateway_submit(struct request *req)
 		return;
 	}
 	req->nr_retries = 0;
+	if (is_write_op(op) && !slot_acquire(req))
+		return;
 	gw_start(req);
 }
 

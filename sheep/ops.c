@@ -192,7 +192,8 @@ static int local_cluster_info(struct request *req)
 	h.nr_nodes = (int16_t)sys.nr_epoch_nodes;
 	h.epoch = sys.epoch;
 	h.ctime = sys.ctime;
-	h.flags = sys.flags;
+	/* vnode counts are always automatic in Kelpie (no -V yet) */
+	h.flags = sys.flags | SD_CLUSTER_FLAG_AUTO_VNODES;
 	h.nr_copies = sys.copies;
 	h.copy_policy = sys.copy_policy;
 	h.status = sys.status;

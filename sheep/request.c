@@ -38,6 +38,7 @@ struct client {
 };
 
 static int listen_fds[2] = { -1, -1 };
+static int nr_clients;
 static LIST_HEAD(paused_clients);
 static LIST_HEAD(io_backlog);
 
@@ -98,6 +99,7 @@ static void client_close(struct client *c)
 		free_request(req);
 		client_put(c);
 	}
+	nr_clients--;
 	client_put(c);
 }
 
@@ -379,6 +381,11 @@ static void accept_handler(int fd, uint32_t events, void *data)
 				sd_err("accept: %m");
 			return;
 		}
+		if (nr_clients >= SD_MAX_CLIENTS) {
+			sd_warn("too many connections; refusing one");
+			close(cfd);
+			continue;
+		}
 		net_set_nodelay(cfd);
 		c = xzalloc(sizeof(*c));
 		c->fd = cfd;
@@ -388,7 +395,9 @@ static void accept_handler(int fd, uint32_t events, void *data)
 		if (event_add(sys.loop, cfd, EPOLLIN, client_handler, c)) {
 			close(cfd);
 			free(c);
+			continue;
 		}
+		nr_clients++;
 	}
 }
 

@@ -16,6 +16,7 @@
 #define SD_MAX_PAYLOAD		(64U << 20)
 #define SD_MAX_INFLIGHT_BYTES	(512ULL << 20)
 #define SD_CONN_MAX_INFLIGHT	64
+#define SD_MAX_CLIENTS		4096
 #define SD_IO_THREADS		8
 #define SD_IO_QUEUE		1024
 #define SD_GW_MAX_RETRIES	100	/* x SD_GW_RETRY_MS */
@@ -109,6 +110,7 @@ struct request {
 	struct work work;
 	uint32_t obj_size;		/* store ops: size of a new object */
 	uint32_t cseq;			/* cluster ops: our message number */
+	bool slot_held;			/* holds its object's write slot */
 	/* gateway fan-out */
 	int nr_pending;
 	int nr_retries;

@@ -1,0 +1,1265 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The "local" cluster driver: any number of sheep on one host that share a
+ * path form one cluster (cluster.md §6.2; Kelpie's own on-disk format).
+ *
+ * PATH is a directory holding
+ *
+ *   PATH/log          an append-only event log; the total order
+ *   PATH/live/TOKEN   one file per process, flock(LOCK_EX)ed for its life
+ *
+ * Every process gets a random 64-bit token at init and holds an exclusive
+ * flock on PATH/live/<token> until it dies, so that anybody can tell a dead
+ * process by taking that lock with LOCK_NB.
+ *
+ * The log starts with a 64-byte header (magic, version, generation, the
+ * committed end offset and the record count).  An append happens under
+ * flock(LOCK_EX) on the log: the record is written with one pwrite() at the
+ * committed end, then the end is advanced in the header.  A writer killed in
+ * between leaves bytes beyond the end that nobody reads and the next append
+ * overwrites, so torn records can never be seen.  Readers take LOCK_SH only
+ * to read the header; the bytes below the committed end never change.
+ *
+ * Every process replays the log from its start, one record at a time, and
+ * derives the same state from it: members, pending joins, the queue of
+ * block requests and a membership version (mver, bumped by every accepted
+ * join and every member leave).  Callbacks are delivered only from the
+ * process's own ACCEPT onwards.
+ *
+ * Joins: JOIN(joiner, opaque) is appended by the joiner.  The decider of a
+ * pending join is the first member in node order, or the joiner itself when
+ * there are no members.  It calls sd_join_handler and appends
+ * ACCEPT(joiner, mver, opaque).  An ACCEPT counts only if its mver equals the
+ * reader's mver when it is read and the join is still pending; otherwise it
+ * is stale (membership changed after the decision) or a duplicate, and is
+ * ignored.  After any membership change, the new decider decides again.
+ *
+ * Failure detection: every process probes the live files of all members and
+ * pending joiners every PROBE_MS.  A dead one gets a LEAVE, appended under
+ * the lock after checking that the unread part of the log holds none yet.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/inotify.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <dirent.h>
+#include <unistd.h>
+#include "cluster.h"
+#include "event.h"
+#include "hash.h"
+#include "proto.h"
+#include "util.h"
+
+#define LOCAL_DEFAULT_PATH	"/tmp/kelpie-local"
+
+#define LOG_MAGIC		UINT64_C(0x4c434f4c504c454b) /* "KELPLOCL" */
+#define LOG_VERSION		1
+#define LOG_HDR_SIZE		64
+#define LOG_OFF_END		24	/* u64 end, then u64 nr: one pwrite */
+
+#define REC_MAGIC		UINT32_C(0x4345524b)	/* "KREC" */
+#define REC_HDR_SIZE		144
+#define REC_OFF_PCSUM		128
+#define REC_OFF_HCSUM		136
+#define REC_MAX_PAYLOAD		SD_MAX_EVENT_BUF_SIZE
+#define NODE_WIRE_SIZE		sizeof(struct sd_node)
+
+#define PROBE_MS		200
+#define POLL_MS_NO_INOTIFY	20
+#define BATCH_RECORDS		256
+#define LIVE_TRIES		16
+#define SWEEP_EVERY		64	/* probe rounds between sweeps */
+
+enum rec_type {
+	REC_JOIN = 1,
+	REC_ACCEPT,
+	REC_LEAVE,
+	REC_NOTIFY,
+	REC_BLOCK,
+	REC_UNBLOCK,
+};
+
+#define REC_F_REJECTED		0x0001	/* LEAVE of a join that was refused */
+
+struct log_hdr {
+	uint64_t gen;
+	uint64_t end;
+	uint64_t nr;
+};
+
+/* one log record header, host order */
+struct rec {
+	uint16_t type;
+	uint16_t flags;
+	uint32_t len;		/* payload bytes */
+	uint64_t seq;		/* index of the record in the log */
+	uint64_t writer;	/* token of the appending process */
+	uint64_t subject;	/* token of the node the record is about */
+	uint64_t mver;		/* ACCEPT: membership version decided at */
+	struct sd_node node;	/* the subject's node */
+	uint64_t pcsum;		/* FNV-1a of the payload */
+	uint64_t off;		/* where the record starts */
+	uint64_t next;		/* where the next one starts */
+};
+
+struct member {
+	uint64_t token;
+	struct sd_node node;
+	bool leave_sent;	/* we appended (or saw) its LEAVE */
+};
+
+struct pending_join {
+	uint64_t token;
+	struct sd_node node;
+	uint64_t off;		/* offset of the JOIN record */
+	bool decided;		/* we decided it at decided_mver */
+	uint64_t decided_mver;
+	bool leave_sent;
+};
+
+struct block_req {
+	uint64_t token;
+	bool granted;		/* sd_block_handler called (own ones only) */
+};
+
+static struct local_state {
+	bool inited;
+	bool started;		/* join() called */
+	bool joined;		/* own ACCEPT read: callbacks are delivered */
+	bool left;		/* own LEAVE read */
+	bool leave_called;
+	bool broken;		/* the log is unusable; stop reading it */
+	bool dispatching;
+
+	char *dir;
+	char *log_path;
+	char *live_dir;
+	int log_fd;
+	int live_fd;
+	int ino_fd;
+	int lock_depth;
+	struct event_loop *loop;
+	struct timer probe_timer;
+	struct timer kick_timer;
+
+	uint64_t token;
+	struct sd_node me;
+
+	uint64_t gen;
+	uint64_t pos;		/* next record to read */
+	uint64_t seq;		/* its expected index */
+	uint64_t mver;
+
+	struct member *members;	/* sorted by node_cmp, then token */
+	size_t nr_members, cap_members;
+	struct pending_join *pend;	/* in log order */
+	size_t nr_pend, cap_pend;
+	struct block_req *blks;	/* in log order; [0] holds the block */
+	size_t nr_blks, cap_blks;
+	int holding;		/* own grants not yet unblocked */
+	unsigned int nr_probes;
+} st = {
+	.log_fd = -1,
+	.live_fd = -1,
+	.ino_fd = -1,
+};
+
+/* ------------------------------------------------------------------ */
+/* little helpers */
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	v = htole16(v);
+	memcpy(p, &v, sizeof(v));
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	v = htole32(v);
+	memcpy(p, &v, sizeof(v));
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	v = htole64(v);
+	memcpy(p, &v, sizeof(v));
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return le16toh(v);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return le32toh(v);
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return le64toh(v);
+}
+
+static uint64_t csum(const void *buf, size_t len)
+{
+	return fnv_64a_buf(buf, len, FNV1A_64_INIT);
+}
+
+static const char *nstr(const struct sd_node *n)
+{
+	static char buf[2][64];
+	static int i;
+
+	i ^= 1;
+	return node_to_str(n, buf[i], sizeof(buf[i]));
+}
+
+static uint64_t new_token(void)
+{
+	uint64_t t = 0;
+
+	while (!t) {
+		if (getrandom(&t, sizeof(t), 0) != sizeof(t))
+			t = ((uint64_t)getpid() << 32) ^ sd_time_now() ^
+			    (uintptr_t)&t;
+	}
+	return t;
+}
+
+static char *live_path(uint64_t token)
+{
+	char *p;
+
+	if (asprintf(&p, "%s/%016" PRIx64, st.live_dir, token) < 0)
+		return NULL;
+	return p;
+}
+
+static void *grow(void *arr, size_t *cap, size_t need, size_t size)
+{
+	if (need <= *cap)
+		return arr;
+	*cap = MAX(need, *cap * 2 + 4);
+	return xrealloc(arr, *cap * size);
+}
+
+/* ------------------------------------------------------------------ */
+/* locking: re-entrant, so that a nested append keeps the outer lock */
+
+static int do_flock(int fd, int op)
+{
+	while (flock(fd, op) < 0) {
+		if (errno != EINTR)
+			return -1;
+	}
+	return 0;
+}
+
+static int log_lock(int op)
+{
+	if (st.lock_depth++)
+		return 0;
+	if (do_flock(st.log_fd, op) < 0) {
+		st.lock_depth--;
+		sd_err("flock %s: %m", st.log_path);
+		return -1;
+	}
+	return 0;
+}
+
+static void log_unlock(void)
+{
+	if (--st.lock_depth == 0)
+		do_flock(st.log_fd, LOCK_UN);
+}
+
+/* ------------------------------------------------------------------ */
+/* liveness files */
+
+/* 1 alive, 0 dead (or never existed), -1 unknown */
+static int token_alive(uint64_t token)
+{
+	char *p = live_path(token);
+	int fd, ret = -1;
+
+	if (!p)
+		return -1;
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = errno == ENOENT ? 0 : -1;
+		if (ret < 0)
+			sd_err("open %s: %m", p);
+		goto out;
+	}
+	if (flock(fd, LOCK_SH | LOCK_NB) == 0)
+		ret = 0;
+	else if (errno == EWOULDBLOCK)
+		ret = 1;
+	else
+		sd_err("flock %s: %m", p);
+	close(fd);
+out:
+	free(p);
+	return ret;
+}
+
+/* create PATH/live/<token> and hold its lock; sets st.token */
+static int live_create(void)
+{
+	for (int i = 0; i < LIVE_TRIES; i++) {
+		uint64_t token = new_token();
+		char *fin = live_path(token), *tmp = NULL;
+		int fd;
+
+		if (!fin || asprintf(&tmp, "%s/.new-%016" PRIx64, st.live_dir,
+				     token) < 0) {
+			free(fin);
+			return -1;
+		}
+		fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd >= 0 && do_flock(fd, LOCK_EX) == 0 &&
+		    rename(tmp, fin) == 0) {
+			free(tmp);
+			free(fin);
+			st.live_fd = fd;
+			st.token = token;
+			return 0;
+		}
+		/* a cleaner may have taken our file before we locked it */
+		sd_err("live file %s: %m, retrying", tmp);
+		if (fd >= 0)
+			close(fd);
+		free(tmp);
+		free(fin);
+	}
+	return -1;
+}
+
+/*
+ * Is any process other than us alive?  With @clean, also remove the files
+ * of the dead ones.  A file being created is unlocked for a moment;
+ * removing it makes its creator retry with a new name.
+ */
+static bool others_alive(bool clean)
+{
+	struct dirent *de;
+	char mine[32];
+	bool alive = false;
+	DIR *d = opendir(st.live_dir);
+
+	if (!d) {
+		sd_err("opendir %s: %m", st.live_dir);
+		return true;
+	}
+	snprintf(mine, sizeof(mine), "%016" PRIx64, st.token);
+	while ((!alive || clean) && (de = readdir(d))) {
+		char *p;
+		int fd;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    !strcmp(de->d_name, mine))
+			continue;
+		if (asprintf(&p, "%s/%s", st.live_dir, de->d_name) < 0)
+			break;
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+				alive = true;
+			else if (clean)
+				unlink(p);
+			close(fd);
+		}
+		free(p);
+	}
+	closedir(d);
+	return alive;
+}
+
+/* ------------------------------------------------------------------ */
+/* the log file */
+
+/* 0 ok, 1 empty or not a log, 2 another version, -1 I/O error */
+static int log_hdr_read(struct log_hdr *h)
+{
+	uint8_t b[LOG_HDR_SIZE];
+	ssize_t n = pread(st.log_fd, b, sizeof(b), 0);
+
+	if (n < 0) {
+		sd_err("read %s: %m", st.log_path);
+		return -1;
+	}
+	if (n < (ssize_t)sizeof(b) || get64(b) != LOG_MAGIC)
+		return 1;
+	if (get32(b + 8) != LOG_VERSION || get32(b + 12) != LOG_HDR_SIZE)
+		return 2;
+	h->gen = get64(b + 16);
+	h->end = get64(b + 24);
+	h->nr = get64(b + 32);
+	if (h->end < LOG_HDR_SIZE)
+		return 1;
+	return 0;
+}
+
+/* read the header under a shared lock */
+static int log_hdr_read_shared(struct log_hdr *h)
+{
+	int ret;
+
+	if (log_lock(LOCK_SH) < 0)
+		return -1;
+	ret = log_hdr_read(h);
+	log_unlock();
+	return ret;
+}
+
+/* start a new, empty log generation; under the exclusive lock */
+static int log_reset(void)
+{
+	uint8_t b[LOG_HDR_SIZE] = { 0 };
+
+	put64(b, LOG_MAGIC);
+	put32(b + 8, LOG_VERSION);
+	put32(b + 12, LOG_HDR_SIZE);
+	put64(b + 16, new_token());
+	put64(b + 24, LOG_HDR_SIZE);
+	put64(b + 32, 0);
+	if (ftruncate(st.log_fd, 0) < 0 ||
+	    xpwrite(st.log_fd, b, sizeof(b), 0) < 0) {
+		sd_err("reset %s: %m", st.log_path);
+		return -1;
+	}
+	return 0;
+}
+
+static void rec_encode(const struct rec *r, uint8_t *b)
+{
+	memset(b, 0, REC_HDR_SIZE);
+	put32(b, REC_MAGIC);
+	put16(b + 4, r->type);
+	put16(b + 6, r->flags);
+	put32(b + 8, r->len);
+	put64(b + 16, r->seq);
+	put64(b + 24, r->writer);
+	put64(b + 32, r->subject);
+	put64(b + 40, r->mver);
+	sd_node_encode(&r->node, b + 48);
+	put64(b + REC_OFF_PCSUM, r->pcsum);
+	put64(b + REC_OFF_HCSUM, csum(b, REC_OFF_HCSUM));
+}
+
+/* read and check the record header at @off; 0 ok, -1 corrupt */
+static int rec_read(uint64_t off, uint64_t end, struct rec *r)
+{
+	uint8_t b[REC_HDR_SIZE];
+
+	if (end - off < REC_HDR_SIZE ||
+	    xpread(st.log_fd, b, sizeof(b), (off_t)off) < 0)
+		goto bad;
+	if (get32(b) != REC_MAGIC ||
+	    get64(b + REC_OFF_HCSUM) != csum(b, REC_OFF_HCSUM))
+		goto bad;
+	r->type = get16(b + 4);
+	r->flags = get16(b + 6);
+	r->len = get32(b + 8);
+	r->seq = get64(b + 16);
+	r->writer = get64(b + 24);
+	r->subject = get64(b + 32);
+	r->mver = get64(b + 40);
+	sd_node_decode(&r->node, b + 48);
+	r->pcsum = get64(b + REC_OFF_PCSUM);
+	r->off = off;
+	r->next = off + REC_HDR_SIZE + r->len;
+	if (r->len > REC_MAX_PAYLOAD || r->next > end)
+		goto bad;
+	return 0;
+bad:
+	sd_err("bad record at offset %" PRIu64 " of %s", off, st.log_path);
+	return -1;
+}
+
+/* the payload of @r in a new buffer of at least @min bytes, or NULL */
+static void *rec_payload(const struct rec *r, size_t min)
+{
+	void *buf = xmalloc(MAX((size_t)r->len, MAX(min, (size_t)1)));
+
+	if (r->len && xpread(st.log_fd, buf, r->len,
+			     (off_t)(r->off + REC_HDR_SIZE)) < 0)
+		goto bad;
+	if (csum(buf, r->len) != r->pcsum)
+		goto bad;
+	return buf;
+bad:
+	sd_err("bad payload at offset %" PRIu64 " of %s", r->off,
+	       st.log_path);
+	free(buf);
+	return NULL;
+}
+
+/* append one record; the caller holds the exclusive lock */
+static int append_locked(uint16_t type, uint16_t flags, uint64_t subject,
+			 const struct sd_node *node, uint64_t mver,
+			 const void *payload, size_t len)
+{
+	struct rec r = {
+		.type = type, .flags = flags, .len = (uint32_t)len,
+		.writer = st.token, .subject = subject, .mver = mver,
+		.node = *node,
+	};
+	struct log_hdr h;
+	uint8_t tail[16], *buf;
+	int ret = -1;
+
+	if (len > REC_MAX_PAYLOAD || log_hdr_read(&h) != 0)
+		return -1;
+	if (h.gen != st.gen) {
+		sd_err("%s was reset by someone else", st.log_path);
+		st.broken = true;
+		return -1;
+	}
+	r.seq = h.nr;
+	r.pcsum = csum(payload, len);
+	buf = xmalloc(REC_HDR_SIZE + len);
+	rec_encode(&r, buf);
+	if (len)
+		memcpy(buf + REC_HDR_SIZE, payload, len);
+	/* one write; a torn one stays beyond the end and is overwritten */
+	if (xpwrite(st.log_fd, buf, REC_HDR_SIZE + len, (off_t)h.end) < 0) {
+		sd_err("append to %s: %m", st.log_path);
+		goto out;
+	}
+	put64(tail, h.end + REC_HDR_SIZE + len);
+	put64(tail + 8, h.nr + 1);
+	if (xpwrite(st.log_fd, tail, sizeof(tail), LOG_OFF_END) < 0) {
+		sd_err("commit to %s: %m", st.log_path);
+		goto out;
+	}
+	ret = 0;
+out:
+	free(buf);
+	return ret;
+}
+
+static void kick(void)
+{
+	if (st.started && st.loop)
+		timer_add(st.loop, &st.kick_timer, 0);
+}
+
+static int append(uint16_t type, uint64_t subject, const struct sd_node *node,
+		  const void *payload, size_t len)
+{
+	int ret;
+
+	if (st.broken || log_lock(LOCK_EX) < 0)
+		return -1;
+	ret = append_locked(type, 0, subject, node, 0, payload, len);
+	log_unlock();
+	kick();
+	return ret;
+}
+
+/*
+ * Look through the part of the log we have not processed yet for a record
+ * that @match accepts.  Caller holds the exclusive lock.  1 found, 0 not,
+ * -1 error.
+ */
+static int scan_ahead(bool (*match)(const struct rec *r, const void *arg),
+		      const void *arg)
+{
+	struct log_hdr h;
+	uint64_t off = st.pos;
+
+	if (log_hdr_read(&h) != 0 || h.gen != st.gen || h.end < off)
+		return -1;
+	while (off < h.end) {
+		struct rec r;
+
+		if (rec_read(off, h.end, &r) < 0)
+			return -1;
+		if (match(&r, arg))
+			return 1;
+		off = r.next;
+	}
+	return 0;
+}
+
+static bool match_leave(const struct rec *r, const void *arg)
+{
+	return r->type == REC_LEAVE && r->subject == *(const uint64_t *)arg;
+}
+
+struct accept_key {
+	uint64_t token;
+	uint64_t mver;
+};
+
+static bool match_decided(const struct rec *r, const void *arg)
+{
+	const struct accept_key *k = arg;
+
+	if (r->subject != k->token)
+		return false;
+	return r->type == REC_LEAVE ||
+	       (r->type == REC_ACCEPT && r->mver == k->mver);
+}
+
+/* ------------------------------------------------------------------ */
+/* state derived from the log */
+
+static struct member *find_member(uint64_t token)
+{
+	for (size_t i = 0; i < st.nr_members; i++)
+		if (st.members[i].token == token)
+			return &st.members[i];
+	return NULL;
+}
+
+static bool nid_is_member(const struct sd_node *n)
+{
+	for (size_t i = 0; i < st.nr_members; i++)
+		if (node_id_eq(&st.members[i].node.nid, &n->nid))
+			return true;
+	return false;
+}
+
+static struct pending_join *find_pending(uint64_t token)
+{
+	for (size_t i = 0; i < st.nr_pend; i++)
+		if (st.pend[i].token == token)
+			return &st.pend[i];
+	return NULL;
+}
+
+static int member_cmp(const void *a, const void *b)
+{
+	const struct member *x = a, *y = b;
+	int r = node_cmp(&x->node, &y->node);
+
+	if (r)
+		return r;
+	return x->token < y->token ? -1 : x->token > y->token;
+}
+
+static void member_add(uint64_t token, const struct sd_node *node)
+{
+	st.members = grow(st.members, &st.cap_members, st.nr_members + 1,
+			  sizeof(*st.members));
+	st.members[st.nr_members++] = (struct member){
+		.token = token, .node = *node,
+	};
+	qsort(st.members, st.nr_members, sizeof(*st.members), member_cmp);
+}
+
+static void member_del(struct member *m)
+{
+	size_t i = (size_t)(m - st.members);
+
+	memmove(m, m + 1, (st.nr_members - i - 1) * sizeof(*m));
+	st.nr_members--;
+}
+
+static void pending_del(struct pending_join *p)
+{
+	size_t i = (size_t)(p - st.pend);
+
+	memmove(p, p + 1, (st.nr_pend - i - 1) * sizeof(*p));
+	st.nr_pend--;
+}
+
+static void blocks_drop(uint64_t token, bool first_only)
+{
+	size_t j = 0;
+	bool done = false;
+
+	for (size_t i = 0; i < st.nr_blks; i++) {
+		if (!done && st.blks[i].token == token) {
+			done = first_only;
+			continue;
+		}
+		st.blks[j++] = st.blks[i];
+	}
+	st.nr_blks = j;
+}
+
+/* a copy of the member list, for a callback that may re-enter us */
+static struct sd_node *members_copy(size_t *nr)
+{
+	struct sd_node *n = xmalloc(MAX(st.nr_members, (size_t)1) *
+				    sizeof(*n));
+
+	for (size_t i = 0; i < st.nr_members; i++)
+		n[i] = st.members[i].node;
+	*nr = st.nr_members;
+	return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* applying records */
+
+static void on_join(const struct rec *r)
+{
+	if (find_member(r->subject) || find_pending(r->subject))
+		return;
+	st.pend = grow(st.pend, &st.cap_pend, st.nr_pend + 1,
+		       sizeof(*st.pend));
+	st.pend[st.nr_pend++] = (struct pending_join){
+		.token = r->subject, .node = r->node, .off = r->off,
+	};
+	if (st.joined)
+		sd_info("%s asks to join", nstr(&r->node));
+}
+
+static int on_accept(const struct rec *r)
+{
+	struct pending_join *p = find_pending(r->subject);
+	struct sd_node node, *nodes;
+	size_t nr;
+	void *opaque;
+
+	if (!p || r->mver != st.mver || nid_is_member(&p->node)) {
+		sd_debug("stale accept of %s", nstr(&r->node));
+		return 0;
+	}
+	node = p->node;
+	member_add(p->token, &node);
+	pending_del(p);
+	st.mver++;
+	if (r->subject == st.token) {
+		st.joined = true;
+		sd_info("joined the cluster at %s as %s", st.dir, nstr(&node));
+	}
+	if (!st.joined)
+		return 0;
+	opaque = rec_payload(r, 0);
+	if (!opaque)
+		return -1;
+	sd_info("%s joined, %zu members", nstr(&node), st.nr_members);
+	nodes = members_copy(&nr);
+	sd_accept_handler(&node, nodes, nr, opaque, r->len);
+	free(nodes);
+	free(opaque);
+	return 0;
+}
+
+static void on_leave(const struct rec *r)
+{
+	struct member *m = find_member(r->subject);
+	struct pending_join *p;
+	struct sd_node node, *nodes;
+	size_t nr;
+
+	if (!m) {
+		p = find_pending(r->subject);
+		if (!p)
+			return;
+		if (st.joined)
+			sd_info("join of %s dropped%s", nstr(&p->node),
+				r->flags & REC_F_REJECTED ? " (refused)" : "");
+		if (r->subject == st.token)
+			sd_err("our join was %s",
+			       r->flags & REC_F_REJECTED ? "refused" :
+			       "dropped");
+		pending_del(p);
+		return;
+	}
+	node = m->node;
+	member_del(m);
+	blocks_drop(r->subject, false);
+	st.mver++;
+	if (r->subject == st.token) {
+		st.left = true;
+		st.holding = 0;
+	}
+	if (!st.joined)
+		return;
+	sd_info("%s left, %zu members", nstr(&node), st.nr_members);
+	nodes = members_copy(&nr);
+	sd_leave_handler(&node, nodes, nr);
+	free(nodes);
+}
+
+static int on_message(const struct rec *r)
+{
+	void *msg;
+
+	if (r->type == REC_UNBLOCK)
+		blocks_drop(r->subject, true);
+	if (!st.joined)
+		return 0;
+	msg = rec_payload(r, 0);
+	if (!msg)
+		return -1;
+	sd_notify_handler(&r->node, msg, r->len);
+	free(msg);
+	return 0;
+}
+
+static void on_block(const struct rec *r)
+{
+	if (!find_member(r->subject))
+		return;
+	st.blks = grow(st.blks, &st.cap_blks, st.nr_blks + 1,
+		       sizeof(*st.blks));
+	st.blks[st.nr_blks++] = (struct block_req){ .token = r->subject };
+}
+
+static int apply(const struct rec *r)
+{
+	switch (r->type) {
+	case REC_JOIN:
+		on_join(r);
+		return 0;
+	case REC_ACCEPT:
+		return on_accept(r);
+	case REC_LEAVE:
+		on_leave(r);
+		return 0;
+	case REC_NOTIFY:
+	case REC_UNBLOCK:
+		return on_message(r);
+	case REC_BLOCK:
+		on_block(r);
+		return 0;
+	default:
+		sd_err("unknown record type %u at offset %" PRIu64 ", skipped",
+		       r->type, r->off);
+		return 0;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* actions that follow from the state: grants, join decisions, leaves */
+
+static void check_grant(void)
+{
+	if (!st.joined || !st.nr_blks || st.blks[0].token != st.token ||
+	    st.blks[0].granted)
+		return;
+	st.blks[0].granted = true;
+	st.holding++;
+	sd_block_handler(&st.me);
+}
+
+/* record that @token is gone: append its LEAVE unless one is on the way */
+static void report_dead(uint64_t token, const struct sd_node *node)
+{
+	struct member *m;
+	struct pending_join *p;
+	char *path;
+	int found;
+
+	if (log_lock(LOCK_EX) < 0)
+		return;
+	found = scan_ahead(match_leave, &token);
+	if (found == 0)
+		found = append_locked(REC_LEAVE, 0, token, node, 0, NULL,
+				      0) ? -1 : 1;
+	log_unlock();
+	if (found < 0)
+		return;
+	sd_info("%s is gone", nstr(node));
+	path = live_path(token);
+	if (path)
+		unlink(path);
+	free(path);
+	m = find_member(token);
+	if (m)
+		m->leave_sent = true;
+	p = find_pending(token);
+	if (p)
+		p->leave_sent = true;
+	kick();
+}
+
+static bool is_decider(const struct pending_join *p)
+{
+	if (!st.nr_members)
+		return p->token == st.token;
+	return st.members[0].token == st.token;
+}
+
+static void decide(uint64_t token, const struct sd_node *node, uint64_t off)
+{
+	struct accept_key key = { .token = token, .mver = st.mver };
+	size_t len, nr;
+	struct sd_node *nodes;
+	struct pending_join *p;
+	void *opaque = NULL;
+	struct rec r;
+	bool ok;
+	int found;
+
+	if (token != st.token && token_alive(token) == 0) {
+		report_dead(token, node);
+		return;
+	}
+	if (rec_read(off, off + REC_HDR_SIZE + REC_MAX_PAYLOAD, &r) < 0 ||
+	    r.type != REC_JOIN || r.subject != token)
+		goto broken;
+	opaque = rec_payload(&r, SD_MAX_EVENT_BUF_SIZE);
+	if (!opaque)
+		goto broken;
+	len = r.len;
+	nodes = members_copy(&nr);
+	ok = sd_join_handler(node, nodes, nr, opaque, &len,
+			     SD_MAX_EVENT_BUF_SIZE);
+	free(nodes);
+	if (len > SD_MAX_EVENT_BUF_SIZE) {
+		sd_err("join handler returned %zu bytes", len);
+		ok = false;
+	}
+	if (log_lock(LOCK_EX) < 0)
+		goto out;
+	found = scan_ahead(match_decided, &key);
+	if (found == 0 && ok)
+		found = append_locked(REC_ACCEPT, 0, token, node, key.mver,
+				      opaque, len);
+	else if (found == 0)
+		found = append_locked(REC_LEAVE, REC_F_REJECTED, token, node,
+				      0, NULL, 0);
+	log_unlock();
+	if (found < 0)
+		goto out;
+	sd_info("%s the join of %s", ok ? "accepted" : "refused",
+		nstr(node));
+	p = find_pending(token);
+	if (p) {
+		p->decided = true;
+		p->decided_mver = key.mver;
+	}
+	kick();
+out:
+	free(opaque);
+	return;
+broken:
+	st.broken = true;
+	free(opaque);
+}
+
+static void decide_joins(void)
+{
+	for (size_t i = 0; i < st.nr_pend && !st.broken; i++) {
+		struct pending_join p = st.pend[i];
+
+		if ((p.decided && p.decided_mver == st.mver) || p.leave_sent)
+			continue;
+		/* a restarted node waits for its old self to be gone */
+		if (!is_decider(&p) || nid_is_member(&p.node))
+			continue;
+		decide(p.token, &p.node, p.off);
+	}
+}
+
+static void probe_all(void)
+{
+	for (size_t i = 0; i < st.nr_members && !st.broken; i++) {
+		struct member m = st.members[i];
+
+		if (m.token != st.token && !m.leave_sent &&
+		    token_alive(m.token) == 0)
+			report_dead(m.token, &m.node);
+	}
+	for (size_t i = 0; i < st.nr_pend && !st.broken; i++) {
+		struct pending_join p = st.pend[i];
+
+		if (p.token != st.token && !p.leave_sent &&
+		    token_alive(p.token) == 0)
+			report_dead(p.token, &p.node);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* reading the log */
+
+static void after_record(void)
+{
+	check_grant();
+	decide_joins();
+}
+
+/* process up to BATCH_RECORDS new records; never recurses */
+static void process_log(void)
+{
+	struct log_hdr h;
+	int n = 0;
+
+	if (!st.started || st.broken || st.dispatching)
+		return;
+	st.dispatching = true;
+	if (log_hdr_read_shared(&h) != 0)
+		goto broken;
+	if (h.gen != st.gen || h.end < st.pos) {
+		sd_err("%s was reset under us", st.log_path);
+		goto broken;
+	}
+	while (st.pos < h.end && n++ < BATCH_RECORDS) {
+		struct rec r;
+
+		if (rec_read(st.pos, h.end, &r) < 0 || r.seq != st.seq)
+			goto broken;
+		st.pos = r.next;
+		st.seq++;
+		if (apply(&r) < 0)
+			goto broken;
+		after_record();
+		if (st.broken)
+			goto broken;
+	}
+	if (st.pos < h.end)
+		timer_add(st.loop, &st.kick_timer, 0);
+	st.dispatching = false;
+	return;
+broken:
+	sd_err("cannot follow %s any more; cluster events stop here",
+	       st.log_path);
+	st.broken = true;
+	st.dispatching = false;
+}
+
+static void kick_fn(struct timer *t)
+{
+	process_log();
+}
+
+static void probe_fn(struct timer *t)
+{
+	process_log();
+	if (st.started && !st.broken && !st.dispatching) {
+		/* files of processes that left cleanly pile up otherwise */
+		if (++st.nr_probes % SWEEP_EVERY == 0)
+			others_alive(true);
+		probe_all();
+		st.dispatching = true;
+		decide_joins();
+		st.dispatching = false;
+	}
+	timer_add(st.loop, &st.probe_timer,
+		  st.ino_fd >= 0 ? PROBE_MS : POLL_MS_NO_INOTIFY);
+}
+
+static void inotify_fn(int fd, uint32_t events, void *data)
+{
+	char buf[4096];
+
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	process_log();
+}
+
+/* ------------------------------------------------------------------ */
+/* the driver interface */
+
+static void local_cleanup(void)
+{
+	if (st.ino_fd >= 0) {
+		if (st.loop)
+			event_del(st.loop, st.ino_fd);
+		close(st.ino_fd);
+	}
+	if (st.live_fd >= 0)
+		close(st.live_fd);
+	if (st.log_fd >= 0)
+		close(st.log_fd);
+	st.ino_fd = st.live_fd = st.log_fd = -1;
+	free(st.dir);
+	free(st.log_path);
+	free(st.live_dir);
+	st.dir = st.log_path = st.live_dir = NULL;
+}
+
+static int open_dirs(const char *path)
+{
+	struct stat s;
+
+	st.dir = xstrdup(path);
+	if (asprintf(&st.log_path, "%s/log", path) < 0 ||
+	    asprintf(&st.live_dir, "%s/live", path) < 0) {
+		st.log_path = st.live_dir = NULL;
+		return -1;
+	}
+	if ((mkdir_p(st.live_dir) < 0 && errno != EEXIST) ||
+	    stat(st.live_dir, &s) < 0 || !S_ISDIR(s.st_mode)) {
+		sd_err("cannot use %s as the local cluster directory: %m",
+		       path);
+		return -1;
+	}
+	return 0;
+}
+
+static void watch_log(void)
+{
+	st.ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (st.ino_fd < 0)
+		goto fail;
+	if (inotify_add_watch(st.ino_fd, st.log_path, IN_MODIFY) < 0 ||
+	    event_add(st.loop, st.ino_fd, EPOLLIN, inotify_fn, NULL) < 0) {
+		close(st.ino_fd);
+		st.ino_fd = -1;
+		goto fail;
+	}
+	return;
+fail:
+	sd_err("inotify on %s: %m; polling every %d ms", st.log_path,
+	       POLL_MS_NO_INOTIFY);
+}
+
+static int local_init(const char *option, struct event_loop *loop)
+{
+	const char *path = option && *option ? option : LOCAL_DEFAULT_PATH;
+
+	if (st.inited || !loop)
+		return -1;
+	st.loop = loop;
+	if (open_dirs(path) < 0)
+		goto fail;
+	st.log_fd = open(st.log_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (st.log_fd < 0) {
+		sd_err("open %s: %m", st.log_path);
+		goto fail;
+	}
+	if (live_create() < 0) {
+		sd_err("cannot create a liveness file in %s", st.live_dir);
+		goto fail;
+	}
+	watch_log();
+	st.probe_timer.fn = probe_fn;
+	st.kick_timer.fn = kick_fn;
+	st.inited = true;
+	sd_info("local driver at %s, token %016" PRIx64, path, st.token);
+	return 0;
+fail:
+	local_cleanup();
+	st.loop = NULL;
+	return -1;
+}
+
+/* under the exclusive lock: start a fresh log if nobody else is alive */
+static int prepare_log(void)
+{
+	struct log_hdr h;
+	int r = log_hdr_read(&h);
+
+	if (r < 0)
+		return -1;
+	/*
+	 * Whoever joined wrote a header first, so nobody reads a log without
+	 * one: an empty (or foreign) file is ours to initialise.
+	 */
+	if (others_alive(false) && r != 1) {
+		if (r == 0)
+			goto done;
+		sd_err("%s has another format version and is in use",
+		       st.log_path);
+		return -1;
+	}
+	others_alive(true);	/* removes only the files of dead ones */
+	if (log_reset() < 0 || log_hdr_read(&h) != 0)
+		return -1;
+	sd_info("started a new cluster log at %s", st.log_path);
+done:
+	st.gen = h.gen;
+	return 0;
+}
+
+static int local_join(const struct sd_node *myself, const void *opaque,
+		      size_t len)
+{
+	int ret;
+
+	if (!st.inited || st.started)
+		return -1;
+	if (len > SD_MAX_EVENT_BUF_SIZE) {
+		sd_warn("join payload of %zu bytes truncated to %d", len,
+			SD_MAX_EVENT_BUF_SIZE);
+		len = SD_MAX_EVENT_BUF_SIZE;
+	}
+	st.me = *myself;
+	if (log_lock(LOCK_EX) < 0)
+		return -1;
+	ret = prepare_log();
+	if (!ret)
+		ret = append_locked(REC_JOIN, 0, st.token, &st.me, 0, opaque,
+				    len);
+	log_unlock();
+	if (ret)
+		return -1;
+	st.pos = LOG_HDR_SIZE;
+	st.seq = 0;
+	st.started = true;
+	sd_info("%s asks to join the cluster at %s", nstr(&st.me), st.dir);
+	timer_add(st.loop, &st.probe_timer, PROBE_MS);
+	kick();
+	return 0;
+}
+
+static int local_leave(void)
+{
+	if (!st.started || st.leave_called)
+		return -1;
+	st.leave_called = true;
+	sd_info("leaving the cluster");
+	return append(REC_LEAVE, st.token, &st.me, NULL, 0);
+}
+
+static int check_len(size_t len)
+{
+	if (len <= REC_MAX_PAYLOAD)
+		return 0;
+	sd_err("message of %zu bytes is too large", len);
+	return -1;
+}
+
+static int local_notify(const void *msg, size_t len)
+{
+	if (!st.joined || check_len(len))
+		return -1;
+	return append(REC_NOTIFY, st.token, &st.me, msg, len);
+}
+
+static int local_block(void)
+{
+	if (!st.joined || st.left || st.leave_called)
+		return -1;
+	return append(REC_BLOCK, st.token, &st.me, NULL, 0);
+}
+
+static int local_unblock(const void *msg, size_t len)
+{
+	if (check_len(len))
+		return -1;
+	if (st.holding <= 0) {
+		sd_err("unblock without a granted block");
+		return -1;
+	}
+	if (append(REC_UNBLOCK, st.token, &st.me, msg, len) < 0)
+		return -1;
+	st.holding--;
+	return 0;
+}
+
+struct cluster_driver cdrv_local = {
+	.name = "local",
+	.init = local_init,
+	.join = local_join,
+	.leave = local_leave,
+	.notify = local_notify,
+	.block = local_block,
+	.unblock = local_unblock,
+};
