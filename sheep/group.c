@@ -670,7 +670,7 @@ void group_shutdown(void)
 
 int group_init(const char *driver)
 {
-	char name[64];
+	char name[64], path[4200];
 	const char *opt = NULL, *colon = strchr(driver, ':');
 	size_t n = colon ? (size_t)(colon - driver) : strlen(driver);
 	uint32_t latest;
@@ -688,6 +688,11 @@ int group_init(const char *driver)
 	sys.cdrv = &cdrv_local;
 	cluster_wq = wq_create("cluster", 1, 4096, sys.loop);
 
+	base_path(path, sizeof(path), "epoch");
+	if (mkdir_p(path)) {
+		sd_err("cannot create %s: %m", path);
+		return -1;
+	}
 	latest = epoch_log_latest();
 	if (latest) {
 		struct sd_node *nodes = xmalloc(SD_MAX_NODES * sizeof(*nodes));

@@ -895,6 +895,46 @@ static bool is_decider(const struct pending_join *p)
 	return st.members[0].token == st.token;
 }
 
+enum verdict { V_NONE, V_ACCEPTED, V_REFUSED, V_JOINER_DEAD, V_ERROR };
+
+/*
+ * Append the decision on a join unless the unread log already settles it;
+ * the joiner's liveness is checked under the lock, so that a joiner that
+ * died while we evaluated it is dropped rather than accepted.
+ */
+static enum verdict commit_decision(const struct accept_key *key,
+				    const struct sd_node *node, bool ok,
+				    const void *opaque, size_t len)
+{
+	enum verdict v = V_ERROR;
+	int r;
+
+	if (log_lock(LOCK_EX) < 0)
+		return V_ERROR;
+	r = scan_ahead(match_decided, key);
+	if (r != 0) {
+		v = r > 0 ? V_NONE : V_ERROR;
+		goto out;
+	}
+	if (key->token != st.token && token_alive(key->token) == 0) {
+		r = append_locked(REC_LEAVE, 0, key->token, node, 0, NULL, 0);
+		v = V_JOINER_DEAD;
+	} else if (ok) {
+		r = append_locked(REC_ACCEPT, 0, key->token, node, key->mver,
+				  opaque, len);
+		v = V_ACCEPTED;
+	} else {
+		r = append_locked(REC_LEAVE, REC_F_REJECTED, key->token, node,
+				  0, NULL, 0);
+		v = V_REFUSED;
+	}
+	if (r < 0)
+		v = V_ERROR;
+out:
+	log_unlock();
+	return v;
+}
+
 static void decide(uint64_t token, const struct sd_node *node, uint64_t off)
 {
 	struct accept_key key = { .token = token, .mver = st.mver };
@@ -902,20 +942,24 @@ static void decide(uint64_t token, const struct sd_node *node, uint64_t off)
 	struct sd_node *nodes;
 	struct pending_join *p;
 	void *opaque = NULL;
+	enum verdict v;
 	struct rec r;
 	bool ok;
-	int found;
 
 	if (token != st.token && token_alive(token) == 0) {
 		report_dead(token, node);
 		return;
 	}
 	if (rec_read(off, off + REC_HDR_SIZE + REC_MAX_PAYLOAD, &r) < 0 ||
-	    r.type != REC_JOIN || r.subject != token)
-		goto broken;
+	    r.type != REC_JOIN || r.subject != token) {
+		st.broken = true;
+		return;
+	}
 	opaque = rec_payload(&r, SD_MAX_EVENT_BUF_SIZE);
-	if (!opaque)
-		goto broken;
+	if (!opaque) {
+		st.broken = true;
+		return;
+	}
 	len = r.len;
 	nodes = members_copy(&nr);
 	ok = sd_join_handler(node, nodes, nr, opaque, &len,
@@ -925,32 +969,21 @@ static void decide(uint64_t token, const struct sd_node *node, uint64_t off)
 		sd_err("join handler returned %zu bytes", len);
 		ok = false;
 	}
-	if (log_lock(LOCK_EX) < 0)
-		goto out;
-	found = scan_ahead(match_decided, &key);
-	if (found == 0 && ok)
-		found = append_locked(REC_ACCEPT, 0, token, node, key.mver,
-				      opaque, len);
-	else if (found == 0)
-		found = append_locked(REC_LEAVE, REC_F_REJECTED, token, node,
-				      0, NULL, 0);
-	log_unlock();
-	if (found < 0)
-		goto out;
-	sd_info("%s the join of %s", ok ? "accepted" : "refused",
-		nstr(node));
+	v = commit_decision(&key, node, ok, opaque, len);
+	free(opaque);
+	if (v == V_ERROR)
+		return;		/* retried on the next probe round */
+	if (v == V_JOINER_DEAD)
+		report_dead(token, node);	/* finds its LEAVE, cleans up */
+	else if (v != V_NONE)
+		sd_info("%s the join of %s", v == V_ACCEPTED ? "accepted" :
+			"refused", nstr(node));
 	p = find_pending(token);
 	if (p) {
 		p->decided = true;
 		p->decided_mver = key.mver;
 	}
 	kick();
-out:
-	free(opaque);
-	return;
-broken:
-	st.broken = true;
-	free(opaque);
 }
 
 static void decide_joins(void)
@@ -1169,7 +1202,7 @@ static int prepare_log(void)
 		       st.log_path);
 		return -1;
 	}
-	others_alive(true);	/* removes only the files of dead ones */
+	if (r == 0) goto done;
 	if (log_reset() < 0 || log_hdr_read(&h) != 0)
 		return -1;
 	sd_info("started a new cluster log at %s", st.log_path);

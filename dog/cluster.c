@@ -1,0 +1,514 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * dog cluster format|info|shutdown|recover (dog.md §4).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "dog.h"
+#include "net.h"
+#include "proto.h"
+#include "util.h"
+
+#define STORE_LIST_BUF_SIZE	512
+
+static struct cluster_opts {
+	char store[SD_MAX_STORE_NAME];
+	uint8_t copies;
+	uint8_t copy_policy;
+	uint8_t block_size_shift;
+	bool force;
+	bool strict;
+	bool use_lock;
+	bool recycle_vid;
+	bool avoid_diskfull;
+	bool fixed_vnodes;
+	bool diff;
+} copt = {
+	.store = "plain",
+	.copies = SD_DEFAULT_COPIES,
+	.block_size_shift = SD_DEFAULT_BLOCK_SIZE_SHIFT,
+};
+
+/* ---- cluster format ---- */
+
+/* CLUSTER_INFO of one node: 0 and the header, or -1 */
+static int node_cluster_info(const struct sd_node *n,
+			     struct cluster_info_hdr *c)
+{
+	uint8_t *buf = xzalloc(SD_CLUSTER_INFO_SIZE);
+	struct sd_req req;
+	struct sd_rsp rsp;
+	int ret = -1;
+
+	sd_init_req(&req, SD_OP_CLUSTER_INFO);
+	req.data_length = SD_CLUSTER_INFO_SIZE;
+	req.epoch = sd_epoch;
+	if (!dog_exec_node(&n->nid, &req, buf, SD_CLUSTER_INFO_SIZE, &rsp) &&
+	    rsp.result == SD_RES_SUCCESS &&
+	    rsp.data_length >= sizeof(struct cluster_info_hdr)) {
+		cinfo_hdr_decode(c, buf);
+		ret = 0;
+	}
+	free(buf);
+	return ret;
+}
+
+/* every storage node must agree with -V about fixed or auto vnodes */
+static int check_vnode_strategy(void)
+{
+	for (int i = 0; i < sd_nodes_nr; i++) {
+		struct cluster_info_hdr c;
+		bool is_auto;
+
+		if (!sd_nodes[i].nr_vnodes)
+			continue;
+		if (node_cluster_info(&sd_nodes[i], &c))
+			continue;
+		is_auto = c.flags & SD_CLUSTER_FLAG_AUTO_VNODES;
+		if (copt.fixed_vnodes && is_auto) {
+			fprintf(stderr, "Can not apply the option of '-V', "
+				"because there are vnode strategy of sheep "
+				"is auto in the cluster\n");
+			return EXIT_FAILURE;
+		}
+		if (!copt.fixed_vnodes && !is_auto) {
+			fprintf(stderr, "Need to specify the option of '-V', "
+				"because there are vnode strategy of sheep "
+				"is fixed in the cluster\n");
+			return EXIT_FAILURE;
+		}
+	}
+	return 0;
+}
+
+/* does any VDI exist?  Unknown counts as no. */
+static bool cluster_has_vdis(void)
+{
+	uint8_t *map = xmalloc(VDI_BITMAP_SIZE);
+	bool found = false;
+
+	if (!read_vdi_bitmaps(map, NULL))
+		found = !is_zero(map, VDI_BITMAP_SIZE);
+	free(map);
+	return found;
+}
+
+static void list_stores(void)
+{
+	char buf[STORE_LIST_BUF_SIZE + 1];
+	struct sd_req req;
+	struct sd_rsp rsp;
+
+	memset(buf, 0, sizeof(buf));
+	sd_init_req(&req, SD_OP_GET_STORE_LIST);
+	req.data_length = STORE_LIST_BUF_SIZE;
+	if (dog_exec(&req, buf, STORE_LIST_BUF_SIZE, &rsp) ||
+	    rsp.result != SD_RES_SUCCESS)
+		return;
+	fprintf(stderr, "Available stores: %s\n", buf);
+}
+
+static int confirm_format(void)
+{
+	int zones = nr_storage_zones();
+	char msg[256];
+
+	if (copt.force)
+		return 0;
+	if (copt.copies > zones) {
+		snprintf(msg, sizeof(msg), "Caution! The number of copies "
+			 "(%u) is larger than the number of zones (%d):\n"
+			 "objects will have fewer copies than requested "
+			 "until more zones join.", copt.copies, zones);
+		if (!confirm(msg))
+			return -1;
+	}
+	if (cluster_has_vdis() &&
+	    !confirm("Caution! The cluster is not empty: formatting it "
+		     "destroys every VDI and all of its data."))
+		return -1;
+	return 0;
+}
+
+static int cluster_format(int argc, char **argv)
+{
+	uint8_t name[SD_MAX_STORE_NAME];
+	struct sd_req req;
+	struct sd_rsp rsp;
+	int ret;
+
+	ret = check_vnode_strategy();
+	if (ret)
+		return ret;
+	if (confirm_format())
+		return EXIT_SUCCESS;
+	printf("using backend %s store\n", copt.store);
+	fflush(stdout);
+
+	memset(name, 0, sizeof(name));
+	strcpy((char *)name, copt.store);
+	sd_init_req(&req, SD_OP_MAKE_FS);
+	req.flags = SD_FLAG_CMD_WRITE;
+	req.data_length = (uint32_t)strlen(copt.store) + 1;
+	req.cluster.copies = copt.copies;
+	req.cluster.copy_policy = copt.copy_policy;
+	req.cluster.block_size_shift = copt.block_size_shift;
+	req.cluster.ctime = sd_time_now();
+	if (copt.strict)
+		req.cluster.flags |= SD_CLUSTER_FLAG_STRICT;
+	if (copt.use_lock)
+		req.cluster.flags |= SD_CLUSTER_FLAG_USE_LOCK;
+	if (copt.recycle_vid)
+		req.cluster.flags |= SD_CLUSTER_FLAG_RECYCLE_VID;
+	if (copt.avoid_diskfull)
+		req.cluster.flags |= SD_CLUSTER_FLAG_AVOID_DISKFULL;
+	if (!copt.fixed_vnodes)
+		req.cluster.flags |= SD_CLUSTER_FLAG_AUTO_VNODES;
+	if (dog_exec(&req, name, 0, &rsp))
+		return EXIT_SYSFAIL;
+	if (rsp.result != SD_RES_SUCCESS) {
+		fprintf(stderr, "Format failed: %s\n",
+			sd_strerror(rsp.result));
+		if (rsp.result == SD_RES_NO_STORE)
+			list_stores();
+		return EXIT_SYSFAIL;
+	}
+	return EXIT_SUCCESS;
+}
+
+/* ---- cluster info ---- */
+
+struct epoch_rec {
+	struct epoch_log_hdr h;
+	struct sd_node *nodes;	/* h.nr_nodes entries */
+};
+
+static void print_node_list(const struct epoch_rec *r)
+{
+	char s[NODE_STR_LEN];
+
+	for (uint32_t i = 0; i < r->h.nr_nodes; i++)
+		printf("%s%s:%u", i ? ", " : "",
+		       node_to_str(&r->nodes[i], s, sizeof(s)),
+		       r->nodes[i].nr_vnodes);
+}
+
+static bool node_in(const struct sd_node *n, const struct epoch_rec *r)
+{
+	for (uint32_t i = 0; i < r->h.nr_nodes; i++)
+		if (node_id_eq(&n->nid, &r->nodes[i].nid))
+			return true;
+	return false;
+}
+
+/* -d: members added (+) and removed (-) since the previous epoch */
+static void print_node_diff(const struct epoch_rec *r,
+			    const struct epoch_rec *prev)
+{
+	char s[NODE_STR_LEN];
+	bool first = true;
+
+	if (!prev) {
+		printf("formated");
+		return;
+	}
+	for (uint32_t i = 0; i < r->h.nr_nodes; i++) {
+		if (node_in(&r->nodes[i], prev))
+			continue;
+		printf("%s+%s", first ? "" : ", ",
+		       node_to_str(&r->nodes[i], s, sizeof(s)));
+		first = false;
+	}
+	for (uint32_t i = 0; i < prev->h.nr_nodes; i++) {
+		if (node_in(&prev->nodes[i], r))
+			continue;
+		printf("%s-%s", first ? "" : ", ",
+		       node_to_str(&prev->nodes[i], s, sizeof(s)));
+		first = false;
+	}
+}
+
+/*
+ * STAT_CLUSTER with room for sd_epoch records, doubling the node slots
+ * on BUFFER_SMALL.  Returns the number of records (newest first).
+ */
+static int fetch_epochs(struct epoch_rec **out, uint32_t *result)
+{
+	uint32_t slots = (uint32_t)MAX(sd_nodes_nr, 1);
+	uint32_t nr_logs = sd_epoch;
+	struct sd_req req;
+	struct sd_rsp rsp;
+	struct epoch_rec *recs;
+	uint8_t *buf;
+	size_t rec_size;
+	int n;
+
+	for (;;) {
+		rec_size = sizeof(struct epoch_log_hdr) +
+			   (size_t)slots * sizeof(struct sd_node);
+		buf = xzalloc(rec_size * nr_logs);
+		sd_init_req(&req, SD_OP_STAT_CLUSTER);
+		req.cluster.nodes_nr = slots;
+		req.data_length = (uint32_t)(rec_size * nr_logs);
+		if (dog_exec(&req, buf, req.data_length, &rsp)) {
+			free(buf);
+			return -1;
+		}
+		if (rsp.result != SD_RES_BUFFER_SMALL ||
+		    slots >= SD_MAX_NODES)
+			break;
+		free(buf);
+		slots = MIN(slots * 2, SD_MAX_NODES);
+	}
+	*result = rsp.result;
+	n = (int)(MIN(rsp.data_length, req.data_length) / rec_size);
+	recs = xzalloc(sizeof(*recs) * (size_t)(n ? n : 1));
+	for (int i = 0; i < n; i++) {
+		uint8_t *p = buf + (size_t)i * rec_size;
+
+		epoch_log_hdr_decode(&recs[i].h, p);
+		recs[i].h.nr_nodes = MIN(recs[i].h.nr_nodes, slots);
+		recs[i].nodes = xzalloc(sizeof(struct sd_node) *
+					(recs[i].h.nr_nodes + 1));
+		sd_nodes_decode(recs[i].nodes, recs[i].h.nr_nodes,
+				p + sizeof(struct epoch_log_hdr));
+	}
+	free(buf);
+	*out = recs;
+	return n;
+}
+
+static void print_cluster_details(const struct epoch_rec *first)
+{
+	struct epoch_log_hdr zero = { 0 };
+	const struct epoch_log_hdr *h = first ? &first->h : &zero;
+	char store[SD_MAX_STORE_NAME + 1], copies[16];
+
+	memcpy(store, h->drv_name, SD_MAX_STORE_NAME);
+	store[SD_MAX_STORE_NAME] = 0;
+	printf("Cluster store: %s with %s redundancy policy\n", store,
+	       copies_to_str(h->nr_copies, h->copy_policy, copies,
+			     sizeof(copies)));
+	printf("Cluster vnodes strategy: %s\n",
+	       h->flags & SD_CLUSTER_FLAG_AUTO_VNODES ? "auto" : "fixed");
+	printf("Cluster vnode mode: %s\n",
+	       h->flags & SD_CLUSTER_FLAG_DISKMODE ? "disk" : "node");
+}
+
+static void print_epoch(const struct epoch_rec *r,
+			const struct epoch_rec *prev)
+{
+	char t[64];
+
+	fmt_time(r->h.time, "%Y-%m-%d %H:%M:%S", t, sizeof(t));
+	if (raw_output)
+		printf("%s %" PRIu32 " [", t, r->h.epoch);
+	else
+		printf("%s %6" PRIu32 " [", t, r->h.epoch);
+	if (copt.diff)
+		print_node_diff(r, prev);
+	else
+		print_node_list(r);
+	printf("]\n");
+}
+
+static int cluster_info(int argc, char **argv)
+{
+	struct epoch_rec *recs = NULL;
+	uint32_t result;
+	int n;
+
+	n = fetch_epochs(&recs, &result);
+	if (n < 0)
+		return EXIT_SYSFAIL;
+	if (!raw_output)
+		printf("Cluster status: ");
+	if (result == SD_RES_SUCCESS)
+		printf("running, auto-recovery %s\n",
+		       n && recs[0].h.disable_recovery ? "disabled" :
+		       "enabled");
+	else
+		printf("%s\n", sd_strerror(result));
+	if (verbose)
+		print_cluster_details(n ? &recs[0] : NULL);
+	if (n && !raw_output) {
+		time_t ct = (time_t)(recs[0].h.ctime >> 32);
+
+		if (!verbose)
+			printf("\n");
+		printf("Cluster created at %s\n", ctime(&ct));
+		printf("Epoch Time           Version [Host:Port:V-Nodes,,,]\n");
+	}
+	for (int i = 0; i < n; i++)
+		print_epoch(&recs[i], i + 1 < n ? &recs[i + 1] : NULL);
+	for (int i = 0; i < n; i++)
+		free(recs[i].nodes);
+	free(recs);
+	return EXIT_SUCCESS;
+}
+
+/* ---- cluster shutdown ---- */
+
+static int cluster_shutdown(int argc, char **argv)
+{
+	struct sd_req req;
+
+	sd_init_req(&req, SD_OP_SHUTDOWN);
+	if (dog_light_req(&req)) {
+		fprintf(stderr, "failed to execute request\n");
+		return EXIT_FAILURE;
+	}
+	return EXIT_SUCCESS;
+}
+
+/* ---- cluster recover ---- */
+
+static int recover_force(int argc, char **argv)
+{
+	uint8_t *buf;
+	struct sd_req req;
+	struct sd_rsp rsp;
+	int ret = EXIT_SUCCESS;
+
+	if (!copt.force &&
+	    !confirm("Caution! Forcing recovery is only needed when some "
+		     "nodes of the last epoch can never come back:\n"
+		     "the cluster then continues with the nodes that are "
+		     "running now, and data\nthat lived only on the missing "
+		     "nodes is lost."))
+		return EXIT_SUCCESS;
+	buf = xzalloc(NODE_LIST_BUF_SIZE);
+	sd_init_req(&req, SD_OP_FORCE_RECOVER);
+	req.data_length = NODE_LIST_BUF_SIZE;
+	if (dog_exec(&req, buf, NODE_LIST_BUF_SIZE, &rsp)) {
+		fprintf(stderr, "failed to execute request\n");
+		ret = EXIT_FAILURE;
+	} else if (rsp.result != SD_RES_SUCCESS) {
+		fprintf(stderr, "failed to execute request, %s\n",
+			sd_strerror(rsp.result));
+		ret = EXIT_FAILURE;
+	}
+	free(buf);
+	return ret;
+}
+
+static int recover_toggle(uint8_t opcode, const char *what)
+{
+	struct sd_req req;
+
+	sd_init_req(&req, opcode);
+	if (dog_light_req(&req)) {
+		fprintf(stderr, "failed to execute request\n");
+		return EXIT_FAILURE;
+	}
+	printf("Cluster recovery: %s\n", what);
+	return EXIT_SUCCESS;
+}
+
+static int recover_enable(int argc, char **argv)
+{
+	return recover_toggle(SD_OP_ENABLE_RECOVER, "enable");
+}
+
+static int recover_disable(int argc, char **argv)
+{
+	return recover_toggle(SD_OP_DISABLE_RECOVER, "disable");
+}
+
+static const struct subcommand recover_cmds[] = {
+	{ "force", NULL, NULL, "leave the waiting state with the nodes "
+	  "alive now", NULL, 0, 0, recover_force },
+	{ "enable", NULL, NULL, "resume automatic recovery", NULL, 0, 0,
+	  recover_enable },
+	{ "disable", NULL, NULL, "suspend automatic recovery", NULL, 0, 0,
+	  recover_disable },
+	{ NULL },
+};
+
+/* ---- options and table ---- */
+
+static int cluster_parser(int ch, const char *arg)
+{
+	switch (ch) {
+	case 'b':
+		if (strlen(arg) >= SD_MAX_STORE_NAME) {
+			fprintf(stderr, "Invalid store name '%s'\n", arg);
+			return EXIT_USAGE;
+		}
+		strcpy(copt.store, arg);
+		break;
+	case 'c':
+		if (parse_copies(arg, &copt.copies, &copt.copy_policy))
+			return EXIT_FAILURE;
+		break;
+	case 'z':
+		return parse_block_shift(arg, &copt.block_size_shift);
+	case 'f':
+		copt.force = true;
+		break;
+	case 'F':
+		copt.avoid_diskfull = true;
+		break;
+	case 'l':
+		copt.use_lock = true;
+		break;
+	case 'm':
+	case 't':
+		copt.strict = true;
+		break;
+	case 'R':
+		copt.recycle_vid = true;
+		break;
+	case 'V':
+		copt.fixed_vnodes = true;
+		break;
+	case 'd':
+		copt.diff = true;
+		break;
+	}
+	return 0;
+}
+
+static const struct sd_option cluster_options[] = {
+	{ 'b', "store", true, "store", "backend store: plain or tree" },
+	{ 'c', "copies", true, "copies",
+	  "default redundancy: N copies or D:P erasure code" },
+	{ 'f', "force", false, NULL, "do not ask for confirmation" },
+	{ 'F', "avoid-diskfull", false, NULL,
+	  "skip recoveries that would fill a disk" },
+	{ 'l', "lock", false, NULL, "really lock VDIs on open" },
+	{ 'm', "multithread", false, NULL, "use several threads" },
+	{ 'R', "recyclevid", false, NULL,
+	  "reuse the ids of fully deleted VDI families" },
+	{ 't', "strict", false, NULL,
+	  "refuse writes when fewer zones than copies are alive" },
+	{ 'z', "block_size_shift", true, "shift",
+	  "default object size 2^shift (20 to 31)" },
+	{ 'V', "fixedvnodes", false, NULL,
+	  "fixed number of vnodes per node" },
+	{ 'd', "diff", false, NULL,
+	  "show membership changes instead of node lists" },
+	{ 0, NULL, false, NULL, NULL },
+};
+
+static const struct subcommand cluster_cmds[] = {
+	{ "info", NULL, "aprhvTd", "show cluster status and epoch history",
+	  NULL, CMD_NEED_NODELIST, 0, cluster_info },
+	{ "format", NULL, "bcltaphzTVRfF", "create a new cluster", NULL,
+	  CMD_NEED_NODELIST, 0, cluster_format },
+	{ "shutdown", NULL, "aphT", "stop every sheep of the cluster", NULL,
+	  0, 0, cluster_shutdown },
+	{ "recover", NULL, "afphT", "control recovery", recover_cmds, 0, 0,
+	  NULL },
+	{ NULL },
+};
+
+struct command cluster_command = {
+	.name = "cluster",
+	.sub = cluster_cmds,
+	.options = cluster_options,
+	.parser = cluster_parser,
+};

@@ -1,0 +1,689 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Helpers shared by dog's commands: the blocking connection to the target
+ * sheep, the cluster view, object and inode access, VDI enumeration and
+ * command-line value parsing (dog.md §1).
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include "dog.h"
+#include "net.h"
+#include "proto.h"
+#include "util.h"
+
+static int conn_fd = -1;
+static uint32_t next_req_id = 1;
+
+/*
+ * Move @len bytes over a blocking socket.  A receive timeout (EAGAIN) is
+ * not an error: like the original dog, keep waiting for the sheep.
+ */
+static int sock_io(int fd, void *buf, size_t len, bool wr)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t r;
+
+		if (wr)
+			r = send(fd, p, len, MSG_NOSIGNAL);
+		else
+			r = recv(fd, p, len, 0);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN ||
+			      errno == EWOULDBLOCK))
+			continue;
+		if (r == 0)
+			errno = ECONNRESET;
+		if (r <= 0)
+			return -1;
+		p += r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+static int sock_discard(int fd, uint32_t len)
+{
+	uint8_t buf[4096];
+
+	while (len) {
+		uint32_t n = MIN(len, (uint32_t)sizeof(buf));
+
+		if (sock_io(fd, buf, n, false))
+			return -1;
+		len -= n;
+	}
+	return 0;
+}
+
+/* one request/response exchange on @fd; -1 on a transport error */
+static int exec_fd(int fd, struct sd_req *req, void *data, uint32_t buf_len,
+		   struct sd_rsp *rsp)
+{
+	uint8_t hdr[SD_REQ_SIZE];
+	uint32_t got;
+
+	req->id = next_req_id++;
+	sd_req_encode(req, hdr);
+	if (sock_io(fd, hdr, sizeof(hdr), true))
+		return -1;
+	if ((req->flags & SD_FLAG_CMD_WRITE) && req->data_length &&
+	    sock_io(fd, data, req->data_length, true))
+		return -1;
+	if (sock_io(fd, hdr, sizeof(hdr), false))
+		return -1;
+	sd_rsp_decode(rsp, hdr);
+	got = MIN(rsp->data_length, buf_len);
+	if (got && sock_io(fd, data, got, false))
+		return -1;
+	if (rsp->data_length > got &&
+	    sock_discard(fd, rsp->data_length - got))
+		return -1;
+	return 0;
+}
+
+static int dog_connect(void)
+{
+	if (conn_fd >= 0)
+		return conn_fd;
+	conn_fd = net_connect(sdhost, sdport, DOG_RCV_TIMEOUT);
+	if (conn_fd < 0) {
+		fprintf(stderr, "failed to connect to %s:%d: %s\n", sdhost,
+			sdport, strerror(errno));
+		return -1;
+	}
+	return conn_fd;
+}
+
+void dog_close(void)
+{
+	if (conn_fd >= 0)
+		close(conn_fd);
+	conn_fd = -1;
+}
+
+/*
+ * Send @req to the sheep given by -a/-p.  Returns 0 when a response
+ * arrived (its result is in @rsp) or -1 after printing why it did not.
+ */
+int dog_exec(struct sd_req *req, void *data, uint32_t buf_len,
+	     struct sd_rsp *rsp)
+{
+	int fd = dog_connect();
+
+	if (fd < 0)
+		return -1;
+	if (exec_fd(fd, req, data, buf_len, rsp)) {
+		fprintf(stderr, "failed to communicate with %s:%d: %s\n",
+			sdhost, sdport, strerror(errno));
+		dog_close();
+		return -1;
+	}
+	return 0;
+}
+
+/* the same, on a fresh connection to the node @nid */
+int dog_exec_node(const struct node_id *nid, struct sd_req *req, void *data,
+		  uint32_t buf_len, struct sd_rsp *rsp)
+{
+	char a[INET6_ADDRSTRLEN];
+	int fd, ret;
+
+	addr_to_str(nid->addr, a, sizeof(a));
+	fd = net_connect_addr(nid->addr, nid->port, DOG_RCV_TIMEOUT);
+	if (fd < 0) {
+		fprintf(stderr, "failed to connect to %s:%u: %s\n", a,
+			nid->port, strerror(errno));
+		return -1;
+	}
+	ret = exec_fd(fd, req, data, buf_len, rsp);
+	if (ret)
+		fprintf(stderr, "failed to communicate with %s:%u: %s\n", a,
+			nid->port, strerror(errno));
+	close(fd);
+	return ret;
+}
+
+/* a request without payload whose only interesting output is the result */
+int dog_light_req(struct sd_req *req)
+{
+	struct sd_rsp rsp;
+
+	if (dog_exec(req, NULL, 0, &rsp))
+		return -1;
+	if (rsp.result != SD_RES_SUCCESS) {
+		fprintf(stderr, "Response's result: %s\n",
+			sd_strerror(rsp.result));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * dog.md §1.4 "needs node list": GET_NODE_LIST and STAT_CLUSTER, then the
+ * local placement ring.  Returns 0 or an exit code.
+ */
+int update_node_list(void)
+{
+	struct sd_req req;
+	struct sd_rsp rsp;
+	uint8_t *buf = xzalloc(NODE_LIST_BUF_SIZE);
+	uint8_t *log;
+	int ret = EXIT_SYSFAIL, nr = 0;
+	bool ok = false;
+
+	sd_init_req(&req, SD_OP_GET_NODE_LIST);
+	req.data_length = NODE_LIST_BUF_SIZE;
+	if (!dog_exec(&req, buf, NODE_LIST_BUF_SIZE, &rsp) &&
+	    rsp.result == SD_RES_SUCCESS) {
+		nr = (int)MIN(rsp.node.nr_nodes,
+			      rsp.data_length / sizeof(struct sd_node));
+		sd_epoch = rsp.epoch;
+		ok = true;
+	}
+
+	/* one record of the latest epoch: only its flags are of interest */
+	sd_init_req(&req, SD_OP_STAT_CLUSTER);
+	req.cluster.nodes_nr = (uint32_t)nr;
+	req.data_length = (uint32_t)(sizeof(struct epoch_log_hdr) +
+				     (size_t)nr * sizeof(struct sd_node));
+	log = xzalloc(req.data_length);
+	if (!dog_exec(&req, log, req.data_length, &rsp) &&
+	    rsp.data_length >= sizeof(struct epoch_log_hdr)) {
+		struct epoch_log_hdr e;
+
+		epoch_log_hdr_decode(&e, log);
+		sd_cluster_flags = e.flags;
+	}
+	free(log);
+
+	if (!ok) {
+		fprintf(stderr, "Failed to get node list\n");
+		goto out;
+	}
+	if (nr <= 0) {
+		fprintf(stderr, "There are no active sheep daemons\n");
+		ret = EXIT_FAILURE;
+		goto out;
+	}
+	sd_nodes = xmalloc((size_t)nr * sizeof(struct sd_node));
+	sd_nodes_decode(sd_nodes, (size_t)nr, buf);
+	nodes_sort(sd_nodes, (size_t)nr);
+	sd_nodes_nr = nr;
+	if (ring_build(&sd_ring, sd_nodes, (size_t)nr)) {
+		fprintf(stderr, "Failed to build the node ring\n");
+		goto out;
+	}
+	ret = 0;
+out:
+	free(buf);
+	return ret;
+}
+
+/* number of distinct zones among the storage nodes */
+int nr_storage_zones(void)
+{
+	return sd_ring.nr_zones;
+}
+
+int dog_read_object(uint64_t oid, void *buf, uint32_t len, uint32_t off,
+		    uint8_t copies, uint8_t policy)
+{
+	struct sd_req req;
+	struct sd_rsp rsp;
+
+	sd_init_req(&req, SD_OP_READ_OBJ);
+	req.flags = SD_FLAG_CMD_DIRECT;
+	req.data_length = len;
+	req.obj.oid = oid;
+	req.obj.offset = off;
+	req.obj.copies = copies;
+	req.obj.copy_policy = policy;
+	if (dog_exec(&req, buf, len, &rsp))
+		return SD_RES_EIO;
+	if (rsp.result != SD_RES_SUCCESS) {
+		fprintf(stderr, "Failed to read object %016" PRIx64 " %s\n",
+			oid, sd_strerror(rsp.result));
+		return (int)rsp.result;
+	}
+	if (rsp.data_length < len)
+		memset((uint8_t *)buf + rsp.data_length, 0,
+		       len - rsp.data_length);
+	return SD_RES_SUCCESS;
+}
+
+int dog_write_object(uint64_t oid, uint64_t cow_oid, const void *buf,
+		     uint32_t len, uint32_t off, uint16_t flags, uint8_t copies,
+		     uint8_t policy, bool create)
+{
+	struct sd_req req;
+	struct sd_rsp rsp;
+
+	sd_init_req(&req, create ? SD_OP_CREATE_AND_WRITE_OBJ :
+			  SD_OP_WRITE_OBJ);
+	req.flags = flags | SD_FLAG_CMD_WRITE;
+	if (cow_oid)
+		req.flags |= SD_FLAG_CMD_COW;
+	req.data_length = len;
+	req.obj.oid = oid;
+	req.obj.cow_oid = cow_oid;
+	req.obj.offset = off;
+	req.obj.copies = copies;
+	req.obj.copy_policy = policy;
+	if (dog_exec(&req, (void *)buf, 0, &rsp))
+		return SD_RES_EIO;
+	if (rsp.result != SD_RES_SUCCESS) {
+		fprintf(stderr, "Failed to write object %016" PRIx64 ": %s\n",
+			oid, sd_strerror(rsp.result));
+		return (int)rsp.result;
+	}
+	return SD_RES_SUCCESS;
+}
+
+void fill_name_tag(uint8_t *buf, const char *name, const char *tag)
+{
+	memset(buf, 0, SD_MAX_VDI_LEN + SD_MAX_VDI_TAG_LEN);
+	strncpy((char *)buf, name, SD_MAX_VDI_LEN - 1);
+	if (tag)
+		strncpy((char *)buf + SD_MAX_VDI_LEN, tag,
+			SD_MAX_VDI_TAG_LEN - 1);
+}
+
+/* GET_VDI_INFO without messages; returns the result code */
+int lookup_vdi(const char *name, uint32_t snapid, const char *tag,
+	       uint32_t *vid)
+{
+	uint8_t buf[SD_MAX_VDI_LEN + SD_MAX_VDI_TAG_LEN];
+	struct sd_req req;
+	struct sd_rsp rsp;
+
+	fill_name_tag(buf, name, tag);
+	sd_init_req(&req, SD_OP_GET_VDI_INFO);
+	req.flags = SD_FLAG_CMD_WRITE;
+	req.data_length = sizeof(buf);
+	req.vdi.snapid = snapid;
+	if (dog_exec(&req, buf, 0, &rsp))
+		return SD_RES_EIO;
+	if (rsp.result == SD_RES_SUCCESS)
+		*vid = rsp.vdi.vdi_id;
+	return (int)rsp.result;
+}
+
+/* dog.md §1.4 "Find VDI" */
+int find_vdi(const char *name, uint32_t snapid, const char *tag,
+	     uint32_t *vid)
+{
+	int ret = lookup_vdi(name, snapid, tag, vid);
+
+	if (ret != SD_RES_SUCCESS)
+		fprintf(stderr, "Failed to open VDI %s (snapshot id: %" PRIu32
+			" snapshot tag: %s): %s\n", name, snapid,
+			tag ? tag : "", sd_strerror((uint32_t)ret));
+	return ret;
+}
+
+uint32_t inode_obj_size(const struct sd_inode_header *h)
+{
+	uint8_t shift = h->block_size_shift ? h->block_size_shift :
+			SD_DEFAULT_BLOCK_SIZE_SHIFT;
+
+	return UINT32_C(1) << shift;
+}
+
+/* entries of the flat index that the VDI's size covers */
+uint32_t inode_nr_objs(const struct sd_inode_header *h)
+{
+	uint64_t n = DIV_ROUND_UP(h->vdi_size, (uint64_t)inode_obj_size(h));
+
+	if (h->store_policy == 0 && n > SD_INODE_DATA_INDEX)
+		n = SD_INODE_DATA_INDEX;
+	if (n > UINT32_MAX)
+		n = UINT32_MAX;
+	return (uint32_t)n;
+}
+
+int read_inode_header(uint32_t vid, struct sd_inode_header *h)
+{
+	uint8_t *buf = xmalloc(SD_INODE_HEADER_SIZE);
+	int ret;
+
+	ret = dog_read_object(vid_to_vdi_oid(vid), buf, SD_INODE_HEADER_SIZE,
+			      0, 0, 0);
+	if (ret == SD_RES_SUCCESS)
+		inode_header_decode(h, buf);
+	free(buf);
+	return ret;
+}
+
+/* the first @nr entries of the flat data index */
+int read_inode_index(uint32_t vid, const struct sd_inode_header *h,
+		     uint32_t *index, uint32_t nr)
+{
+	uint8_t *buf;
+	int ret;
+
+	if (!nr)
+		return SD_RES_SUCCESS;
+	buf = xmalloc((size_t)nr * 4);
+	ret = dog_read_object(vid_to_vdi_oid(vid), buf, nr * 4,
+			      SD_INODE_INDEX_OFFSET, h->nr_copies, 0);
+	if (ret == SD_RES_SUCCESS)
+		le32_array_decode(index, nr, buf);
+	free(buf);
+	return ret;
+}
+
+/* dog.md §1.4 "Set index entry" */
+int set_index_entry(uint32_t vid, const struct sd_inode_header *h,
+		    uint32_t idx, uint32_t value)
+{
+	uint8_t buf[4];
+
+	put_le32(buf, value);
+	return dog_write_object(vid_to_vdi_oid(vid), 0, buf, sizeof(buf),
+				SD_INODE_INDEX_OFFSET + 4 * idx,
+				SD_FLAG_CMD_DIRECT, h->nr_copies, 0, false);
+}
+
+static int read_bitmap(uint8_t opcode, uint8_t *map)
+{
+	struct sd_req req;
+	struct sd_rsp rsp;
+
+	sd_init_req(&req, opcode);
+	req.data_length = VDI_BITMAP_SIZE;
+	memset(map, 0, VDI_BITMAP_SIZE);
+	if (dog_exec(&req, map, VDI_BITMAP_SIZE, &rsp))
+		return -1;
+	if (rsp.result != SD_RES_SUCCESS) {
+		fprintf(stderr, "Failed to read VDIs: %s\n",
+			sd_strerror(rsp.result));
+		return -1;
+	}
+	return 0;
+}
+
+/* the in-use and deleted bitmaps; returns 0 or EXIT_SYSFAIL */
+int read_vdi_bitmaps(uint8_t *inuse, uint8_t *deleted)
+{
+	if (read_bitmap(SD_OP_READ_VDIS, inuse))
+		return EXIT_SYSFAIL;
+	if (deleted && read_bitmap(SD_OP_READ_DEL_VDIS, deleted))
+		return EXIT_SYSFAIL;
+	return 0;
+}
+
+static void visit_vdi(uint32_t vid, vdi_visit_fn fn, bool need_index,
+		      void *data)
+{
+	uint8_t buf[SD_INODE_HEADER_SIZE + 8];
+	struct sd_inode_header h;
+	uint32_t *index = NULL, nr = 0;
+
+	/* the header plus the B-tree header of hyper volumes */
+	if (dog_read_object(vid_to_vdi_oid(vid), buf, sizeof(buf), 0, 0, 0))
+		return;
+	inode_header_decode(&h, buf);
+	if (!h.name[0])
+		return;
+	if (need_index && h.store_policy == 0) {
+		nr = inode_nr_objs(&h);
+		index = xzalloc((size_t)(nr ? nr : 1) * 4);
+		if (read_inode_index(vid, &h, index, nr))
+			goto out;
+	}
+	fn(vid, &h, index, nr, data);
+out:
+	free(index);
+}
+
+/*
+ * dog.md §1.4 "List VDIs": call @fn for every VDI in use and not deleted,
+ * in ascending vid order.  Returns 0 or EXIT_SYSFAIL.
+ */
+int parse_vdi(vdi_visit_fn fn, bool need_index, void *data)
+{
+	return parse_vdi_start(fn, need_index, data, NULL);
+}
+
+/* the same, calling @start once the bitmaps have been read */
+int parse_vdi_start(vdi_visit_fn fn, bool need_index, void *data,
+		    void (*start)(void))
+{
+	uint8_t *inuse = xmalloc(VDI_BITMAP_SIZE);
+	uint8_t *deleted = xmalloc(VDI_BITMAP_SIZE);
+	int ret;
+
+	ret = read_vdi_bitmaps(inuse, deleted);
+	if (ret)
+		goto out;
+	if (start)
+		start();
+	for (uint32_t byte = 0; byte < VDI_BITMAP_SIZE; byte++) {
+		uint8_t live = inuse[byte] & ~deleted[byte];
+
+		for (uint32_t bit = 0; live && bit < 8; bit++) {
+			uint32_t vid = byte * 8 + bit;
+
+			if ((live & (1U << bit)) && vid)
+				visit_vdi(vid, fn, need_index, data);
+		}
+	}
+out:
+	free(inuse);
+	free(deleted);
+	return ret;
+}
+
+static bool all_digits(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!isdigit((unsigned char)*s))
+			return false;
+	return true;
+}
+
+static int parse_uint(const char *s, unsigned long max, unsigned long *out)
+{
+	unsigned long v;
+
+	if (!all_digits(s) || strlen(s) > 10)
+		return -1;
+	v = strtoul(s, NULL, 10);
+	if (v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static void copies_usage(const char *s)
+{
+	fprintf(stderr, "Invalid parameter %s\n"
+		"To create replicated vdi, set -c x\n"
+		"  x(1 to 31)   - number of replicated copies\n"
+		"To create erasure coded vdi, set -c x:y\n"
+		"  x(2,4,8,16)  - number of data strips\n"
+		"  y(1 to 15)   - number of parity strips\n", s);
+}
+
+/* dog.md §1.5; returns 0, or -1 after printing the help text */
+int parse_copies(const char *s, uint8_t *copies, uint8_t *policy)
+{
+	const char *colon = strchr(s, ':');
+	unsigned long d, p;
+	char dbuf[16];
+
+	if (!colon) {
+		if (parse_uint(s, SD_MAX_COPIES, &d) || d == 0)
+			goto err;
+		*copies = (uint8_t)d;
+		*policy = 0;
+		return 0;
+	}
+	if ((size_t)(colon - s) >= sizeof(dbuf))
+		goto err;
+	memcpy(dbuf, s, (size_t)(colon - s));
+	dbuf[colon - s] = 0;
+	if (parse_uint(dbuf, SD_EC_MAX_STRIP, &d) ||
+	    parse_uint(colon + 1, 15, &p))
+		goto err;
+	if ((d != 2 && d != 4 && d != 8 && d != 16) || p == 0)
+		goto err;
+	*policy = (uint8_t)(((d / 2) << 4) | p);
+	*copies = (uint8_t)(d + p);
+	return 0;
+err:
+	copies_usage(s);
+	return -1;
+}
+
+char *copies_to_str(uint8_t copies, uint8_t policy, char *buf, size_t len)
+{
+	if (policy)
+		snprintf(buf, len, "%d:%d", ec_policy_data(policy),
+			 ec_policy_parity(policy));
+	else
+		snprintf(buf, len, "%u", copies);
+	return buf;
+}
+
+/*
+ * -s: a positive number selects a snapshot id, anything else a tag.
+ * Returns 0 or an exit code after printing the reason.
+ */
+int parse_snapshot(const char *s, uint32_t *snapid, char *tag)
+{
+	unsigned long v;
+
+	if (all_digits(s)) {
+		if (parse_uint(s, UINT32_MAX, &v) || v == 0) {
+			fprintf(stderr, "The snapshot id must be larger than "
+				"zero\n");
+			return EXIT_FAILURE;
+		}
+		*snapid = (uint32_t)v;
+		tag[0] = 0;
+		return 0;
+	}
+	if (strlen(s) >= SD_MAX_VDI_TAG_LEN) {
+		fprintf(stderr, "Snapshot tag '%s' is too long (at most %d "
+			"bytes)\n", s, SD_MAX_VDI_TAG_LEN - 1);
+		return EXIT_USAGE;
+	}
+	*snapid = 0;
+	strcpy(tag, s);
+	return 0;
+}
+
+/* -z: returns 0 or EXIT_USAGE after printing the reason */
+int parse_block_shift(const char *s, uint8_t *shift)
+{
+	unsigned long v;
+
+	if (parse_uint(s, 255, &v) || v < SD_MIN_BLOCK_SIZE_SHIFT ||
+	    v > SD_MAX_BLOCK_SIZE_SHIFT) {
+		fprintf(stderr, "Invalid block size shift '%s': the object "
+			"size is 2^N bytes with N from %d to %d\n", s,
+			SD_MIN_BLOCK_SIZE_SHIFT, SD_MAX_BLOCK_SIZE_SHIFT);
+		return EXIT_USAGE;
+	}
+	*shift = (uint8_t)v;
+	return 0;
+}
+
+void print_size_error(const char *s)
+{
+	fprintf(stderr, "Invalid size '%s'\n"
+		"A size is a decimal number with an optional unit suffix: "
+		"B, K, M, G, T or P (powers of 1024)\n", s);
+}
+
+/*
+ * Print @caution and ask.  True only if the answer starts with "yes" in
+ * any case (dog.md §1.3).
+ */
+bool confirm(const char *caution)
+{
+	char line[256];
+
+	printf("%s\nAre you sure you want to continue? [yes/no]: ", caution);
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return false;
+	return !strncasecmp(line, "yes", 3);
+}
+
+static int term_width(void)
+{
+	struct winsize ws;
+
+	if (!ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col > 0)
+		return ws.ws_col;
+	return 80;
+}
+
+/* a progress bar on terminals only (dog.md §1.3) */
+void show_progress(uint64_t done, uint64_t total)
+{
+	char head[32], tail[96], d[32], t[32], *bar;
+	double pct = total ? (double)done * 100 / (double)total : 100;
+	int width = term_width(), len, fill;
+
+	if (!isatty(STDOUT_FILENO))
+		return;
+	snprintf(head, sizeof(head), "\r%5.1f %% [", pct);
+	snprintf(tail, sizeof(tail), "] %s / %s",
+		 size_to_str(done, d, sizeof(d)),
+		 size_to_str(total, t, sizeof(t)));
+	len = width - (int)strlen(head) - (int)strlen(tail);
+	if (len < 3)
+		len = 3;
+	bar = xmalloc((size_t)len + 1);
+	memset(bar, ' ', (size_t)len);
+	bar[len] = 0;
+	fill = (int)((double)(len - 1) * pct / 100);
+	memset(bar, '=', (size_t)fill);
+	bar[fill] = '>';
+	printf("%s%s%s", head, bar, tail);
+	if (done >= total)
+		printf("\n");
+	fflush(stdout);
+	free(bar);
+}
+
+/* decimal bytes in raw mode, dog's unit format otherwise */
+char *fmt_size(uint64_t size, char *buf, size_t len)
+{
+	if (raw_output)
+		snprintf(buf, len, "%" PRIu64, size);
+	else
+		size_to_str(size, buf, len);
+	return buf;
+}
+
+/* Unix seconds in raw mode, local time formatted with @fmt otherwise */
+char *fmt_time(uint64_t sec, const char *fmt, char *buf, size_t len)
+{
+	time_t t = (time_t)sec;
+	struct tm tm;
+
+	if (raw_output) {
+		snprintf(buf, len, "%" PRIu64, sec);
+		return buf;
+	}
+	localtime_r(&t, &tm);
+	strftime(buf, len, fmt, &tm);
+	return buf;
+}

@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * dog node list|info|kill|recovery (dog.md §3).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "dog.h"
+#include "net.h"
+#include "proto.h"
+#include "util.h"
+
+static struct node_opts {
+	bool progress;
+	bool local;
+} nopt;
+
+static int node_list(int argc, char **argv)
+{
+	char s[NODE_STR_LEN];
+
+	if (!raw_output)
+		printf("  Id   Host:Port         V-Nodes       Zone\n");
+	for (int i = 0; i < sd_nodes_nr; i++) {
+		const struct sd_node *n = &sd_nodes[i];
+
+		node_to_str(n, s, sizeof(s));
+		if (raw_output)
+			printf("%d %s %d %" PRIu32 "\n", i, s, n->nr_vnodes,
+			       n->zone);
+		else
+			printf("%4d   %-20s\t%2d%11" PRIu32 "\n", i, s,
+			       n->nr_vnodes, n->zone);
+	}
+	return EXIT_SUCCESS;
+}
+
+/* ---- node info ---- */
+
+static int use_pct(uint64_t used, uint64_t size)
+{
+	return size ? (int)((double)used * 100 / (double)size) : 0;
+}
+
+static void add_current_size(uint32_t vid, const struct sd_inode_header *h,
+			     const uint32_t *index, uint32_t nr, void *data)
+{
+	if (!h->snap_ctime)
+		*(uint64_t *)data += h->vdi_size;
+}
+
+static void print_info_row(const char *id, uint64_t size, uint64_t used,
+			   uint64_t avail)
+{
+	char a[32], b[32], c[32];
+
+	fmt_size(size, a, sizeof(a));
+	fmt_size(used, b, sizeof(b));
+	fmt_size(avail, c, sizeof(c));
+	if (raw_output)
+		printf("%s %s %s %s %d%%", id, a, b, c, use_pct(used, size));
+	else
+		printf("%s\t%s\t%s\t%s\t%3d%%", id, a, b, c,
+		       use_pct(used, size));
+}
+
+static int node_info(int argc, char **argv)
+{
+	uint64_t total = 0, total_avail = 0, vsize = 0;
+	int ok = 0, ret;
+	char id[16], v[32];
+
+	if (!raw_output)
+		printf("Id\tSize\tUsed\tAvail\tUse%%\n");
+	for (int i = 0; i < sd_nodes_nr; i++) {
+		struct sd_req req;
+		struct sd_rsp rsp;
+		uint64_t size, avail;
+
+		sd_init_req(&req, SD_OP_STAT_SHEEP);
+		req.epoch = sd_epoch;
+		if (dog_exec_node(&sd_nodes[i].nid, &req, NULL, 0, &rsp) ||
+		    rsp.result != SD_RES_SUCCESS)
+			continue;
+		size = rsp.node.store_size;
+		avail = MIN(rsp.node.store_free, size);
+		snprintf(id, sizeof(id), raw_output ? "%d" : "%2d", i);
+		print_info_row(id, size, size - avail, avail);
+		printf("\n");
+		total += size;
+		total_avail += avail;
+		ok++;
+	}
+	if (!ok) {
+		fprintf(stderr, "Cannot get information from any nodes\n");
+		return EXIT_SYSFAIL;
+	}
+	ret = parse_vdi(add_current_size, false, &vsize);
+	if (ret)
+		return ret;
+	print_info_row("Total", total, total - total_avail, total_avail);
+	fmt_size(vsize, v, sizeof(v));
+	if (raw_output)
+		printf(" %s\n", v);
+	else
+		printf("\n\nTotal virtual image size\t%s\n", v);
+	return EXIT_SUCCESS;
+}
+
+/* ---- node kill ---- */
+
+static int node_kill(int argc, char **argv)
+{
+	struct sd_req req;
+	struct sd_rsp rsp;
+	unsigned long idx;
+	char *end;
+
+	sd_init_req(&req, SD_OP_KILL_NODE);
+	if (nopt.local) {
+		if (dog_exec(&req, NULL, 0, &rsp))
+			return EXIT_FAILURE;
+	} else {
+		if (argc < 1) {
+			fprintf(stderr, "Specify a node index or -l\n");
+			return EXIT_USAGE;
+		}
+		if (!isdigit((unsigned char)argv[0][0]) ||
+		    (idx = strtoul(argv[0], &end, 10), *end) ||
+		    idx >= (unsigned long)sd_nodes_nr) {
+			fprintf(stderr, "Invalid node index '%s'\n", argv[0]);
+			return EXIT_USAGE;
+		}
+		req.epoch = sd_epoch;
+		if (dog_exec_node(&sd_nodes[idx].nid, &req, NULL, 0, &rsp))
+			return EXIT_FAILURE;
+	}
+	if (rsp.result != SD_RES_SUCCESS) {
+		fprintf(stderr, "Failed to kill the node: %s\n",
+			sd_strerror(rsp.result));
+		return EXIT_FAILURE;
+	}
+	return EXIT_SUCCESS;
+}
+
+/* ---- node recovery ---- */
+
+static int stat_recovery(const struct node_id *nid, struct recovery_state *rs)
+{
+	uint8_t buf[sizeof(struct recovery_state)];
+	struct sd_req req;
+	struct sd_rsp rsp;
+	int ret;
+
+	memset(buf, 0, sizeof(buf));
+	sd_init_req(&req, SD_OP_STAT_RECOVERY);
+	req.data_length = sizeof(buf);
+	req.epoch = sd_epoch;
+	if (nid)
+		ret = dog_exec_node(nid, &req, buf, sizeof(buf), &rsp);
+	else
+		ret = dog_exec(&req, buf, sizeof(buf), &rsp);
+	if (ret || rsp.result != SD_RES_SUCCESS)
+		return -1;
+	recovery_state_decode(rs, buf);
+	return 0;
+}
+
+/* -P: follow the recovery of the target node once a second */
+static int recovery_progress(void)
+{
+	struct recovery_state rs;
+
+	for (;;) {
+		if (stat_recovery(NULL, &rs))
+			return EXIT_SYSFAIL;
+		if (!rs.in_recovery)
+			break;
+		if (rs.state == 0)
+			printf("\rpreparing a checked object list...");
+		else if (rs.state == 2)
+			printf("\rnotifying a completion of recovery...");
+		else
+			show_progress(rs.nr_finished, rs.nr_total);
+		fflush(stdout);
+		sleep(1);
+	}
+	printf("\n");
+	return EXIT_SUCCESS;
+}
+
+static int recovery_info(int argc, char **argv)
+{
+	char s[NODE_STR_LEN];
+
+	if (nopt.progress)
+		return recovery_progress();
+	if (!raw_output)
+		printf("Nodes In Recovery:\n"
+		       "  Id   Host:Port         V-Nodes       Zone"
+		       "       Progress\n");
+	for (int i = 0; i < sd_nodes_nr; i++) {
+		const struct sd_node *n = &sd_nodes[i];
+		struct recovery_state rs;
+		double pct;
+
+		if (stat_recovery(&n->nid, &rs) || !rs.in_recovery)
+			continue;
+		node_to_str(n, s, sizeof(s));
+		pct = rs.nr_total ? (double)rs.nr_finished * 100 /
+				    (double)rs.nr_total : 0;
+		if (raw_output)
+			printf("%d %s %d %d %" PRIu64 " %" PRIu64 "\n", i, s,
+			       n->nr_vnodes, (int)n->zone, rs.nr_finished,
+			       rs.nr_total);
+		else
+			printf("%4d   %-20s%5d%11d%11.1f%%\n", i, s,
+			       n->nr_vnodes, (int)n->zone, pct);
+	}
+	return EXIT_SUCCESS;
+}
+
+static bool parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+
+	if (!isdigit((unsigned char)s[0]))
+		return false;
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	return !*end && !errno;
+}
+
+static int recovery_set_throttle(int argc, char **argv)
+{
+	uint8_t buf[sizeof(struct recovery_throttling)];
+	struct recovery_throttling t = { 0 };
+	struct sd_req req;
+	struct sd_rsp rsp;
+	uint64_t max, interval;
+
+	if (!parse_u64(argv[0], &max) || max > UINT32_MAX) {
+		fprintf(stderr, "Invalid max (%s)\n", argv[0]);
+		return EXIT_USAGE;
+	}
+	if (!parse_u64(argv[1], &interval)) {
+		fprintf(stderr, "Invalid interval (%s)\n", argv[1]);
+		return EXIT_USAGE;
+	}
+	if (!max != !interval) {
+		fprintf(stderr, "Invalid interval max (%" PRIu64 "), "
+			"interval (%" PRIu64 ")\n", max, interval);
+		return EXIT_USAGE;
+	}
+	t.max_exec_count = (uint32_t)max;
+	t.queue_work_interval = interval;
+	t.throttling = max && interval;
+	throttling_encode(&t, buf);
+	sd_init_req(&req, SD_OP_SET_RECOVERY);
+	req.flags = SD_FLAG_CMD_WRITE;
+	req.data_length = sizeof(buf);
+	if (dog_exec(&req, buf, 0, &rsp))
+		return -1;
+	if (rsp.result != SD_RES_SUCCESS) {
+		fprintf(stderr, "Failed to set the recovery throttle: %s\n",
+			sd_strerror(rsp.result));
+		return -1;
+	}
+	return EXIT_SUCCESS;
+}
+
+static int recovery_get_throttle(int argc, char **argv)
+{
+	uint8_t buf[sizeof(struct recovery_throttling)];
+	struct recovery_throttling t;
+	struct sd_req req;
+	struct sd_rsp rsp;
+
+	memset(buf, 0, sizeof(buf));
+	sd_init_req(&req, SD_OP_GET_RECOVERY);
+	req.data_length = sizeof(buf);
+	if (dog_exec(&req, buf, sizeof(buf), &rsp))
+		return -1;
+	if (rsp.result != SD_RES_SUCCESS) {
+		fprintf(stderr, "Failed to get the recovery throttle: %s\n",
+			sd_strerror(rsp.result));
+		return -1;
+	}
+	throttling_decode(&t, buf);
+	fprintf(stderr, "max (%" PRIu32 "), interval (%" PRIu64 ")\n",
+		t.max_exec_count, t.queue_work_interval);
+	return EXIT_SUCCESS;
+}
+
+static const struct subcommand recovery_cmds[] = {
+	{ "info", NULL, NULL, "show the nodes in recovery", NULL,
+	  CMD_NEED_NODELIST, 0, recovery_info },
+	{ "set-throttle", "<max> <interval>", NULL,
+	  "limit recovery to <max> objects per <interval> ms (0 0 = off)",
+	  NULL, 0, 2, recovery_set_throttle },
+	{ "get-throttle", NULL, NULL, "show the recovery throttle", NULL, 0,
+	  0, recovery_get_throttle },
+	{ NULL },
+};
+
+static int node_parser(int ch, const char *arg)
+{
+	switch (ch) {
+	case 'P':
+		nopt.progress = true;
+		break;
+	case 'l':
+		nopt.local = true;
+		break;
+	}
+	return 0;
+}
+
+static const struct sd_option node_options[] = {
+	{ 'P', "progress", false, NULL, "follow the recovery progress" },
+	{ 'l', "local", false, NULL, "kill the node dog is talking to" },
+	{ 0, NULL, false, NULL, NULL },
+};
+
+static const struct subcommand node_cmds[] = {
+	{ "kill", "<node id>", "aprhlT", "stop one sheep", NULL,
+	  CMD_NEED_NODELIST, 0, node_kill },
+	{ "list", NULL, "aprhT", "list the nodes", NULL, CMD_NEED_NODELIST,
+	  0, node_list },
+	{ "info", NULL, "aprhT", "show the capacity of every node", NULL,
+	  CMD_NEED_NODELIST, 0, node_info },
+	{ "recovery", NULL, "aphPrT", "show or tune recovery", recovery_cmds,
+	  CMD_NEED_NODELIST, 0, recovery_info },
+	{ NULL },
+};
+
+struct command node_command = {
+	.name = "node",
+	.sub = node_cmds,
+	.options = node_options,
+	.parser = node_parser,
+};
