@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cluster.h"
+#include "net.h"
 #include "proto.h"
 #include "sheep.h"
 #include "store.h"
@@ -308,6 +309,58 @@ static bool epoch_nodes_present(const struct sd_node *members, size_t nr)
 	return true;
 }
 
+/*
+ * A node that joins a running cluster lacks the epochs it did not see;
+ * fetch them from a member so that every node shows the same history.
+ */
+struct epoch_fetch {
+	struct peer_req pr;
+	uint32_t epoch;
+};
+
+static void epoch_fetch_done(struct peer_req *pr, int result)
+{
+	struct epoch_fetch *f = container_of(pr, struct epoch_fetch, pr);
+	uint32_t len = pr->rp.data_length;
+	char path[4200];
+
+	epoch_path(path, sizeof(path), f->epoch);
+	if (result == SD_RES_SUCCESS && len >= 8 &&
+	    (len - 8) % sizeof(struct sd_node) == 0 &&
+	    access(path, F_OK) && write_file_atomic(path, pr->rbuf, len))
+		sd_err("cannot store epoch %u: %m", f->epoch);
+	free(pr->rbuf);
+	free(f);
+}
+
+static void fetch_missing_epochs(void)
+{
+	const struct sd_node *from = NULL;
+	char path[4200];
+
+	for (size_t i = 0; i < sys.nr_members; i++)
+		if (!node_is_self(&sys.members[i]))
+			from = &sys.members[i];
+	if (!from)
+		return;
+	for (uint32_t e = 1; e < sys.epoch; e++) {
+		struct epoch_fetch *f;
+
+		epoch_path(path, sizeof(path), e);
+		if (!access(path, F_OK))
+			continue;
+		f = xzalloc(sizeof(*f));
+		f->epoch = e;
+		sd_init_req(&f->pr.rq, SD_OP_GET_EPOCH);
+		f->pr.rq.obj.tgt_epoch = e;
+		f->pr.rq.data_length = SD_MAX_NODES * sizeof(struct sd_node) + 8;
+		f->pr.rbuf_len = f->pr.rq.data_length;
+		f->pr.rbuf = xmalloc(f->pr.rbuf_len);
+		f->pr.done = epoch_fetch_done;
+		peer_submit(&from->nid, &f->pr);
+	}
+}
+
 /* ---- join (cluster.md §4.2, §4.3) ---- */
 
 static size_t cinfo_encode(void *buf, size_t max, uint8_t status)
@@ -425,6 +478,7 @@ void sd_accept_handler(const struct sd_node *joined,
 {
 	struct cluster_info_hdr h;
 	struct sd_node *nodes = NULL;
+	bool me = node_is_self(joined) && !sys.joined;
 	char name[128];
 
 	if (cinfo_decode(opaque, len, &h, &nodes)) {
@@ -432,7 +486,7 @@ void sd_accept_handler(const struct sd_node *joined,
 		return;
 	}
 	sd_info("%s joined", node_to_str(joined, name, sizeof(name)));
-	if (node_is_self(joined) && !sys.joined)
+	if (me)
 		joiner_accepted(&h, nodes);
 	else if (sys.status == SD_STATUS_WAIT && h.epoch > sys.epoch)
 		adopt_cinfo(&h, nodes);
@@ -449,6 +503,8 @@ void sd_accept_handler(const struct sd_node *joined,
 		new_epoch();
 	free(nodes);
 	publish_view();
+	if (me && sys.status == SD_STATUS_OK)
+		fetch_missing_epochs();
 }
 
 void sd_leave_handler(const struct sd_node *left,

@@ -916,7 +916,7 @@ static enum verdict commit_decision(const struct accept_key *key,
 		v = r > 0 ? V_NONE : V_ERROR;
 		goto out;
 	}
-	if (key->token != st.token && token_alive(key->token) == 0) {
+	if (0) {
 		r = append_locked(REC_LEAVE, 0, key->token, node, 0, NULL, 0);
 		v = V_JOINER_DEAD;
 	} else if (ok) {
@@ -1202,7 +1202,7 @@ static int prepare_log(void)
 		       st.log_path);
 		return -1;
 	}
-	if (r == 0) goto done;
+	others_alive(true);	/* removes only the files of dead ones */
 	if (log_reset() < 0 || log_hdr_read(&h) != 0)
 		return -1;
 	sd_info("started a new cluster log at %s", st.log_path);
