@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include "inode.h"
 #include "net.h"
 #include "proto.h"
 #include "sheep.h"
@@ -110,7 +111,7 @@ static bool retriable(uint32_t res)
 static bool is_write_op(uint8_t op)
 {
 	return op == SD_OP_CREATE_AND_WRITE_OBJ || op == SD_OP_WRITE_OBJ ||
-	       op == SD_OP_REMOVE_OBJ;
+	       op == SD_OP_REMOVE_OBJ || op == SD_OP_DECREF_OBJ;
 }
 
 static void gw_retry_timer(struct timer *t)
@@ -316,11 +317,66 @@ static void gw_start(struct request *req)
 		gw_write(req, &v->ring, tgt, nr);
 }
 
+static void gw_begin(struct request *req)
+{
+	req->nr_retries = 0;
+	if (is_write_op(req->rq.opcode) && !slot_acquire(req))
+		return;
+	gw_start(req);
+}
+
+/* ---- copy-on-write: read the source object, overlay, create ---- */
+
+static void cow_read_done(struct request *r2)
+{
+	struct request *req = r2->caller;
+	uint32_t size = r2->rq.data_length;
+
+	if (r2->rp.result != SD_RES_SUCCESS) {
+		sd_err("copy-on-write source %016" PRIx64 ": %s",
+		       r2->rq.obj.oid, sd_strerror(r2->rp.result));
+		req->rp.result = r2->rp.result;
+		free(r2->data);
+		free(r2);
+		request_done(req);
+		return;
+	}
+	memcpy((char *)r2->data + req->rq.obj.offset, req->data,
+	       req->rq.data_length);
+	sys.inflight_bytes += size;
+	sys.inflight_bytes -= req->data_len;
+	free(req->data);
+	req->data = r2->data;
+	req->data_len = size;
+	req->rq.data_length = size;
+	req->rq.obj.offset = 0;
+	req->rq.flags &= (uint16_t)~SD_FLAG_CMD_COW;
+	free(r2);
+	gw_begin(req);
+}
+
+static void gw_cow(struct request *req, uint32_t size)
+{
+	struct request *r2 = xzalloc(sizeof(*r2));
+
+	INIT_LIST_HEAD(&r2->list);
+	r2->rq.opcode = SD_OP_READ_OBJ;
+	r2->rq.proto_ver = SD_PROTO_VER;
+	r2->rq.data_length = size;
+	r2->rq.obj.oid = req->rq.obj.cow_oid;
+	r2->data = xzalloc(size);
+	r2->internal = true;
+	r2->complete = cow_read_done;
+	r2->caller = req;
+	gateway_submit(r2);
+}
+
 void gateway_submit(struct request *req)
 {
 	uint64_t oid = req->rq.obj.oid;
 	uint8_t op = req->rq.opcode;
 	struct vdi_info *vi;
+	uint32_t size;
 
 	if ((op == SD_OP_WRITE_OBJ || op == SD_OP_CREATE_AND_WRITE_OBJ) &&
 	    is_data_obj(oid)) {
@@ -331,17 +387,25 @@ void gateway_submit(struct request *req)
 			return;
 		}
 	}
-	if ((uint64_t)req->rq.obj.offset + req->rq.data_length >
-	    sd_obj_size(oid, vdi_shift(oid_to_vid(oid))) &&
-	    op != SD_OP_REMOVE_OBJ) {
+	size = sd_obj_size(oid, vdi_shift(oid_to_vid(oid)));
+	if ((uint64_t)req->rq.obj.offset + req->rq.data_length > size &&
+	    op != SD_OP_REMOVE_OBJ && op != SD_OP_DECREF_OBJ) {
 		req->rp.result = SD_RES_INVALID_PARMS;
 		request_done(req);
 		return;
 	}
-	req->nr_retries = 0;
-	if (is_write_op(op) && !slot_acquire(req))
+	if (op == SD_OP_CREATE_AND_WRITE_OBJ &&
+	    (req->rq.flags & SD_FLAG_CMD_COW) &&
+	    req->rq.data_length < size) {
+		gw_cow(req, size);
 		return;
-	gw_start(req);
+	}
+	if (op == SD_OP_WRITE_OBJ && !req->internal && is_vdi_obj(oid) &&
+	    inode_range_in_index(req->rq.obj.offset, req->rq.data_length)) {
+		index_update_submit(req);
+		return;
+	}
+	gw_begin(req);
 }
 
 /* ---- FLUSH_VDI: make cached writes durable on every storage node ---- */
@@ -416,23 +480,17 @@ static void sync_start(struct loop_call *c)
 	gateway_submit(sc->req);
 }
 
-int gw_exec_sync(uint8_t opcode, uint64_t oid, void *buf, uint32_t len,
-		 uint32_t offset, uint8_t copies, uint16_t flags)
+int gw_exec_req(const struct sd_req *rq, void *buf)
 {
 	struct sync_call sc = { .done = false };
 	struct request *req = xzalloc(sizeof(*req));
 	int ret;
 
 	INIT_LIST_HEAD(&req->list);
-	req->rq.opcode = opcode;
-	req->rq.proto_ver = SD_PROTO_VER;
-	req->rq.flags = flags;
-	req->rq.data_length = len;
-	req->rq.obj.oid = oid;
-	req->rq.obj.offset = offset;
-	req->rq.obj.copies = copies;
+	req->rq = *rq;
 	/* the caller's buffer serves both directions */
 	req->data = buf;
+	req->internal = true;
 	req->complete = sync_complete;
 	req->caller = &sc;
 	pthread_mutex_init(&sc.lock, NULL);
@@ -447,4 +505,20 @@ int gw_exec_sync(uint8_t opcode, uint64_t oid, void *buf, uint32_t len,
 	ret = (int)req->rp.result;
 	free(req);
 	return ret;
+}
+
+int gw_exec_sync(uint8_t opcode, uint64_t oid, void *buf, uint32_t len,
+		 uint32_t offset, uint8_t copies, uint16_t flags)
+{
+	struct sd_req rq;
+
+	memset(&rq, 0, sizeof(rq));
+	rq.opcode = opcode;
+	rq.proto_ver = SD_PROTO_VER;
+	rq.flags = flags;
+	rq.data_length = len;
+	rq.obj.oid = oid;
+	rq.obj.offset = offset;
+	rq.obj.copies = copies;
+	return gw_exec_req(&rq, buf);
 }

@@ -21,10 +21,6 @@
 #include "store.h"
 #include "util.h"
 
-struct cluster_msg_hdr {
-	uint32_t seq;
-	uint32_t reserved;
-};
 #define CMSG_HDR_SIZE	(8 + SD_REQ_SIZE + SD_RSP_SIZE)
 
 static LIST_HEAD(pending_block);	/* waiting for the block grant */
@@ -533,6 +529,7 @@ static void *build_msg(struct request *req, size_t *len)
 		plen = 0;
 	msg = xzalloc(CMSG_HDR_SIZE + plen);
 	put_le32(msg, req->cseq);
+	put_le32(msg + 4, req->aux);
 	sd_req_encode(&req->rq, msg + 8);
 	sd_rsp_encode(&req->rp, msg + 8 + SD_REQ_SIZE);
 	if (plen)
@@ -643,6 +640,7 @@ void sd_notify_handler(const struct sd_node *sender, const void *msg,
 	struct sd_rsp rp;
 	const struct sd_op *op;
 	struct request *req = NULL;
+	struct cluster_ctx ctx;
 	bool mine = node_is_self(sender);
 	uint32_t seq;
 	int ret;
@@ -661,10 +659,13 @@ void sd_notify_handler(const struct sd_node *sender, const void *msg,
 	}
 	if (mine)
 		req = find_pending(seq);
+	ctx.sender = sender;
+	ctx.originator = mine;
+	ctx.aux = get_le32(m + 4);
 	ret = (int)rp.result;
 	if (ret == SD_RES_SUCCESS)
 		ret = op->cluster_fn(&rq, &rp, (void *)(m + CMSG_HDR_SIZE),
-				     mine);
+				     &ctx);
 	if (!req)
 		return;
 	list_del(&req->list);

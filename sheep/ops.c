@@ -38,6 +38,9 @@ int store_exec(const struct sd_req *rq, void *data, struct sd_rsp *rp,
 		return store_remove(rq->obj.oid);
 	case SD_OP_FLUSH_PEER:
 		return store_flush();
+	case SD_OP_DECREF_PEER:
+		return ledger_decref(rq->ref.oid, rq->ref.generation,
+				     rq->ref.count, sync);
 	case SD_OP_EXIST:
 		return store_exist(rq->obj.oid);
 	default:
@@ -61,6 +64,8 @@ uint8_t gateway_to_peer_opcode(uint8_t opcode)
 		return SD_OP_WRITE_PEER;
 	case SD_OP_REMOVE_OBJ:
 		return SD_OP_REMOVE_PEER;
+	case SD_OP_DECREF_OBJ:
+		return SD_OP_DECREF_PEER;
 	default:
 		return opcode;
 	}
@@ -373,19 +378,19 @@ static int local_invalid(struct request *req)
 /* ---- cluster op main parts ---- */
 
 static int cluster_make_fs(const struct sd_req *req, struct sd_rsp *rsp,
-			   void *data, bool originator);
+			   void *data, const struct cluster_ctx *ctx);
 static int cluster_shutdown(const struct sd_req *req, struct sd_rsp *rsp,
-			    void *data, bool originator);
+			    void *data, const struct cluster_ctx *ctx);
 
 static int cluster_recover_flag(const struct sd_req *req, struct sd_rsp *rsp,
-				void *data, bool originator)
+				void *data, const struct cluster_ctx *ctx)
 {
 	sys.disable_recovery = req->opcode == SD_OP_DISABLE_RECOVER;
 	return SD_RES_SUCCESS;
 }
 
 static int cluster_alter_copy(const struct sd_req *req, struct sd_rsp *rsp,
-			      void *data, bool originator)
+			      void *data, const struct cluster_ctx *ctx)
 {
 	if (req->cluster.copy_policy || !req->cluster.copies ||
 	    req->cluster.copies > SD_MAX_COPIES)
@@ -441,6 +446,8 @@ static const struct sd_op ops[256] = {
 	[SD_OP_WRITE_PEER] = PEER("WRITE_PEER"),
 	[SD_OP_REMOVE_PEER] = PEER("REMOVE_PEER"),
 	[SD_OP_FLUSH_PEER] = PEER("FLUSH_PEER"),
+	[SD_OP_DECREF_OBJ] = GATEWAY("DECREF_OBJ"),
+	[SD_OP_DECREF_PEER] = PEER("DECREF_PEER"),
 	[SD_OP_ENABLE_RECOVER] = { .name = "ENABLE_RECOVER",
 		.type = OP_CLUSTER, .cluster_fn = cluster_recover_flag },
 	[SD_OP_DISABLE_RECOVER] = { .name = "DISABLE_RECOVER",
@@ -469,7 +476,7 @@ const struct sd_op *get_sd_op(uint8_t opcode)
 /* ---- cluster op main parts that touch the whole node ---- */
 
 static int cluster_make_fs(const struct sd_req *req, struct sd_rsp *rsp,
-			   void *data, bool originator)
+			   void *data, const struct cluster_ctx *ctx)
 {
 	char store[SD_MAX_STORE_NAME] = "plain";
 
@@ -484,7 +491,7 @@ static int cluster_make_fs(const struct sd_req *req, struct sd_rsp *rsp,
 }
 
 static int cluster_shutdown(const struct sd_req *req, struct sd_rsp *rsp,
-			    void *data, bool originator)
+			    void *data, const struct cluster_ctx *ctx)
 {
 	group_shutdown();
 	return SD_RES_SUCCESS;

@@ -86,6 +86,13 @@ struct client;
 
 enum op_type { OP_GATEWAY, OP_PEER, OP_LOCAL, OP_CLUSTER };
 
+/* what a cluster op's main part knows besides the request */
+struct cluster_ctx {
+	const struct sd_node *sender;
+	bool originator;
+	uint32_t aux;		/* a value the work part passed along */
+};
+
 struct sd_op {
 	const char *name;
 	enum op_type type;
@@ -96,7 +103,7 @@ struct sd_op {
 	int (*work_fn)(struct request *req);
 	/* cluster op main part, on every node in total order */
 	int (*cluster_fn)(const struct sd_req *req, struct sd_rsp *rsp,
-			  void *data, bool originator);
+			  void *data, const struct cluster_ctx *ctx);
 };
 
 struct request {
@@ -110,6 +117,8 @@ struct request {
 	struct work work;
 	uint32_t obj_size;		/* store ops: size of a new object */
 	uint32_t cseq;			/* cluster ops: our message number */
+	uint32_t aux;			/* cluster ops: work part -> main part */
+	bool internal;			/* issued by the daemon itself */
 	bool slot_held;			/* holds its object's write slot */
 	/* gateway fan-out */
 	int nr_pending;
@@ -145,9 +154,16 @@ void submit_io(struct request *req);
 /* gateway.c */
 void gateway_submit(struct request *req);
 void gateway_flush(struct request *req);
-/* blocking gateway I/O for the cluster worker thread */
+/* blocking gateway I/O for worker threads (never the main thread) */
+int gw_exec_req(const struct sd_req *rq, void *buf);
 int gw_exec_sync(uint8_t opcode, uint64_t oid, void *buf, uint32_t len,
 		 uint32_t offset, uint8_t copies, uint16_t flags);
+
+/* refcount.c: index updates and generational references (objects.md §9) */
+void refcount_init(void);
+void index_update_submit(struct request *req);
+int ledger_decref(uint64_t oid, uint32_t generation, uint32_t count,
+		  bool sync);
 
 /* peer.c */
 struct peer_req {
@@ -200,13 +216,13 @@ int vdi_new_work(struct request *req);
 int vdi_lookup_work(struct request *req);
 int vdi_del_work(struct request *req);
 int vdi_notify_add(const struct sd_req *req, struct sd_rsp *rsp, void *data,
-		   bool originator);
+		   const struct cluster_ctx *ctx);
 int vdi_notify_del(const struct sd_req *req, struct sd_rsp *rsp, void *data,
-		   bool originator);
+		   const struct cluster_ctx *ctx);
 int vdi_lock_main(const struct sd_req *req, struct sd_rsp *rsp, void *data,
-		  bool originator);
+		  const struct cluster_ctx *ctx);
 int vdi_release_main(const struct sd_req *req, struct sd_rsp *rsp,
-		     void *data, bool originator);
+		     void *data, const struct cluster_ctx *ctx);
 
 
 #endif

@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include "inode.h"
 #include "proto.h"
 #include "sheep.h"
 #include "store.h"
@@ -319,18 +320,225 @@ int vdi_lookup_work(struct request *req)
 	return SD_RES_SUCCESS;
 }
 
-/* ---- NEW_VDI (objects.md §7.1) ---- */
+/* ---- NEW_VDI (objects.md §7) ---- */
 
-static int write_new_inode(const struct sd_inode_header *h)
+/* an inode's header and the used part of its index and grefs */
+struct inode_img {
+	struct sd_inode_header h;
+	uint32_t nr;
+	uint32_t *idx;
+	uint32_t *gref;		/* generation, count pairs */
+};
+
+static void inode_img_free(struct inode_img *ino)
+{
+	free(ino->idx);
+	free(ino->gref);
+}
+
+static uint32_t inode_used_entries(const struct sd_inode_header *h)
+{
+	uint64_t nr = inode_nr_objs(h->vdi_size, h->block_size_shift ?
+				    h->block_size_shift :
+				    SD_DEFAULT_BLOCK_SIZE_SHIFT);
+
+	return (uint32_t)MIN(nr, (uint64_t)SD_INODE_DATA_INDEX);
+}
+
+static int inode_load(uint32_t vid, struct inode_img *ino)
+{
+	uint64_t oid = vid_to_vdi_oid(vid);
+	uint8_t *buf;
+	int ret;
+
+	memset(ino, 0, sizeof(*ino));
+	ret = read_header(vid, &ino->h);
+	if (ret != SD_RES_SUCCESS)
+		return ret;
+	ino->nr = inode_used_entries(&ino->h);
+	ino->idx = xzalloc((size_t)ino->nr * 4 + 4);
+	ino->gref = xzalloc((size_t)ino->nr * 8 + 8);
+	if (!ino->nr)
+		return SD_RES_SUCCESS;
+	buf = xmalloc((size_t)ino->nr * 8);
+	ret = gw_exec_sync(SD_OP_READ_OBJ, oid, buf, ino->nr * 4,
+			   SD_INODE_INDEX_OFFSET, ino->h.nr_copies, 0);
+	if (ret == SD_RES_SUCCESS) {
+		le32_array_decode(ino->idx, ino->nr, buf);
+		ret = gw_exec_sync(SD_OP_READ_OBJ, oid, buf, ino->nr * 8,
+				   SD_INODE_GREF_OFFSET, ino->h.nr_copies, 0);
+	}
+	if (ret == SD_RES_SUCCESS)
+		le32_array_decode(ino->gref, (size_t)ino->nr * 2, buf);
+	free(buf);
+	if (ret != SD_RES_SUCCESS)
+		inode_img_free(ino);
+	return ret;
+}
+
+static int write_grefs(uint32_t vid, uint8_t copies, const uint32_t *gref,
+		       uint32_t nr)
+{
+	uint8_t *buf;
+	int ret;
+
+	if (!nr)
+		return SD_RES_SUCCESS;
+	buf = xmalloc((size_t)nr * 8);
+	le32_array_encode(gref, (size_t)nr * 2, buf);
+	ret = gw_exec_sync(SD_OP_WRITE_OBJ, vid_to_vdi_oid(vid), buf, nr * 8,
+			   SD_INODE_GREF_OFFSET, copies, SD_FLAG_CMD_WRITE);
+	free(buf);
+	return ret;
+}
+
+/* the copy of an index entry gains a reference: count++ (§9.2) */
+static int inode_share(uint32_t vid, struct inode_img *ino)
+{
+	for (uint32_t i = 0; i < ino->nr; i++)
+		if (ino->idx[i])
+			ino->gref[2 * i + 1]++;
+	return write_grefs(vid, ino->h.nr_copies, ino->gref, ino->nr);
+}
+
+static int write_header(const struct sd_inode_header *h, uint32_t off,
+			uint32_t len)
 {
 	uint8_t *buf = xmalloc(SD_INODE_HEADER_SIZE);
 	int ret;
 
 	inode_header_encode(h, buf);
-	ret = gw_exec_sync(SD_OP_CREATE_AND_WRITE_OBJ, vid_to_vdi_oid(h->vdi_id),
-			   buf, SD_INODE_HEADER_SIZE, 0, h->nr_copies,
+	ret = gw_exec_sync(SD_OP_WRITE_OBJ, vid_to_vdi_oid(h->vdi_id),
+			   buf + off, len, off, h->nr_copies,
 			   SD_FLAG_CMD_WRITE);
 	free(buf);
+	return ret;
+}
+
+/*
+ * Create inode @h; with @src its index is copied and every shared entry
+ * gets the reference {generation + 1, 0}.
+ */
+static int create_inode(const struct sd_inode_header *h,
+			const struct inode_img *src)
+{
+	uint32_t nr = src ? MIN(src->nr, inode_used_entries(h)) : 0;
+	size_t len = SD_INODE_HEADER_SIZE + (size_t)nr * 4;
+	uint8_t *buf = xzalloc(len);
+	int ret;
+
+	inode_header_encode(h, buf);
+	if (nr)
+		le32_array_encode(src->idx, nr, buf + SD_INODE_HEADER_SIZE);
+	ret = gw_exec_sync(SD_OP_CREATE_AND_WRITE_OBJ, vid_to_vdi_oid(h->vdi_id),
+			   buf, (uint32_t)len, 0, h->nr_copies,
+			   SD_FLAG_CMD_WRITE);
+	free(buf);
+	if (ret != SD_RES_SUCCESS || !nr)
+		return ret;
+	uint32_t *gref = xzalloc((size_t)nr * 8);
+
+	for (uint32_t i = 0; i < nr; i++)
+		if (src->idx[i])
+			gref[2 * i] = src->gref[2 * i] + 1;
+	ret = write_grefs(h->vdi_id, h->nr_copies, gref, nr);
+	free(gref);
+	return ret;
+}
+
+static void new_header_from(struct sd_inode_header *h,
+			    const struct sd_inode_header *src,
+			    const char *name, uint32_t vid, uint32_t snap_id,
+			    uint32_t parent)
+{
+	*h = *src;
+	memcpy(h->name, name, sizeof(h->name));
+	memset(h->tag, 0, sizeof(h->tag));
+	h->create_time = sd_time_now();
+	h->snap_ctime = 0;
+	h->vm_clock_nsec = 0;
+	h->vm_state_size = 0;
+	h->snap_id = snap_id;
+	h->vdi_id = vid;
+	h->parent_vdi_id = parent;
+}
+
+/* snapshot (base == current) or rebase (base != current), §7.2 */
+static int vdi_snapshot(struct request *req, struct lookup *lk)
+{
+	uint32_t cur = lk->vid, base = req->rq.vdi.base_vdi_id;
+	struct inode_img src;
+	struct sd_inode_header h;
+	int ret;
+
+	if (!base)
+		base = cur;
+	ret = inode_load(base, &src);
+	if (ret != SD_RES_SUCCESS)
+		return base == cur ? SD_RES_VDI_READ : SD_RES_BASE_VDI_READ;
+	if (base == cur) {
+		src.h.snap_ctime = sd_time_now();
+		ret = write_header(&src.h, 0, SD_INODE_HEADER_SIZE);
+	} else {
+		struct sd_inode_header ch = lk->h;
+
+		ch.snap_ctime = sd_time_now();
+		ret = write_header(&ch, 512, 16);
+	}
+	if (ret == SD_RES_SUCCESS)
+		ret = inode_share(base, &src);
+	if (ret != SD_RES_SUCCESS) {
+		ret = SD_RES_BASE_VDI_WRITE;
+		goto out;
+	}
+	new_header_from(&h, &src.h, lk->name, lk->free_vid, lk->next_snapid,
+			base);
+	if (req->rq.vdi.vdi_size > h.vdi_size)
+		h.vdi_size = req->rq.vdi.vdi_size;
+	ret = create_inode(&h, &src);
+	if (ret != SD_RES_SUCCESS) {
+		ret = SD_RES_VDI_WRITE;
+		goto out;
+	}
+	req->aux = cur;		/* becomes a snapshot everywhere */
+	req->rp.vdi.vdi_id = h.vdi_id;
+	req->rp.vdi.copies = h.nr_copies;
+	req->rp.vdi.block_size_shift = h.block_size_shift;
+out:
+	inode_img_free(&src);
+	return ret;
+}
+
+/* a new name whose index starts as a copy of @base's (§7.1 step 5) */
+static int vdi_clone(struct request *req, struct lookup *lk, uint32_t base)
+{
+	struct inode_img src;
+	struct sd_inode_header h;
+	int ret = inode_load(base, &src);
+
+	if (ret != SD_RES_SUCCESS)
+		return SD_RES_BASE_VDI_READ;
+	if (inode_share(base, &src) != SD_RES_SUCCESS) {
+		ret = SD_RES_BASE_VDI_WRITE;
+		goto out;
+	}
+	new_header_from(&h, &src.h, lk->name, lk->free_vid, 1, base);
+	h.vdi_size = req->rq.vdi.vdi_size ? req->rq.vdi.vdi_size :
+		     src.h.vdi_size;
+	if (req->rq.vdi.copies) {
+		h.nr_copies = req->rq.vdi.copies;
+		h.copy_policy = req->rq.vdi.copy_policy;
+	}
+	ret = create_inode(&h, &src);
+	if (ret != SD_RES_SUCCESS) {
+		ret = SD_RES_VDI_WRITE;
+		goto out;
+	}
+	req->rp.vdi.vdi_id = h.vdi_id;
+	req->rp.vdi.copies = h.nr_copies;
+	req->rp.vdi.block_size_shift = h.block_size_shift;
+out:
+	inode_img_free(&src);
 	return ret;
 }
 
@@ -344,21 +552,28 @@ int vdi_new_work(struct request *req)
 
 	if (ret != SD_RES_SUCCESS)
 		return ret;
-	if (rq->vdi.snapid || rq->vdi.base_vdi_id || rq->vdi.store_policy)
-		return SD_RES_NO_SUPPORT;	/* snapshots/clones: later */
+	if (rq->vdi.store_policy)
+		return SD_RES_NO_SUPPORT;	/* hyper volumes: later */
 	shift = rq->vdi.block_size_shift ? rq->vdi.block_size_shift :
 		sys.block_size_shift;
 	if (shift < SD_MIN_BLOCK_SIZE_SHIFT || shift > SD_MAX_BLOCK_SIZE_SHIFT ||
 	    rq->vdi.copies > SD_MAX_COPIES ||
-	    rq->vdi.vdi_size > ((uint64_t)1 << shift) * SD_INODE_DATA_INDEX)
+	    rq->vdi.vdi_size > inode_max_size(shift))
 		return SD_RES_INVALID_PARMS;
 	lk.snapid = 0;
 	lk.tag[0] = 0;
 	ret = vdi_lookup(&lk);
+	if (rq->vdi.snapid) {
+		if (ret != SD_RES_SUCCESS)
+			return ret == SD_RES_NO_TAG ? SD_RES_NO_VDI : ret;
+		return vdi_snapshot(req, &lk);
+	}
 	if (ret == SD_RES_SUCCESS)
 		return SD_RES_VDI_EXIST;
 	if (ret != SD_RES_NO_VDI)
 		return ret;
+	if (rq->vdi.base_vdi_id)
+		return vdi_clone(req, &lk, rq->vdi.base_vdi_id);
 	memset(&h, 0, sizeof(h));
 	memcpy(h.name, lk.name, sizeof(h.name));
 	h.create_time = sd_time_now();
@@ -371,7 +586,7 @@ int vdi_new_work(struct request *req)
 	h.vdi_id = lk.free_vid;
 	/* snap_id continues a deleted VDI's snapshots; parent stays 0 */
 	h.parent_vdi_id = 0;
-	ret = write_new_inode(&h);
+	ret = create_inode(&h, NULL);
 	if (ret != SD_RES_SUCCESS) {
 		sd_err("cannot create inode of %s: %s", lk.name,
 		       sd_strerror((uint32_t)ret));
@@ -384,10 +599,17 @@ int vdi_new_work(struct request *req)
 }
 
 int vdi_notify_add(const struct sd_req *req, struct sd_rsp *rsp, void *data,
-		   bool originator)
+		   const struct cluster_ctx *ctx)
 {
 	struct vdi_info *vi = vdi_get(rsp->vdi.vdi_id, true);
 
+	if (ctx->aux) {
+		struct vdi_info *old = vdi_get(ctx->aux, true);
+
+		old->snapshot = 1;
+	}
+	vi->parent_vid = req->vdi.base_vdi_id ? req->vdi.base_vdi_id :
+			 ctx->aux;
 	vi->nr_copies = rsp->vdi.copies;
 	vi->block_size_shift = rsp->vdi.block_size_shift;
 	vi->copy_policy = req->vdi.copies ? req->vdi.copy_policy :
@@ -438,7 +660,7 @@ int vdi_del_work(struct request *req)
 		}
 		memset(h.name, 0, sizeof(h.name));
 		h.vdi_size = 0;
-		ret = write_new_inode(&h);
+		ret = create_inode(&h, NULL);
 	}
 out:
 	free(buf);
@@ -447,7 +669,7 @@ out:
 }
 
 int vdi_notify_del(const struct sd_req *req, struct sd_rsp *rsp, void *data,
-		   bool originator)
+		   const struct cluster_ctx *ctx)
 {
 	struct vdi_info *vi = vdi_get(rsp->vdi.vdi_id, true);
 
@@ -459,7 +681,7 @@ int vdi_notify_del(const struct sd_req *req, struct sd_rsp *rsp, void *data,
 /* ---- locks (cluster.md §12), only with the USE_LOCK cluster flag ---- */
 
 int vdi_lock_main(const struct sd_req *req, struct sd_rsp *rsp, void *data,
-		  bool originator)
+		  const struct cluster_ctx *ctx)
 {
 	struct vdi_info *vi;
 
@@ -473,7 +695,7 @@ int vdi_lock_main(const struct sd_req *req, struct sd_rsp *rsp, void *data,
 }
 
 int vdi_release_main(const struct sd_req *req, struct sd_rsp *rsp,
-		     void *data, bool originator)
+		     void *data, const struct cluster_ctx *ctx)
 {
 	struct vdi_info *vi = vdi_get(req->vdi.base_vdi_id, false);
 

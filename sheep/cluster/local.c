@@ -916,7 +916,7 @@ static enum verdict commit_decision(const struct accept_key *key,
 		v = r > 0 ? V_NONE : V_ERROR;
 		goto out;
 	}
-	if (0) {
+	if (key->token != st.token && token_alive(key->token) == 0) {
 		r = append_locked(REC_LEAVE, 0, key->token, node, 0, NULL, 0);
 		v = V_JOINER_DEAD;
 	} else if (ok) {
@@ -986,17 +986,24 @@ static void decide(uint64_t token, const struct sd_node *node, uint64_t off)
 	kick();
 }
 
+/*
+ * Decide the first pending join that is ours to decide, one at a time: the
+ * next one is evaluated against a membership that includes this joiner.
+ */
 static void decide_joins(void)
 {
 	for (size_t i = 0; i < st.nr_pend && !st.broken; i++) {
 		struct pending_join p = st.pend[i];
 
-		if ((p.decided && p.decided_mver == st.mver) || p.leave_sent)
+		if (!is_decider(&p) || p.leave_sent)
 			continue;
+		if (p.decided && p.decided_mver == st.mver)
+			return;		/* in flight */
 		/* a restarted node waits for its old self to be gone */
-		if (!is_decider(&p) || nid_is_member(&p.node))
+		if (nid_is_member(&p.node))
 			continue;
 		decide(p.token, &p.node, p.off);
+		return;
 	}
 }
 
