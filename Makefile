@@ -5,10 +5,10 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 CC ?= cc
 
-DEB_PKGS := build-essential pkg-config liburcu-dev libcmocka-dev \
+DEB_PKGS := build-essential pkg-config liburcu-dev libcmocka-dev libssl-dev \
 	e2fsprogs util-linux procps psmisc bc
 
-PKGS := liburcu
+PKGS := liburcu libcrypto
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter
 BASE_CFLAGS := -std=gnu11 -g -D_GNU_SOURCE -Iinclude -Isheep $(WARN) \
 	-fno-strict-aliasing

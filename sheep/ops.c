@@ -6,6 +6,8 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <openssl/evp.h>
+#include "net.h"
 #include "proto.h"
 #include "sheep.h"
 #include "store.h"
@@ -48,6 +50,39 @@ int store_exec(const struct sd_req *rq, void *data, struct sd_rsp *rp,
 	}
 }
 
+/* SHA-1 of the whole stored object (cluster.md §10) */
+static int local_get_hash(struct request *req)
+{
+	uint64_t oid = req->rq.obj.oid;
+	uint32_t size = sd_obj_size(oid, req->obj_size_shift);
+	uint8_t *buf = xmalloc(size);
+	unsigned int len = 0;
+	int ret = store_read(oid, buf, size, 0);
+
+	if (ret == SD_RES_SUCCESS &&
+	    !EVP_Digest(buf, size, req->rp.hash.digest, &len, EVP_sha1(),
+			NULL))
+		ret = SD_RES_SYSTEM_ERROR;
+	free(buf);
+	return ret;
+}
+
+/* which of the oids in the payload are missing here? */
+static int local_oids_exist(struct request *req)
+{
+	uint32_t n = req->rq.data_length / 8, missing = 0;
+	uint8_t *p = req->data;
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t oid = get_le64(p + 8 * i);
+
+		if (store_exist(oid) != SD_RES_SUCCESS)
+			put_le64(p + 8 * missing++, oid);
+	}
+	req->rp.data_length = missing * 8;
+	return missing ? SD_RES_NO_OBJ : SD_RES_SUCCESS;
+}
+
 static int peer_work(struct request *req)
 {
 	return store_exec(&req->rq, req->data, &req->rp, req->obj_size);
@@ -69,6 +104,85 @@ uint8_t gateway_to_peer_opcode(uint8_t opcode)
 	default:
 		return opcode;
 	}
+}
+
+/* ---- REPAIR_REPLICA: copy an object from another node to here ---- */
+
+struct repair {
+	struct peer_req pr;
+	struct request *req;
+};
+
+static void repair_store_done(struct work *w);
+
+static void repair_store(struct work *w)
+{
+	struct request *req = container_of(w, struct request, work);
+
+	req->rp.result = (uint32_t)store_create(req->rq.obj.oid,
+						req->obj_size, req->priv,
+						req->obj_size, 0, true);
+}
+
+static void repair_store_done(struct work *w)
+{
+	struct request *req = container_of(w, struct request, work);
+
+	sys.inflight_bytes -= req->obj_size;
+	free(req->priv);
+	req->priv = NULL;
+	request_done(req);
+}
+
+static void repair_read_done(struct peer_req *pr, int result)
+{
+	struct repair *r = container_of(pr, struct repair, pr);
+	struct request *req = r->req;
+
+	free(r);
+	if (result != SD_RES_SUCCESS) {
+		sys.inflight_bytes -= req->obj_size;
+		free(req->priv);
+		req->priv = NULL;
+		req->rp.result = (uint32_t)result;
+		request_done(req);
+		return;
+	}
+	req->work.fn = repair_store;
+	req->work.done = repair_store_done;
+	if (wq_queue(sys.io_wq, &req->work)) {
+		req->rp.result = SD_RES_AGAIN;
+		repair_store_done(&req->work);
+	}
+}
+
+static int repair_replica(struct request *req)
+{
+	struct repair *r;
+	struct node_id nid = { 0 };
+	uint64_t oid = req->rq.forw.oid;
+
+	if (sys.gateway)
+		return SD_RES_NO_SUPPORT;
+	memcpy(nid.addr, req->rq.forw.addr, sizeof(nid.addr));
+	nid.port = req->rq.forw.port;
+	req->rq.obj.oid = oid;
+	req->obj_size = sd_obj_size(oid, vdi_shift(oid_to_vid(oid)));
+	req->priv = xmalloc(req->obj_size);
+	sys.inflight_bytes += req->obj_size;
+	r = xzalloc(sizeof(*r));
+	r->req = req;
+	sd_init_req(&r->pr.rq, SD_OP_READ_PEER);
+	r->pr.rq.epoch = sys.epoch;
+	r->pr.rq.flags = SD_FLAG_CMD_RECOVERY;
+	r->pr.rq.obj.oid = oid;
+	r->pr.rq.obj.tgt_epoch = sys.epoch;
+	r->pr.rq.data_length = req->obj_size;
+	r->pr.rbuf = req->priv;
+	r->pr.rbuf_len = req->obj_size;
+	r->pr.done = repair_read_done;
+	peer_submit(&nid, &r->pr);
+	return SD_RES_ASYNC;
 }
 
 /* ---- local ops on the main thread ---- */
@@ -382,6 +496,12 @@ static int cluster_make_fs(const struct sd_req *req, struct sd_rsp *rsp,
 static int cluster_shutdown(const struct sd_req *req, struct sd_rsp *rsp,
 			    void *data, const struct cluster_ctx *ctx);
 
+static int cluster_nop(const struct sd_req *req, struct sd_rsp *rsp,
+		       void *data, const struct cluster_ctx *ctx)
+{
+	return SD_RES_SUCCESS;
+}
+
 static int cluster_recover_flag(const struct sd_req *req, struct sd_rsp *rsp,
 				void *data, const struct cluster_ctx *ctx)
 {
@@ -459,6 +579,14 @@ static const struct sd_op ops[256] = {
 	[SD_OP_SET_LOGLEVEL] = LOCAL("SET_LOGLEVEL", true, local_set_loglevel),
 	[SD_OP_EXIST] = { .name = "EXIST", .type = OP_LOCAL, .force = true,
 		.work_fn = peer_work },
+	[SD_OP_GET_HASH] = { .name = "GET_HASH", .type = OP_LOCAL,
+		.work_fn = local_get_hash },
+	[SD_OP_OIDS_EXIST] = { .name = "OIDS_EXIST", .type = OP_LOCAL,
+		.force = true, .work_fn = local_oids_exist },
+	[SD_OP_REPAIR_REPLICA] = { .name = "REPAIR_REPLICA",
+		.type = OP_LOCAL, .main_fn = repair_replica },
+	[SD_OP_GET_VDI_ATTR] = { .name = "GET_VDI_ATTR", .type = OP_CLUSTER,
+		.work_fn = vdi_attr_work, .cluster_fn = cluster_nop },
 	[SD_OP_CLUSTER_INFO] = LOCAL("CLUSTER_INFO", true, local_cluster_info),
 	[SD_OP_ALTER_CLUSTER_COPY] = { .name = "ALTER_CLUSTER_COPY",
 		.type = OP_CLUSTER, .cluster_fn = cluster_alter_copy },
@@ -588,10 +716,14 @@ void queue_request(struct request *req)
 			return;
 		}
 		if (req->op->work_fn) {
+			req->obj_size_shift = vdi_shift(oid_to_vid(
+						req->rq.obj.oid));
 			submit_io(req);
 			return;
 		}
 		ret = (uint32_t)req->op->main_fn(req);
+		if (ret == SD_RES_ASYNC)
+			return;
 		goto done;
 	case OP_CLUSTER:
 		ret = (uint32_t)cluster_op_submit(req);

@@ -12,6 +12,9 @@
 #include "list.h"
 #include "work.h"
 
+/* a main_fn that will complete the request later */
+#define SD_RES_ASYNC		0x10000
+
 /* bounds on what the network can make us allocate */
 #define SD_MAX_PAYLOAD		(64U << 20)
 #define SD_MAX_INFLIGHT_BYTES	(512ULL << 20)
@@ -116,6 +119,7 @@ struct request {
 	struct list_head list;
 	struct work work;
 	uint32_t obj_size;		/* store ops: size of a new object */
+	uint8_t obj_size_shift;		/* local ops: the object's VDI shift */
 	uint32_t cseq;			/* cluster ops: our message number */
 	uint32_t aux;			/* cluster ops: work part -> main part */
 	bool internal;			/* issued by the daemon itself */
@@ -214,6 +218,7 @@ void vdi_for_each(void (*fn)(uint32_t vid, struct vdi_info *vi, void *arg),
 		  void *arg);
 int vdi_new_work(struct request *req);
 int vdi_lookup_work(struct request *req);
+int vdi_attr_work(struct request *req);
 int vdi_del_work(struct request *req);
 int vdi_notify_add(const struct sd_req *req, struct sd_rsp *rsp, void *data,
 		   const struct cluster_ctx *ctx);

@@ -703,3 +703,94 @@ int vdi_release_main(const struct sd_req *req, struct sd_rsp *rsp,
 		vi->lock_state = LOCK_STATE_UNLOCKED;
 	return SD_RES_SUCCESS;
 }
+
+/* ---- VDI attributes (objects.md §8); cluster worker, serialised ---- */
+
+#define ATTR_KEY_OFF	528
+#define ATTR_MATCH_LEN	(ATTR_KEY_OFF + SD_MAX_VDI_ATTR_KEY_LEN)
+
+static uint32_t attr_hash(const uint8_t *attr)
+{
+	uint64_t h = fnv_64a_buf(attr, SD_MAX_VDI_LEN + SD_MAX_VDI_TAG_LEN,
+				 FNV1A_64_INIT);
+
+	h = fnv_64a_buf(attr + 520, 4, h);		/* snap_id */
+	h = fnv_64a_buf(attr + ATTR_KEY_OFF, SD_MAX_VDI_ATTR_KEY_LEN, h);
+	return (uint32_t)h;
+}
+
+/* same name, tag, snap_id and key? */
+static bool attr_match(const uint8_t *a, const uint8_t *b)
+{
+	return !memcmp(a, b, 512) && !memcmp(a + 520, b + 520, 4) &&
+	       !memcmp(a + ATTR_KEY_OFF, b + ATTR_KEY_OFF,
+		       SD_MAX_VDI_ATTR_KEY_LEN);
+}
+
+int vdi_attr_work(struct request *req)
+{
+	uint16_t flags = req->rq.flags;
+	uint32_t len = req->rq.data_length, vid, start, id;
+	uint8_t *attr = req->data, *cur = NULL;
+	struct lookup lk;
+	uint8_t copies;
+	int ret;
+
+	if (!(flags & SD_FLAG_CMD_WRITE) || len < ATTR_MATCH_LEN ||
+	    len > SD_ATTR_OBJ_SIZE)
+		return SD_RES_INVALID_PARMS;
+	memset(&lk, 0, sizeof(lk));
+	memcpy(lk.name, attr, SD_MAX_VDI_LEN - 1);
+	memcpy(lk.tag, attr + SD_MAX_VDI_LEN, SD_MAX_VDI_TAG_LEN - 1);
+	lk.snapid = req->rq.vdi.snapid;
+	ret = vdi_lookup(&lk);
+	if (ret != SD_RES_SUCCESS)
+		return ret;
+	put_le64(attr + 512, lk.h.create_time);
+	vid = sd_hash_vdi(lk.name);
+	copies = (uint8_t)vdi_copies(vid);
+	start = id = attr_hash(attr);
+	cur = xmalloc(SD_ATTR_OBJ_SIZE);
+	do {
+		uint64_t oid = vid_to_attr_oid(vid, id);
+
+		if ((flags & SD_FLAG_CMD_CREAT) && !(flags & SD_FLAG_CMD_EXCL)) {
+			ret = gw_exec_sync(SD_OP_CREATE_AND_WRITE_OBJ, oid, attr,
+					   len, 0, copies, SD_FLAG_CMD_WRITE);
+			goto found;
+		}
+		ret = gw_exec_sync(SD_OP_READ_OBJ, oid, cur, SD_ATTR_OBJ_SIZE,
+				   0, copies, 0);
+		if (ret == SD_RES_NO_OBJ) {
+			if (flags & SD_FLAG_CMD_CREAT)
+				ret = gw_exec_sync(SD_OP_CREATE_AND_WRITE_OBJ,
+						   oid, attr, len, 0, copies,
+						   SD_FLAG_CMD_WRITE);
+			goto found;
+		}
+		if (ret != SD_RES_SUCCESS)
+			goto out;
+		if (cur[0] && attr_match(cur, attr)) {
+			if (flags & SD_FLAG_CMD_EXCL) {
+				ret = SD_RES_VDI_EXIST;
+			} else if (flags & SD_FLAG_CMD_DEL) {
+				uint8_t zero = 0;
+
+				ret = gw_exec_sync(SD_OP_WRITE_OBJ, oid, &zero,
+						   1, 0, copies,
+						   SD_FLAG_CMD_WRITE);
+			}
+			goto found;
+		}
+		id++;
+	} while (id != start);
+	ret = SD_RES_FULL_VDI;
+	goto out;
+found:
+	req->rp.vdi.vdi_id = vid;
+	req->rp.vdi.attr_id = id;
+	req->rp.vdi.copies = copies;
+out:
+	free(cur);
+	return ret;
+}
