@@ -28,6 +28,7 @@ static LIST_HEAD(pending_reply);	/* waiting for our own message */
 static uint32_t cluster_seq;
 static struct work_queue *cluster_wq;
 static bool shutdown_clean;
+static uint32_t recover_from;	/* epoch to recover from, 0 = none */
 
 /* ---- the published view ---- */
 
@@ -268,6 +269,8 @@ static void set_members(const struct sd_node *nodes, size_t nr)
 
 static void new_epoch(void)
 {
+	if (sys.epoch && sys.status == SD_STATUS_OK)
+		recover_from = sys.epoch;
 	sys.epoch++;
 	set_epoch_nodes(sys.members, sys.nr_members);
 	epoch_log_write(sys.epoch, sys.members, sys.nr_members);
@@ -355,6 +358,15 @@ static void fetch_missing_epochs(void)
 		f->pr.done = epoch_fetch_done;
 		peer_submit(&from->nid, &f->pr);
 	}
+}
+
+static void start_pending_recovery(void)
+{
+	uint32_t from = recover_from;
+
+	recover_from = 0;
+	if (from && sys.status == SD_STATUS_OK)
+		recovery_start(from);
 }
 
 /* ---- join (cluster.md §4.2, §4.3) ---- */
@@ -447,9 +459,19 @@ out:
 	return true;
 }
 
+static bool in_nodes(const struct sd_node *nodes, size_t nr)
+{
+	for (size_t i = 0; i < nr; i++)
+		if (node_is_self(&nodes[i]))
+			return true;
+	return false;
+}
+
 static void joiner_accepted(const struct cluster_info_hdr *h,
 			    const struct sd_node *nodes)
 {
+	uint32_t my_epoch = sys.epoch;
+
 	if (h->proto_ver != SD_SHEEP_PROTO_VER) {
 		sd_emerg("cluster speaks protocol %u, not %u", h->proto_ver,
 			 SD_SHEEP_PROTO_VER);
@@ -462,6 +484,17 @@ static void joiner_accepted(const struct cluster_info_hdr *h,
 		sheep_exit(1);
 	}
 	sys.joined = true;
+	/*
+	 * The cluster moved on without us: what we hold may be out of date.
+	 * Keep it only as stale copies, tagged with the epoch we last knew.
+	 */
+	if (h->status == SD_STATUS_OK && h->epoch && my_epoch &&
+	    h->epoch != my_epoch && !in_nodes(nodes, (size_t)h->nr_nodes) &&
+	    !sys.gateway) {
+		sd_notice("rejoining at epoch %u after epoch %u: local objects "
+			  "become stale copies", h->epoch, my_epoch);
+		recovery_stale_everything(my_epoch);
+	}
 	if (h->epoch >= sys.epoch || h->status == SD_STATUS_OK)
 		adopt_cinfo(h, nodes);
 	if (sys.ctime)
@@ -501,6 +534,7 @@ void sd_accept_handler(const struct sd_node *joined,
 	publish_view();
 	if (me && sys.status == SD_STATUS_OK)
 		fetch_missing_epochs();
+	start_pending_recovery();
 }
 
 void sd_leave_handler(const struct sd_node *left,
@@ -514,6 +548,7 @@ void sd_leave_handler(const struct sd_node *left,
 	if (sys.status == SD_STATUS_OK)
 		new_epoch();
 	publish_view();
+	start_pending_recovery();
 }
 
 /* ---- cluster operations (protocol.md §10.4) ---- */
@@ -679,6 +714,7 @@ int group_format(const struct sd_req *req, const char *store)
 {
 	if (sys.gateway == false && store_wipe() != SD_RES_SUCCESS)
 		return SD_RES_EIO;
+	recovery_reset();
 	epoch_log_clear();
 	vdi_reset();
 	sys.ctime = req->cluster.ctime;
@@ -696,6 +732,7 @@ int group_format(const struct sd_req *req, const char *store)
 	shutdown_clean = false;
 	sys.status = SD_STATUS_OK;
 	new_epoch();
+	recover_from = 0;
 	config_save();
 	publish_view();
 	sd_notice("cluster formatted: %u copies, store %s", sys.copies,

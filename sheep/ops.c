@@ -13,7 +13,6 @@
 #include "store.h"
 #include "util.h"
 
-static struct recovery_throttling throttle;
 
 /* ---- peer ops: the store half ---- */
 
@@ -27,6 +26,9 @@ int store_exec(const struct sd_req *rq, void *data, struct sd_rsp *rp,
 	case SD_OP_READ_PEER:
 		ret = store_read(rq->obj.oid, data, rq->data_length,
 				 rq->obj.offset);
+		if (ret == SD_RES_NO_OBJ && (rq->flags & SD_FLAG_CMD_WILDCARD))
+			ret = store_read_stale(rq->obj.oid, data,
+					       rq->data_length, rq->obj.offset);
 		if (ret == SD_RES_SUCCESS)
 			rp->data_length = rq->data_length;
 		return ret;
@@ -65,6 +67,33 @@ static int local_get_hash(struct request *req)
 		ret = SD_RES_SYSTEM_ERROR;
 	free(buf);
 	return ret;
+}
+
+struct obj_list_ctx {
+	uint8_t *buf;
+	uint32_t n, max;
+};
+
+static int add_oid(uint64_t oid, void *arg)
+{
+	struct obj_list_ctx *ctx = arg;
+
+	if (ctx->n == ctx->max)
+		return 1;
+	put_le64(ctx->buf + 8 * ctx->n++, oid);
+	return 0;
+}
+
+static int local_get_obj_list(struct request *req)
+{
+	struct obj_list_ctx ctx = {
+		.buf = req->data, .max = req->data_len / 8,
+	};
+
+	if (store_for_each(add_oid, &ctx) > 0)
+		return SD_RES_BUFFER_SMALL;
+	req->rp.data_length = ctx.n * 8;
+	return SD_RES_SUCCESS;
 }
 
 /* which of the oids in the payload are missing here? */
@@ -430,6 +459,7 @@ static int local_stat_recovery(struct request *req)
 
 	if (req->data_len < sizeof(rs))
 		return SD_RES_BUFFER_SMALL;
+	recovery_stat(&rs);
 	recovery_state_encode(&rs, req->data);
 	req->rp.data_length = sizeof(rs);
 	return SD_RES_SUCCESS;
@@ -437,8 +467,11 @@ static int local_stat_recovery(struct request *req)
 
 static int local_get_recovery(struct request *req)
 {
+	struct recovery_throttling throttle;
+
 	if (req->data_len < sizeof(throttle))
 		return SD_RES_BUFFER_SMALL;
+	recovery_get_throttle(&throttle);
 	throttling_encode(&throttle, req->data);
 	req->rp.data_length = sizeof(throttle);
 	return SD_RES_SUCCESS;
@@ -451,8 +484,9 @@ static int local_set_recovery(struct request *req)
 	if (req->rq.data_length < sizeof(t))
 		return SD_RES_INVALID_PARMS;
 	throttling_decode(&t, req->data);
-	t.throttling = t.max_exec_count && t.queue_work_interval;
-	throttle = t;
+	if (!t.max_exec_count != !t.queue_work_interval)
+		return SD_RES_INVALID_PARMS;
+	recovery_set_throttle(&t);
 	return SD_RES_SUCCESS;
 }
 
@@ -506,6 +540,8 @@ static int cluster_recover_flag(const struct sd_req *req, struct sd_rsp *rsp,
 				void *data, const struct cluster_ctx *ctx)
 {
 	sys.disable_recovery = req->opcode == SD_OP_DISABLE_RECOVER;
+	if (!sys.disable_recovery)
+		recovery_resume();
 	return SD_RES_SUCCESS;
 }
 
@@ -581,6 +617,11 @@ static const struct sd_op ops[256] = {
 		.work_fn = peer_work },
 	[SD_OP_GET_HASH] = { .name = "GET_HASH", .type = OP_LOCAL,
 		.work_fn = local_get_hash },
+	[SD_OP_GET_OBJ_LIST] = { .name = "GET_OBJ_LIST", .type = OP_LOCAL,
+		.work_fn = local_get_obj_list },
+	[SD_OP_COMPLETE_RECOVERY] = { .name = "COMPLETE_RECOVERY",
+		.type = OP_CLUSTER, .force = true,
+		.cluster_fn = recovery_complete_main },
 	[SD_OP_OIDS_EXIST] = { .name = "OIDS_EXIST", .type = OP_LOCAL,
 		.force = true, .work_fn = local_oids_exist },
 	[SD_OP_REPAIR_REPLICA] = { .name = "REPAIR_REPLICA",
@@ -677,6 +718,9 @@ static uint32_t admission(const struct request *req)
 
 static uint32_t check_peer_epoch(struct request *req)
 {
+	/* recovery reads name the epoch they want in tgt_epoch */
+	if (req->rq.flags & SD_FLAG_CMD_RECOVERY)
+		return SD_RES_SUCCESS;
 	if (req->rq.epoch < sys.epoch)
 		return SD_RES_OLD_NODE_VER;
 	if (req->rq.epoch > sys.epoch)
@@ -708,6 +752,9 @@ void queue_request(struct request *req)
 			ret = SD_RES_INVALID_PARMS;
 			goto done;
 		}
+		if (req->rq.opcode == SD_OP_CREATE_AND_WRITE_PEER &&
+		    recovery_supersede(req))
+			return;
 		submit_io(req);
 		return;
 	case OP_LOCAL:

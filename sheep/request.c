@@ -465,6 +465,7 @@ static void io_work(struct work *w)
 static void io_done(struct work *w)
 {
 	struct request *req = container_of(w, struct request, work);
+	uint8_t op = req->rq.opcode;
 
 	if (!list_empty(&io_backlog)) {
 		struct request *next = list_first_entry(&io_backlog,
@@ -473,6 +474,11 @@ static void io_done(struct work *w)
 		list_del(&next->list);
 		submit_io(next);
 	}
+	/* an object that recovery has yet to bring here: wait for it */
+	if (req->rp.result == SD_RES_NO_OBJ &&
+	    (op == SD_OP_READ_PEER || op == SD_OP_WRITE_PEER) &&
+	    recovery_park(req))
+		return;
 	request_done(req);
 }
 

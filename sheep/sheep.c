@@ -36,6 +36,7 @@ static const struct option long_opts[] = {
 	{ "nosync", no_argument, NULL, 'n' },
 	{ "port", required_argument, NULL, 'p' },
 	{ "pidfile", required_argument, NULL, 'P' },
+	{ "recovery", required_argument, NULL, 'R' },
 	{ "version", no_argument, NULL, 'v' },
 	{ "myaddr", required_argument, NULL, 'y' },
 	{ "zone", required_argument, NULL, 'z' },
@@ -56,11 +57,35 @@ static void usage(FILE *f)
 "  -n, --nosync           do not sync writes (tests, benchmarks)\n"
 "  -p, --port PORT        TCP port (default 7000)\n"
 "  -P, --pidfile FILE     write the daemon's PID to FILE\n"
+"  -R, --recovery max=N,interval=MS  recover at most N objects per MS\n"
+"                         milliseconds (default: unthrottled)\n"
 "  -v, --version          print the version\n"
 "  -y, --myaddr ADDR      address advertised to the cluster\n"
 "  -z, --zone N           failure zone (default: from the address; the\n"
 "                         local driver gives every node its own zone)\n"
 "BASE_DIR defaults to /tmp.\n");
+}
+
+static int parse_recovery_opts(char *arg)
+{
+	struct recovery_throttling t = { 0 };
+	char *tok, *save = NULL, *end;
+
+	for (tok = strtok_r(arg, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (!strncmp(tok, "max=", 4))
+			t.max_exec_count = (uint32_t)strtoul(tok + 4, &end, 10);
+		else if (!strncmp(tok, "interval=", 9))
+			t.queue_work_interval = strtoull(tok + 9, &end, 10);
+		else
+			return -1;
+		if (*end)
+			return -1;
+	}
+	if (!t.max_exec_count != !t.queue_work_interval)
+		return -1;
+	recovery_set_throttle(&t);
+	return 0;
 }
 
 static int parse_log_opts(char *arg, int *level, char **dir)
@@ -236,7 +261,7 @@ int main(int argc, char **argv)
 	long zone = -1;
 
 	sys.port = SD_LISTEN_PORT;
-	while ((c = getopt_long(argc, argv, "b:c:fghl:np:P:vy:z:", long_opts,
+	while ((c = getopt_long(argc, argv, "b:c:fghl:np:P:R:vy:z:", long_opts,
 				NULL)) != -1) {
 		char *end;
 
@@ -261,6 +286,12 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'P': pidfile = optarg; break;
+		case 'R':
+			if (parse_recovery_opts(optarg)) {
+				fprintf(stderr, "invalid recovery option\n");
+				return 1;
+			}
+			break;
 		case 'v':
 			printf("Kelpie sheep daemon version %s\n",
 			       KELPIE_VERSION);

@@ -169,6 +169,20 @@ void index_update_submit(struct request *req);
 int ledger_decref(uint64_t oid, uint32_t generation, uint32_t count,
 		  bool sync);
 
+/* recovery.c */
+void recovery_start(uint32_t old_epoch);
+void recovery_reset(void);
+bool recovery_park(struct request *req);
+bool recovery_supersede(struct request *req);
+int recovery_stat(struct recovery_state *st);
+bool recovery_halted(void);
+void recovery_resume(void);
+void recovery_set_throttle(const struct recovery_throttling *t);
+void recovery_get_throttle(struct recovery_throttling *t);
+int recovery_complete_main(const struct sd_req *req, struct sd_rsp *rsp,
+			   void *data, const struct cluster_ctx *ctx);
+void recovery_stale_everything(uint32_t epoch);
+
 /* peer.c */
 struct peer_req {
 	struct sd_req rq;

@@ -33,4 +33,11 @@ int store_stat(uint64_t *size, uint64_t *free_bytes);
 int store_for_each(int (*fn)(uint64_t oid, void *arg), void *arg);
 const char *store_dir(void);
 
+/* the stale area (cluster.md §7.2): superseded copies, kept by epoch */
+int store_move_to_stale(uint64_t oid, uint32_t epoch);
+/* read the newest stale copy of @oid */
+int store_read_stale(uint64_t oid, void *buf, uint32_t len, uint32_t off);
+int store_purge_stale(void);
+int store_nr_stale(void);
+
 #endif

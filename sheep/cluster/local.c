@@ -42,7 +42,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +51,7 @@
 #include <sys/stat.h>
 #include <dirent.h>
 #include <unistd.h>
-#include "cluster.h"
+#include "../cluster.h"
 #include "event.h"
 #include "hash.h"
 #include "proto.h"
@@ -69,8 +68,10 @@
 #define REC_HDR_SIZE		144
 #define REC_OFF_PCSUM		128
 #define REC_OFF_HCSUM		136
+#define REC_OFF_NODE		48
 #define REC_MAX_PAYLOAD		SD_MAX_EVENT_BUF_SIZE
-#define NODE_WIRE_SIZE		sizeof(struct sd_node)
+_Static_assert(REC_OFF_NODE + sizeof(struct sd_node) == REC_OFF_PCSUM,
+	       "record header layout");
 
 #define PROBE_MS		200
 #define POLL_MS_NO_INOTIFY	20
@@ -155,6 +156,7 @@ static struct local_state {
 
 	uint64_t gen;
 	uint64_t pos;		/* next record to read */
+	uint64_t seen_end;	/* committed end at the last look */
 	uint64_t seq;		/* its expected index */
 	uint64_t mver;
 
@@ -236,7 +238,7 @@ static uint64_t new_token(void)
 	uint64_t t = 0;
 
 	while (!t) {
-		if (getrandom(&t, sizeof(t), 0) != sizeof(t))
+		if (getrandom(&t, sizeof(t), GRND_NONBLOCK) != sizeof(t))
 			t = ((uint64_t)getpid() << 32) ^ sd_time_now() ^
 			    (uintptr_t)&t;
 	}
@@ -459,7 +461,7 @@ static void rec_encode(const struct rec *r, uint8_t *b)
 	put64(b + 24, r->writer);
 	put64(b + 32, r->subject);
 	put64(b + 40, r->mver);
-	sd_node_encode(&r->node, b + 48);
+	sd_node_encode(&r->node, b + REC_OFF_NODE);
 	put64(b + REC_OFF_PCSUM, r->pcsum);
 	put64(b + REC_OFF_HCSUM, csum(b, REC_OFF_HCSUM));
 }
@@ -482,7 +484,7 @@ static int rec_read(uint64_t off, uint64_t end, struct rec *r)
 	r->writer = get64(b + 24);
 	r->subject = get64(b + 32);
 	r->mver = get64(b + 40);
-	sd_node_decode(&r->node, b + 48);
+	sd_node_decode(&r->node, b + REC_OFF_NODE);
 	r->pcsum = get64(b + REC_OFF_PCSUM);
 	r->off = off;
 	r->next = off + REC_HDR_SIZE + r->len;
@@ -1049,6 +1051,7 @@ static void process_log(void)
 		sd_err("%s was reset under us", st.log_path);
 		goto broken;
 	}
+	st.seen_end = h.end;
 	while (st.pos < h.end && n++ < BATCH_RECORDS) {
 		struct rec r;
 
@@ -1085,7 +1088,9 @@ static void probe_fn(struct timer *t)
 		/* files of processes that left cleanly pile up otherwise */
 		if (++st.nr_probes % SWEEP_EVERY == 0)
 			others_alive(true);
-		probe_all();
+		/* while replaying, the members we know of are history */
+		if (st.pos >= st.seen_end)
+			probe_all();
 		st.dispatching = true;
 		decide_joins();
 		st.dispatching = false;

@@ -267,3 +267,95 @@ int store_stat(uint64_t *size, uint64_t *free_bytes)
 	*free_bytes = (uint64_t)vs.f_frsize * vs.f_bavail;
 	return SD_RES_SUCCESS;
 }
+
+static void stale_path(char *buf, size_t len, uint64_t oid, uint32_t epoch)
+{
+	snprintf(buf, len, "%s/.stale/%016" PRIx64 ".%u", obj_dir, oid, epoch);
+}
+
+int store_move_to_stale(uint64_t oid, uint32_t epoch)
+{
+	char from[4400], to[4400];
+
+	obj_path(from, sizeof(from), oid, "");
+	stale_path(to, sizeof(to), oid, epoch);
+	if (rename(from, to))
+		return err_to_res(errno);
+	return SD_RES_SUCCESS;
+}
+
+/* the highest epoch suffix among the stale copies of @oid, or 0 */
+static uint32_t newest_stale(uint64_t oid)
+{
+	char dir[4400], prefix[32];
+	struct dirent *de;
+	uint32_t best = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/.stale", obj_dir);
+	snprintf(prefix, sizeof(prefix), "%016" PRIx64 ".", oid);
+	d = opendir(dir);
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		unsigned long e;
+		char *end;
+
+		if (strncmp(de->d_name, prefix, 17))
+			continue;
+		e = strtoul(de->d_name + 17, &end, 10);
+		if (!*end && e > best)
+			best = (uint32_t)e;
+	}
+	closedir(d);
+	return best;
+}
+
+int store_read_stale(uint64_t oid, void *buf, uint32_t len, uint32_t off)
+{
+	uint32_t epoch = newest_stale(oid);
+	char p[4400];
+	ssize_t n;
+	int fd;
+
+	if (!epoch)
+		return SD_RES_NO_OBJ;
+	stale_path(p, sizeof(p), oid, epoch);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return err_to_res(errno);
+	n = xpread(fd, buf, len, off);
+	close(fd);
+	if (n < 0)
+		return SD_RES_EIO;
+	if ((uint32_t)n < len)
+		memset((char *)buf + n, 0, len - (size_t)n);
+	return SD_RES_SUCCESS;
+}
+
+int store_purge_stale(void)
+{
+	char p[4400];
+
+	snprintf(p, sizeof(p), "%s/.stale", obj_dir);
+	rmdir_r(p);
+	return mkdir_p(p) ? SD_RES_EIO : SD_RES_SUCCESS;
+}
+
+int store_nr_stale(void)
+{
+	char p[4400];
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	snprintf(p, sizeof(p), "%s/.stale", obj_dir);
+	d = opendir(p);
+	if (!d)
+		return 0;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}

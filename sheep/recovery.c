@@ -1,0 +1,734 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Recovery (cluster.md §7): after an epoch change every storage node works
+ * out which objects it must now hold and fetches those it lacks, first as
+ * working copies from any member, then as the newest stale copy.  Objects
+ * it no longer owns move to the stale area.  A peer request for an object
+ * still awaiting recovery is parked and that object recovered first.
+ *
+ * Everything here runs on the main loop; object reads go through the async
+ * peer layer and disk work through the I/O pool.  A newer epoch cancels the
+ * running recovery: it finishes nothing further and the new one starts.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "net.h"
+#include "proto.h"
+#include "sheep.h"
+#include "store.h"
+#include "util.h"
+
+#define RHASH		4096
+#define MAX_INFLIGHT	4
+#define LIST_BUF_START	(4U << 20)
+#define LIST_BUF_MAX	(256U << 20)
+#define DISK_MARGIN_PCT	5
+
+enum robj_state { RO_PENDING, RO_ACTIVE, RO_STORING, RO_DONE };
+enum rstate { RS_PREPARING, RS_RECOVERING, RS_NOTIFYING, RS_DONE,
+	RS_HALTED };
+
+struct robj {
+	uint64_t oid;
+	uint8_t state;
+	bool superseded;
+	int pass;		/* 1: working copies, 2: stale copies too */
+	int next_src;
+	uint32_t size;
+	void *buf;
+	struct list_head parked;
+	struct robj *hnext;
+	struct recovery *rw;
+	struct work work;
+	struct peer_req pr;
+};
+
+struct recovery {
+	uint32_t epoch;
+	uint32_t old_epoch;
+	struct vnode_ring old_ring;
+	struct vnode_ring cur_ring;
+	enum rstate state;
+	bool cancelled;
+	int refs;		/* outstanding async operations + 1 */
+	/* list collection */
+	int lists_pending;
+	uint64_t *cand;
+	size_t nr_cand, cap_cand;
+	uint64_t *local;	/* our own object list */
+	size_t nr_local;
+	/* work */
+	struct robj **work;
+	size_t nr_work, next;
+	struct robj *hash[RHASH];
+	int inflight;
+	uint64_t nr_done;
+	struct timer timer;
+	struct list_head parked;	/* while preparing */
+	struct work stale_work;
+};
+
+static struct recovery *rec;
+static struct recovery_throttling throttle;
+static uint32_t throttle_budget;
+static uint64_t throttle_window;
+
+/* COMPLETE_RECOVERY bookkeeping (§7.6) */
+static struct node_id *completed;
+static size_t nr_completed;
+static uint32_t completed_epoch;
+
+static void rec_pump(struct recovery *rw);
+static void robj_fetch(struct robj *ro);
+
+static void rec_put(struct recovery *rw)
+{
+	if (--rw->refs)
+		return;
+	for (size_t i = 0; i < rw->nr_work; i++) {
+		free(rw->work[i]->buf);
+		free(rw->work[i]);
+	}
+	free(rw->work);
+	free(rw->cand);
+	free(rw->local);
+	ring_free(&rw->old_ring);
+	ring_free(&rw->cur_ring);
+	timer_del(&rw->timer);
+	free(rw);
+}
+
+static struct robj *robj_find(struct recovery *rw, uint64_t oid)
+{
+	struct robj *ro = rw->hash[oid % RHASH];
+
+	while (ro && ro->oid != oid)
+		ro = ro->hnext;
+	return ro;
+}
+
+static void resubmit_list(struct list_head *head)
+{
+	struct request *req, *n;
+	LIST_HEAD(todo);
+
+	list_for_each_entry_safe(req, n, head, list) {
+		list_del(&req->list);
+		list_add_tail(&req->list, &todo);
+	}
+	list_for_each_entry_safe(req, n, &todo, list) {
+		list_del(&req->list);
+		submit_io(req);
+	}
+}
+
+static uint8_t copies_of(uint64_t oid)
+{
+	return (uint8_t)vdi_copies(oid_to_vid(oid));
+}
+
+static bool self_is_target(const struct vnode_ring *ring, uint64_t oid)
+{
+	int tgt[SD_MAX_COPIES];
+	int n = ring_targets(ring, oid, copies_of(oid), tgt);
+
+	for (int i = 0; i < n; i++)
+		if (node_is_self(&ring->nodes[tgt[i]]))
+			return true;
+	return false;
+}
+
+/* ---- completion ---- */
+
+static void send_complete(struct recovery *rw)
+{
+	struct request *req = alloc_request(sizeof(struct sd_node));
+
+	req->rq.opcode = SD_OP_COMPLETE_RECOVERY;
+	req->rq.proto_ver = SD_SHEEP_PROTO_VER;
+	req->rq.flags = SD_FLAG_CMD_WRITE;
+	req->rq.data_length = sizeof(struct sd_node);
+	req->rq.obj.tgt_epoch = rw->epoch;
+	sd_node_encode(&sys.self, req->data);
+	req->op = get_sd_op(SD_OP_COMPLETE_RECOVERY);
+	req->internal = true;
+	req->complete = free_request;
+	queue_request(req);
+}
+
+static void rec_finish(struct recovery *rw)
+{
+	if (rw->cancelled || rw->state != RS_RECOVERING)
+		return;
+	if (rw->next < rw->nr_work || rw->inflight)
+		return;
+	sd_notice("recovery of epoch %u done: %" PRIu64 " object(s) checked",
+		  rw->epoch, rw->nr_done);
+	rw->state = RS_DONE;
+	send_complete(rw);
+}
+
+static void robj_done(struct robj *ro)
+{
+	struct recovery *rw = ro->rw;
+
+	if (ro->state != RO_DONE) {
+		ro->state = RO_DONE;
+		rw->nr_done++;
+	}
+	free(ro->buf);
+	ro->buf = NULL;
+	resubmit_list(&ro->parked);
+}
+
+/* ---- recovering one object ---- */
+
+static void robj_store_work(struct work *w)
+{
+	struct robj *ro = container_of(w, struct robj, work);
+	uint64_t size, free_bytes;
+	int ret;
+
+	if (!ro->buf) {
+		/* step 1: maybe it is here already */
+		ro->pass = store_exist(ro->oid) == SD_RES_SUCCESS ? -1 : 1;
+		return;
+	}
+	if (store_stat(&size, &free_bytes) == SD_RES_SUCCESS &&
+	    free_bytes < ro->size + size / 100 * DISK_MARGIN_PCT) {
+		ro->pass = -2;
+		return;
+	}
+	ret = store_create(ro->oid, ro->size, ro->buf, ro->size, 0, true);
+	ro->pass = ret == SD_RES_SUCCESS ? -1 : -3;
+}
+
+static void robj_store_done(struct work *w)
+{
+	struct robj *ro = container_of(w, struct robj, work);
+	struct recovery *rw = ro->rw;
+
+	if (ro->pass == -2) {
+		sd_emerg("recovery halted: the disk would be nearly full "
+			 "(keeping %d%% free); object %016" PRIx64 " not "
+			 "recovered", DISK_MARGIN_PCT, ro->oid);
+		rw->state = RS_HALTED;
+	} else if (ro->pass == -3) {
+		sd_err("cannot store recovered %016" PRIx64, ro->oid);
+	}
+	if (ro->pass == 1 && !rw->cancelled && !ro->superseded) {
+		ro->state = RO_ACTIVE;
+		ro->next_src = 0;
+		robj_fetch(ro);
+		return;
+	}
+	rw->inflight--;
+	robj_done(ro);
+	if (!rw->cancelled)
+		rec_pump(rw);
+	rec_finish(rw);
+	rec_put(rw);
+}
+
+/* the order in which to ask members: old targets first, then the rest */
+static const struct sd_node *source(struct robj *ro, int k)
+{
+	struct recovery *rw = ro->rw;
+	int tgt[SD_MAX_COPIES], n = 0, i;
+
+	if (rw->old_ring.nr_vnodes)
+		n = ring_targets(&rw->old_ring, ro->oid, copies_of(ro->oid),
+				 tgt);
+	for (i = 0; i < n; i++) {
+		const struct sd_node *s = &rw->old_ring.nodes[tgt[i]];
+
+		if (k-- == 0)
+			return s;
+	}
+	for (size_t j = 0; j < rw->cur_ring.nr_nodes; j++) {
+		const struct sd_node *s = &rw->cur_ring.nodes[j];
+
+		if (k-- == 0)
+			return s;
+	}
+	return NULL;
+}
+
+static void robj_read_done(struct peer_req *pr, int result)
+{
+	struct robj *ro = container_of(pr, struct robj, pr);
+	struct recovery *rw = ro->rw;
+
+	if (rw->cancelled || ro->superseded) {
+		rw->inflight--;
+		ro->state = RO_DONE;
+		free(ro->buf);
+		ro->buf = NULL;
+		resubmit_list(&ro->parked);
+		rec_put(rw);
+		return;
+	}
+	if (result == SD_RES_SUCCESS) {
+		ro->state = RO_STORING;
+		ro->work.fn = robj_store_work;
+		ro->work.done = robj_store_done;
+		if (!wq_queue(sys.io_wq, &ro->work))
+			return;
+	}
+	robj_fetch(ro);
+}
+
+static void robj_fetch(struct robj *ro)
+{
+	struct recovery *rw = ro->rw;
+	const struct sd_node *src;
+
+	for (;;) {
+		src = source(ro, ro->next_src++);
+		if (src)
+			break;
+		if (ro->pass == 2) {
+			sd_err("no copy of %016" PRIx64 " found anywhere",
+			       ro->oid);
+			rw->inflight--;
+			robj_done(ro);
+			rec_pump(rw);
+			rec_finish(rw);
+			rec_put(rw);
+			return;
+		}
+		ro->pass = 2;
+		ro->next_src = 0;
+	}
+	if (ro->pass == 1 && node_is_self(src)) {
+		robj_fetch(ro);
+		return;
+	}
+	if (!ro->buf)
+		ro->buf = xmalloc(ro->size);
+	memset(&ro->pr, 0, sizeof(ro->pr));
+	sd_init_req(&ro->pr.rq, SD_OP_READ_PEER);
+	ro->pr.rq.epoch = sys.epoch;
+	ro->pr.rq.flags = SD_FLAG_CMD_RECOVERY |
+			  (ro->pass == 2 ? SD_FLAG_CMD_WILDCARD : 0);
+	ro->pr.rq.obj.oid = ro->oid;
+	ro->pr.rq.obj.tgt_epoch = rw->old_epoch;
+	ro->pr.rq.data_length = ro->size;
+	ro->pr.rbuf = ro->buf;
+	ro->pr.rbuf_len = ro->size;
+	ro->pr.done = robj_read_done;
+	peer_submit(&src->nid, &ro->pr);
+}
+
+static void robj_start(struct robj *ro)
+{
+	struct recovery *rw = ro->rw;
+
+	ro->state = RO_ACTIVE;
+	ro->size = sd_obj_size(ro->oid, vdi_shift(oid_to_vid(ro->oid)));
+	rw->inflight++;
+	rw->refs++;
+	ro->work.fn = robj_store_work;
+	ro->work.done = robj_store_done;
+	if (wq_queue(sys.io_wq, &ro->work)) {
+		ro->pass = 1;
+		robj_store_done(&ro->work);
+	}
+}
+
+static bool throttled(void)
+{
+	uint64_t now;
+
+	if (!throttle.throttling)
+		return false;
+	now = now_msec();
+	if (now >= throttle_window + throttle.queue_work_interval) {
+		throttle_window = now;
+		throttle_budget = throttle.max_exec_count;
+	}
+	return throttle_budget == 0;
+}
+
+static void rec_timer(struct timer *t)
+{
+	struct recovery *rw = container_of(t, struct recovery, timer);
+
+	rec_pump(rw);
+}
+
+static void rec_pump(struct recovery *rw)
+{
+	if (rw->cancelled || rw->state != RS_RECOVERING)
+		return;
+	while (rw->inflight < MAX_INFLIGHT && rw->next < rw->nr_work) {
+		struct robj *ro = rw->work[rw->next];
+
+		if (ro->state != RO_PENDING) {
+			rw->next++;
+			continue;
+		}
+		if (sys.disable_recovery)
+			return;
+		if (throttled()) {
+			rw->timer.fn = rec_timer;
+			timer_add(sys.loop, &rw->timer, 50);
+			return;
+		}
+		if (throttle.throttling)
+			throttle_budget--;
+		rw->next++;
+		robj_start(ro);
+	}
+	rec_finish(rw);
+}
+
+/* ---- building the work list ---- */
+
+static int oid_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void stale_move_work(struct work *w)
+{
+	struct recovery *rw = container_of(w, struct recovery, stale_work);
+
+	for (size_t i = 0; i < rw->nr_local; i++)
+		if (rw->local[i] != UINT64_MAX)
+			store_move_to_stale(rw->local[i], rw->old_epoch);
+}
+
+static void stale_move_done(struct work *w)
+{
+	struct recovery *rw = container_of(w, struct recovery, stale_work);
+
+	rec_put(rw);
+}
+
+static void build_work(struct recovery *rw)
+{
+	size_t n = 0;
+
+	qsort(rw->cand, rw->nr_cand, sizeof(uint64_t), oid_cmp);
+	rw->work = xzalloc((rw->nr_cand + 1) * sizeof(*rw->work));
+	for (size_t i = 0; i < rw->nr_cand; i++) {
+		uint64_t oid = rw->cand[i];
+		struct robj *ro;
+
+		if (i && oid == rw->cand[i - 1])
+			continue;
+		if (!self_is_target(&rw->cur_ring, oid))
+			continue;
+		ro = xzalloc(sizeof(*ro));
+		ro->oid = oid;
+		ro->rw = rw;
+		INIT_LIST_HEAD(&ro->parked);
+		ro->hnext = rw->hash[oid % RHASH];
+		rw->hash[oid % RHASH] = ro;
+		rw->work[n++] = ro;
+	}
+	rw->nr_work = n;
+	/* what we hold but no longer own goes to the stale area */
+	for (size_t i = 0; i < rw->nr_local; i++)
+		if (self_is_target(&rw->cur_ring, rw->local[i]))
+			rw->local[i] = UINT64_MAX;
+	rw->stale_work.fn = stale_move_work;
+	rw->stale_work.done = stale_move_done;
+	rw->refs++;
+	if (wq_queue(sys.io_wq, &rw->stale_work))
+		rec_put(rw);
+	sd_info("recovery of epoch %u: %zu object(s) to check", rw->epoch,
+		rw->nr_work);
+	rw->state = RS_RECOVERING;
+	resubmit_list(&rw->parked);
+	rec_pump(rw);
+}
+
+struct list_fetch {
+	struct peer_req pr;
+	struct recovery *rw;
+	struct sd_node node;
+};
+
+static void fetch_list(struct recovery *rw, const struct sd_node *n,
+		       uint32_t size);
+
+static void list_done(struct peer_req *pr, int result)
+{
+	struct list_fetch *lf = container_of(pr, struct list_fetch, pr);
+	struct recovery *rw = lf->rw;
+	uint32_t nr = pr->rp.data_length / 8;
+	bool self = node_is_self(&lf->node);
+
+	if (!rw->cancelled && result == SD_RES_BUFFER_SMALL &&
+	    pr->rbuf_len < LIST_BUF_MAX) {
+		fetch_list(rw, &lf->node, pr->rbuf_len * 2);
+	} else if (!rw->cancelled && result == SD_RES_SUCCESS) {
+		if (rw->nr_cand + nr > rw->cap_cand) {
+			rw->cap_cand = (rw->nr_cand + nr) * 2;
+			rw->cand = xrealloc(rw->cand, rw->cap_cand * 8);
+		}
+		le64_array_decode(rw->cand + rw->nr_cand, nr, pr->rbuf);
+		if (self) {
+			rw->local = xmalloc((nr + 1) * 8);
+			memcpy(rw->local, rw->cand + rw->nr_cand, nr * 8);
+			rw->nr_local = nr;
+		}
+		rw->nr_cand += nr;
+	} else if (!rw->cancelled) {
+		sd_warn("no object list from a member: %s",
+			sd_strerror((uint32_t)result));
+	}
+	free(pr->rbuf);
+	free(lf);
+	if (--rw->lists_pending == 0 && !rw->cancelled)
+		build_work(rw);
+	rec_put(rw);
+}
+
+static void fetch_list(struct recovery *rw, const struct sd_node *n,
+		       uint32_t size)
+{
+	struct list_fetch *lf = xzalloc(sizeof(*lf));
+
+	lf->rw = rw;
+	lf->node = *n;
+	rw->refs++;
+	rw->lists_pending++;
+	sd_init_req(&lf->pr.rq, SD_OP_GET_OBJ_LIST);
+	lf->pr.rq.epoch = sys.epoch;
+	lf->pr.rq.data_length = size;
+	lf->pr.rbuf = xmalloc(size);
+	lf->pr.rbuf_len = size;
+	lf->pr.done = list_done;
+	peer_submit(&n->nid, &lf->pr);
+}
+
+static void rec_cancel(struct recovery *rw)
+{
+	rw->cancelled = true;
+	timer_del(&rw->timer);
+	resubmit_list(&rw->parked);
+	for (size_t i = 0; i < rw->nr_work; i++)
+		resubmit_list(&rw->work[i]->parked);
+	rec_put(rw);
+}
+
+void recovery_reset(void)
+{
+	if (rec)
+		rec_cancel(rec);
+	rec = NULL;
+	nr_completed = 0;
+	completed_epoch = 0;
+}
+
+void recovery_start(uint32_t old_epoch)
+{
+	struct sd_node *nodes;
+	struct recovery *rw;
+	int nr;
+
+	if (sys.gateway)
+		return;
+	rw = xzalloc(sizeof(*rw));
+	rw->refs = 1;
+	rw->epoch = sys.epoch;
+	rw->old_epoch = old_epoch;
+	rw->state = RS_PREPARING;
+	INIT_LIST_HEAD(&rw->parked);
+	nodes = xmalloc(SD_MAX_NODES * sizeof(*nodes));
+	nr = old_epoch ? epoch_log_read(old_epoch, nodes, SD_MAX_NODES, NULL)
+		       : -1;
+	if (nr > 0)
+		ring_build(&rw->old_ring, nodes, (size_t)nr);
+	free(nodes);
+	ring_build(&rw->cur_ring, sys.members, sys.nr_members);
+	if (rec)
+		rec_cancel(rec);
+	rec = rw;
+	sd_info("recovery of epoch %u starts (from epoch %u)", rw->epoch,
+		old_epoch);
+	rw->refs++;		/* held while fetching lists */
+	for (size_t i = 0; i < rw->cur_ring.nr_nodes; i++)
+		if (rw->cur_ring.nodes[i].nr_vnodes)
+			fetch_list(rw, &rw->cur_ring.nodes[i], LIST_BUF_START);
+	if (!rw->lists_pending)
+		build_work(rw);
+	rec_put(rw);
+}
+
+/* ---- hooks for the request path ---- */
+
+/*
+ * A peer op answered NO_OBJ: if the object is still to be recovered here,
+ * keep the request and answer it after recovery.  Returns true if parked.
+ */
+bool recovery_park(struct request *req)
+{
+	struct recovery *rw = rec;
+	struct robj *ro;
+
+	if (!rw || rw->cancelled || (req->rq.flags & SD_FLAG_CMD_RECOVERY))
+		return false;
+	if (rw->state == RS_PREPARING) {
+		list_add_tail(&req->list, &rw->parked);
+		return true;
+	}
+	if (rw->state != RS_RECOVERING && rw->state != RS_HALTED)
+		return false;
+	ro = robj_find(rw, req->rq.obj.oid);
+	if (!ro || ro->state == RO_DONE)
+		return false;
+	list_add_tail(&req->list, &ro->parked);
+	if (ro->state == RO_PENDING)
+		robj_start(ro);		/* prioritised recovery (§7.5) */
+	return true;
+}
+
+/*
+ * A create is about to replace @oid: recovery must not overwrite it with
+ * older data.  Returns true if the create must wait for a store in flight.
+ */
+bool recovery_supersede(struct request *req)
+{
+	struct recovery *rw = rec;
+	struct robj *ro;
+
+	if (!rw || rw->cancelled || (req->rq.flags & SD_FLAG_CMD_RECOVERY))
+		return false;
+	ro = robj_find(rw, req->rq.obj.oid);
+	if (!ro || ro->state == RO_DONE)
+		return false;
+	if (ro->state == RO_STORING) {
+		list_add_tail(&req->list, &ro->parked);
+		return true;
+	}
+	ro->superseded = true;
+	if (ro->state == RO_PENDING) {
+		ro->state = RO_DONE;
+		rw->nr_done++;
+	}
+	return false;
+}
+
+int recovery_stat(struct recovery_state *st)
+{
+	struct recovery *rw = rec;
+
+	memset(st, 0, sizeof(*st));
+	if (!rw || rw->state == RS_DONE)
+		return 0;
+	st->in_recovery = 1;
+	st->state = rw->state == RS_PREPARING ? 0 : 1;
+	st->nr_finished = rw->nr_done;
+	st->nr_total = rw->nr_work;
+	return 0;
+}
+
+bool recovery_halted(void)
+{
+	return rec && rec->state == RS_HALTED;
+}
+
+void recovery_resume(void)
+{
+	if (rec && !rec->cancelled)
+		rec_pump(rec);
+}
+
+void recovery_set_throttle(const struct recovery_throttling *t)
+{
+	throttle = *t;
+	throttle.throttling = t->max_exec_count && t->queue_work_interval;
+	throttle_budget = throttle.max_exec_count;
+	throttle_window = now_msec();
+}
+
+void recovery_get_throttle(struct recovery_throttling *t)
+{
+	*t = throttle;
+}
+
+/* ---- COMPLETE_RECOVERY: purge the stale area once everyone is done ---- */
+
+static struct work purge_work;
+static bool purging;
+
+static void purge_fn(struct work *w)
+{
+	store_purge_stale();
+}
+
+static void purge_done(struct work *w)
+{
+	purging = false;
+}
+
+int recovery_complete_main(const struct sd_req *req, struct sd_rsp *rsp,
+			   void *data, const struct cluster_ctx *ctx)
+{
+	uint32_t epoch = req->obj.tgt_epoch;
+	size_t storage = 0, done = 0;
+
+	if (epoch != sys.epoch)
+		return SD_RES_SUCCESS;
+	if (completed_epoch != epoch) {
+		nr_completed = 0;
+		completed_epoch = epoch;
+	}
+	completed = xrealloc(completed, (nr_completed + 1) *
+			     sizeof(*completed));
+	completed[nr_completed++] = ctx->sender->nid;
+	for (size_t i = 0; i < sys.nr_members; i++) {
+		if (!sys.members[i].nr_vnodes)
+			continue;
+		storage++;
+		for (size_t j = 0; j < nr_completed; j++)
+			if (node_id_eq(&completed[j], &sys.members[i].nid)) {
+				done++;
+				break;
+			}
+	}
+	if (done < storage || sys.gateway || purging)
+		return SD_RES_SUCCESS;
+	sd_info("every node recovered epoch %u: purging stale objects", epoch);
+	purging = true;
+	purge_work.fn = purge_fn;
+	purge_work.done = purge_done;
+	if (wq_queue(sys.io_wq, &purge_work))
+		purging = false;
+	return SD_RES_SUCCESS;
+}
+
+/* a node rejoining after the cluster moved on keeps nothing current */
+static void stale_all_fn(struct work *w);
+struct stale_all {
+	struct work work;
+	uint32_t epoch;
+};
+
+static int stale_one(uint64_t oid, void *arg)
+{
+	store_move_to_stale(oid, *(uint32_t *)arg);
+	return 0;
+}
+
+static void stale_all_fn(struct work *w)
+{
+	struct stale_all *sa = container_of(w, struct stale_all, work);
+
+	store_for_each(stale_one, &sa->epoch);
+}
+
+void recovery_stale_everything(uint32_t epoch)
+{
+	struct stale_all sa = { .epoch = epoch };
+
+	/* runs before the node serves anything: synchronous on purpose */
+	stale_all_fn(&sa.work);
+}
