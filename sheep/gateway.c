@@ -18,9 +18,7 @@
 
 struct gw_sub {
 	struct peer_req pr;
-	struct work work;
 	struct request *req;
-	uint32_t obj_size;
 	int tgt;		/* index in the read order */
 };
 
@@ -143,33 +141,36 @@ static void gw_finish(struct request *req, uint32_t result)
 	request_done(req);
 }
 
-static void sub_local_work(struct work *w)
+static void sub_local_complete(struct request *r)
 {
-	struct gw_sub *s = container_of(w, struct gw_sub, work);
+	struct gw_sub *s = r->caller;
 
-	s->pr.rp.result = store_exec(&s->pr.rq, s->pr.rbuf ? s->pr.rbuf :
-				     (void *)s->pr.wbuf, &s->pr.rp,
-				     s->obj_size);
+	s->pr.rp = r->rp;
+	free(r);
+	s->pr.done(&s->pr, (int)s->pr.rp.result);
 }
 
-static void sub_local_done(struct work *w)
-{
-	struct gw_sub *s = container_of(w, struct gw_sub, work);
-
-	s->pr.done(&s->pr, s->pr.rp.result);
-}
-
+/*
+ * The local copy goes through the same peer path as a remote one, so that
+ * it meets the same epoch checks and waits for recovery the same way.
+ */
 static void sub_submit(struct gw_sub *s, const struct sd_node *n)
 {
-	if (node_is_self(n)) {
-		s->work.fn = sub_local_work;
-		s->work.done = sub_local_done;
-		if (wq_queue(sys.io_wq, &s->work))
-			/* pool full: let the retry path absorb it */
-			s->pr.done(&s->pr, SD_RES_NETWORK_ERROR);
+	struct request *r;
+
+	if (!node_is_self(n)) {
+		peer_submit(&n->nid, &s->pr);
 		return;
 	}
-	peer_submit(&n->nid, &s->pr);
+	r = xzalloc(sizeof(*r));
+	INIT_LIST_HEAD(&r->list);
+	r->rq = s->pr.rq;
+	r->op = get_sd_op(r->rq.opcode);
+	r->data = s->pr.rbuf ? s->pr.rbuf : (void *)s->pr.wbuf;
+	r->internal = true;
+	r->complete = sub_local_complete;
+	r->caller = s;
+	queue_request(r);
 }
 
 static void build_peer_req(struct request *req, struct gw_sub *s, int idx)
@@ -180,7 +181,6 @@ static void build_peer_req(struct request *req, struct gw_sub *s, int idx)
 	s->pr.rq.epoch = sys.epoch;
 	s->pr.rq.obj.ec_index = (uint8_t)idx;
 	s->req = req;
-	s->obj_size = req->obj_size;
 }
 
 /* ---- writes: all targets in parallel ---- */

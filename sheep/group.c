@@ -360,6 +360,66 @@ static void fetch_missing_epochs(void)
 	}
 }
 
+/*
+ * VDI state exchange at join (objects.md §6.2, §14): a node knows only the
+ * VDIs whose inodes it stores, so the joiner learns the others' from every
+ * member and every member learns the joiner's.
+ */
+struct vdi_pull {
+	struct peer_req pr;
+	struct node_id from;
+};
+
+static void pull_vdi_state(const struct node_id *from, uint32_t nr);
+
+static void vdi_pull_done(struct peer_req *pr, int result)
+{
+	struct vdi_pull *vp = container_of(pr, struct vdi_pull, pr);
+	uint32_t n = pr->rp.data_length / sizeof(struct vdi_state);
+
+	if (result == SD_RES_BUFFER_SMALL && pr->rbuf_len < (64U << 20)) {
+		pull_vdi_state(&vp->from, pr->rbuf_len /
+			       sizeof(struct vdi_state) * 2);
+	} else if (result == SD_RES_SUCCESS) {
+		for (uint32_t i = 0; i < n; i++) {
+			struct vdi_state vs;
+
+			vdi_state_decode(&vs, (uint8_t *)pr->rbuf +
+					 i * sizeof(vs));
+			vdi_merge_state(&vs);
+		}
+	} else {
+		sd_warn("cannot fetch VDI state: %s",
+			sd_strerror((uint32_t)result));
+	}
+	free(pr->rbuf);
+	free(vp);
+}
+
+static void pull_vdi_state(const struct node_id *from, uint32_t nr)
+{
+	struct vdi_pull *vp = xzalloc(sizeof(*vp));
+
+	vp->from = *from;
+	sd_init_req(&vp->pr.rq, SD_OP_GET_VDI_COPIES);
+	vp->pr.rq.data_length = nr * (uint32_t)sizeof(struct vdi_state);
+	vp->pr.rbuf_len = vp->pr.rq.data_length;
+	vp->pr.rbuf = xmalloc(vp->pr.rbuf_len);
+	vp->pr.done = vdi_pull_done;
+	peer_submit(from, &vp->pr);
+}
+
+static void exchange_vdi_state(const struct sd_node *joined, bool me)
+{
+	if (!me) {
+		pull_vdi_state(&joined->nid, 1024);
+		return;
+	}
+	for (size_t i = 0; i < sys.nr_members; i++)
+		if (!node_is_self(&sys.members[i]))
+			pull_vdi_state(&sys.members[i].nid, 1024);
+}
+
 static void start_pending_recovery(void)
 {
 	uint32_t from = recover_from;
@@ -534,6 +594,7 @@ void sd_accept_handler(const struct sd_node *joined,
 	publish_view();
 	if (me && sys.status == SD_STATUS_OK)
 		fetch_missing_epochs();
+	exchange_vdi_state(joined, me);
 	start_pending_recovery();
 }
 

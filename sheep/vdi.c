@@ -139,6 +139,30 @@ static void vdi_from_header(const struct sd_inode_header *h)
 		vdi_set_deleted(h->vdi_id, true);
 }
 
+void vdi_merge_state(const struct vdi_state *vs)
+{
+	struct vdi_info *vi;
+
+	if (!vs->vid || vs->vid >= SD_NR_VDIS)
+		return;
+	vdi_set_inuse(vs->vid, true);
+	if (vs->deleted)
+		vdi_set_deleted(vs->vid, true);
+	vi = vdi_get(vs->vid, false);
+	if (vi) {
+		vi->snapshot |= vs->snapshot;
+		vi->deleted |= vs->deleted;
+		return;
+	}
+	vi = vdi_get(vs->vid, true);
+	vi->nr_copies = vs->nr_copies;
+	vi->copy_policy = vs->copy_policy;
+	vi->block_size_shift = vs->block_size_shift;
+	vi->snapshot = vs->snapshot;
+	vi->deleted = vs->deleted;
+	vi->parent_vid = vs->parent_vid;
+}
+
 static int scan_one(uint64_t oid, void *arg)
 {
 	uint8_t buf[SD_INODE_HEADER_SIZE];
