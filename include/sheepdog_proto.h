@@ -105,7 +105,7 @@
 #define SD_ATTR_OBJ_SIZE		66320
 #define SD_LEDGER_OBJ_SIZE		(UINT32_C(1) << 22)
 #define SD_BTREE_OBJ_SIZE		(UINT32_C(1) << 22)
-#define SD_MAX_VDI_SIZE			(UINT64_C(4) << 50)	/* 16 PiB */
+#define SD_MAX_VDI_SIZE			(UINT64_C(1) << 54)	/* 16 PiB */
 
 struct sd_req {
 	uint8_t proto_ver;
