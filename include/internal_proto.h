@@ -70,6 +70,8 @@
 #define SD_FLAG_CMD_CREAT		0x0100
 #define SD_FLAG_CMD_EXCL		0x0200
 #define SD_FLAG_CMD_DEL			0x0400
+/* Kelpie: LOCK_VDI locks even without the cluster's USE_LOCK flag */
+#define SD_FLAG_CMD_KLOCK		0x0800
 
 #define SD_RES_OLD_NODE_VER		0x81
 #define SD_RES_NEW_NODE_VER		0x82

@@ -229,6 +229,7 @@ bool vdi_test_deleted(uint32_t vid);
 struct vdi_info *vdi_get(uint32_t vid, bool create);
 void vdi_reset(void);
 void vdi_merge_state(const struct vdi_state *vs);
+void vdi_release_node_locks(const struct node_id *nid);
 void vdi_for_each(void (*fn)(uint32_t vid, struct vdi_info *vi, void *arg),
 		  void *arg);
 int vdi_new_work(struct request *req);

@@ -149,6 +149,12 @@ void vdi_merge_state(const struct vdi_state *vs)
 	if (vs->deleted)
 		vdi_set_deleted(vs->vid, true);
 	vi = vdi_get(vs->vid, false);
+	if (vs->lock_state == LOCK_STATE_LOCKED) {
+		struct vdi_info *l = vdi_get(vs->vid, true);
+
+		l->lock_state = LOCK_STATE_LOCKED;
+		l->lock_owner = vs->lock_owner;
+	}
 	if (vi) {
 		vi->snapshot |= vs->snapshot;
 		vi->deleted |= vs->deleted;
@@ -709,12 +715,15 @@ int vdi_lock_main(const struct sd_req *req, struct sd_rsp *rsp, void *data,
 {
 	struct vdi_info *vi;
 
-	if (!(sys.flags & SD_CLUSTER_FLAG_USE_LOCK))
+	/* the lock is real with `cluster format -l`, or when asked for */
+	if (!(sys.flags & SD_CLUSTER_FLAG_USE_LOCK) &&
+	    !(req->flags & SD_FLAG_CMD_KLOCK))
 		return SD_RES_SUCCESS;
 	vi = vdi_get(rsp->vdi.vdi_id, true);
 	if (vi->lock_state == LOCK_STATE_LOCKED)
 		return SD_RES_VDI_LOCKED;
 	vi->lock_state = LOCK_STATE_LOCKED;
+	vi->lock_owner = ctx->sender->nid;
 	return SD_RES_SUCCESS;
 }
 
@@ -723,9 +732,29 @@ int vdi_release_main(const struct sd_req *req, struct sd_rsp *rsp,
 {
 	struct vdi_info *vi = vdi_get(req->vdi.base_vdi_id, false);
 
-	if (vi)
+	if (vi) {
 		vi->lock_state = LOCK_STATE_UNLOCKED;
+		memset(&vi->lock_owner, 0, sizeof(vi->lock_owner));
+	}
 	return SD_RES_SUCCESS;
+}
+
+static void unlock_owned(uint32_t vid, struct vdi_info *vi, void *arg)
+{
+	const struct node_id *nid = arg;
+
+	if (vi->lock_state == LOCK_STATE_LOCKED &&
+	    node_id_eq(&vi->lock_owner, nid)) {
+		sd_info("VDI %x unlocked: its owner left", vid);
+		vi->lock_state = LOCK_STATE_UNLOCKED;
+		memset(&vi->lock_owner, 0, sizeof(vi->lock_owner));
+	}
+}
+
+/* a node that leaves gives up its locks (every node, in event order) */
+void vdi_release_node_locks(const struct node_id *nid)
+{
+	vdi_for_each(unlock_owned, (void *)nid);
 }
 
 /* ---- VDI attributes (objects.md §8); cluster worker, serialised ---- */
