@@ -620,7 +620,9 @@ int vdi_new_work(struct request *req)
 	if (ret != SD_RES_SUCCESS) {
 		sd_err("cannot create inode of %s: %s", lk.name,
 		       sd_strerror((uint32_t)ret));
-		return SD_RES_VDI_WRITE;
+		/* say why when the reason is the cluster's, not the disk's */
+		return ret == SD_RES_HALT || ret == SD_RES_NO_SPACE ? ret :
+		       SD_RES_VDI_WRITE;
 	}
 	req->rp.vdi.vdi_id = h.vdi_id;
 	req->rp.vdi.copies = h.nr_copies;
