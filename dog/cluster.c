@@ -11,6 +11,7 @@
 #include "net.h"
 #include "proto.h"
 #include "util.h"
+#include "vdi.h"
 
 #define STORE_LIST_BUF_SIZE	512
 
@@ -181,11 +182,6 @@ static int cluster_format(int argc, char **argv)
 
 /* ---- cluster info ---- */
 
-struct epoch_rec {
-	struct epoch_log_hdr h;
-	struct sd_node *nodes;	/* h.nr_nodes entries */
-};
-
 static void print_node_list(const struct epoch_rec *r)
 {
 	char s[NODE_STR_LEN];
@@ -231,56 +227,6 @@ static void print_node_diff(const struct epoch_rec *r,
 	}
 }
 
-/*
- * STAT_CLUSTER with room for sd_epoch records, doubling the node slots
- * on BUFFER_SMALL.  Returns the number of records (newest first).
- */
-static int fetch_epochs(struct epoch_rec **out, uint32_t *result)
-{
-	uint32_t slots = (uint32_t)MAX(sd_nodes_nr, 1);
-	uint32_t nr_logs = sd_epoch;
-	struct sd_req req;
-	struct sd_rsp rsp;
-	struct epoch_rec *recs;
-	uint8_t *buf;
-	size_t rec_size;
-	int n;
-
-	for (;;) {
-		rec_size = sizeof(struct epoch_log_hdr) +
-			   (size_t)slots * sizeof(struct sd_node);
-		buf = xzalloc(rec_size * nr_logs);
-		sd_init_req(&req, SD_OP_STAT_CLUSTER);
-		req.cluster.nodes_nr = slots;
-		req.data_length = (uint32_t)(rec_size * nr_logs);
-		if (dog_exec(&req, buf, req.data_length, &rsp)) {
-			free(buf);
-			return -1;
-		}
-		if (rsp.result != SD_RES_BUFFER_SMALL ||
-		    slots >= SD_MAX_NODES)
-			break;
-		free(buf);
-		slots = MIN(slots * 2, SD_MAX_NODES);
-	}
-	*result = rsp.result;
-	n = (int)(MIN(rsp.data_length, req.data_length) / rec_size);
-	recs = xzalloc(sizeof(*recs) * (size_t)(n ? n : 1));
-	for (int i = 0; i < n; i++) {
-		uint8_t *p = buf + (size_t)i * rec_size;
-
-		epoch_log_hdr_decode(&recs[i].h, p);
-		recs[i].h.nr_nodes = MIN(recs[i].h.nr_nodes, slots);
-		recs[i].nodes = xzalloc(sizeof(struct sd_node) *
-					(recs[i].h.nr_nodes + 1));
-		sd_nodes_decode(recs[i].nodes, recs[i].h.nr_nodes,
-				p + sizeof(struct epoch_log_hdr));
-	}
-	free(buf);
-	*out = recs;
-	return n;
-}
-
 static void print_cluster_details(const struct epoch_rec *first)
 {
 	struct epoch_log_hdr zero = { 0 };
@@ -321,7 +267,7 @@ static int cluster_info(int argc, char **argv)
 	uint32_t result;
 	int n;
 
-	n = fetch_epochs(&recs, &result);
+	n = fetch_epoch_log(&recs, &result);
 	if (n < 0)
 		return EXIT_SYSFAIL;
 	if (!raw_output)
@@ -344,9 +290,7 @@ static int cluster_info(int argc, char **argv)
 	}
 	for (int i = 0; i < n; i++)
 		print_epoch(&recs[i], i + 1 < n ? &recs[i + 1] : NULL);
-	for (int i = 0; i < n; i++)
-		free(recs[i].nodes);
-	free(recs);
+	free_epoch_log(recs, n);
 	return EXIT_SUCCESS;
 }
 
@@ -428,6 +372,38 @@ static const struct subcommand recover_cmds[] = {
 	{ NULL },
 };
 
+/* ---- cluster check ---- */
+
+static void check_one(uint32_t vid, const struct sd_inode_header *h,
+		      const uint32_t *index, uint32_t nr, void *data)
+{
+	int *ret = data;
+	struct vdi_inode in = {
+		.vid = vid, .h = *h, .nr = nr, .index = (uint32_t *)index,
+	};
+	char name[SD_MAX_VDI_LEN + 1], tag[SD_MAX_VDI_TAG_LEN + 1];
+
+	inode_name(h, name);
+	inode_tag(h, tag);
+	if (h->snap_ctime)
+		printf("fix snapshot %s (id: %" PRIu32 ", tag: \"%s\")\n",
+		       name, h->snap_id, tag);
+	else
+		printf("fix vdi %s\n", name);
+	fflush(stdout);
+	if (check_vdi(name, &in, false))
+		*ret = EXIT_FAILURE;
+}
+
+/* dog.md §4.7: vdi check of every VDI, in ascending vid order */
+static int cluster_check(int argc, char **argv)
+{
+	int ret = EXIT_SUCCESS, r;
+
+	r = parse_vdi(check_one, true, &ret);
+	return r ? r : ret;
+}
+
 /* ---- options and table ---- */
 
 static int cluster_parser(int ch, const char *arg)
@@ -503,6 +479,9 @@ static const struct subcommand cluster_cmds[] = {
 	  0, 0, cluster_shutdown },
 	{ "recover", NULL, "afphT", "control recovery", recover_cmds, 0, 0,
 	  NULL },
+	{ "check", NULL, "aphT",
+	  "check and repair the replicas of every image", NULL,
+	  CMD_NEED_NODELIST, 0, cluster_check },
 	{ NULL },
 };
 

@@ -230,6 +230,63 @@ out:
 	return ret;
 }
 
+/*
+ * STAT_CLUSTER with room for sd_epoch records, doubling the node slots
+ * on BUFFER_SMALL.  Returns the number of records (newest first).
+ */
+int fetch_epoch_log(struct epoch_rec **out, uint32_t *result)
+{
+	uint32_t slots = (uint32_t)MAX(sd_nodes_nr, 1);
+	uint32_t nr_logs = sd_epoch;
+	struct sd_req req;
+	struct sd_rsp rsp;
+	struct epoch_rec *recs;
+	uint8_t *buf;
+	size_t rec_size;
+	int n;
+
+	for (;;) {
+		rec_size = sizeof(struct epoch_log_hdr) +
+			   (size_t)slots * sizeof(struct sd_node);
+		buf = xzalloc(rec_size * nr_logs);
+		sd_init_req(&req, SD_OP_STAT_CLUSTER);
+		req.cluster.nodes_nr = slots;
+		req.data_length = (uint32_t)(rec_size * nr_logs);
+		if (dog_exec(&req, buf, req.data_length, &rsp)) {
+			free(buf);
+			return -1;
+		}
+		if (rsp.result != SD_RES_BUFFER_SMALL ||
+		    slots >= SD_MAX_NODES)
+			break;
+		free(buf);
+		slots = MIN(slots * 2, SD_MAX_NODES);
+	}
+	*result = rsp.result;
+	n = (int)(MIN(rsp.data_length, req.data_length) / rec_size);
+	recs = xzalloc(sizeof(*recs) * (size_t)(n ? n : 1));
+	for (int i = 0; i < n; i++) {
+		uint8_t *p = buf + (size_t)i * rec_size;
+
+		epoch_log_hdr_decode(&recs[i].h, p);
+		recs[i].h.nr_nodes = MIN(recs[i].h.nr_nodes, slots);
+		recs[i].nodes = xzalloc(sizeof(struct sd_node) *
+					(recs[i].h.nr_nodes + 1));
+		sd_nodes_decode(recs[i].nodes, recs[i].h.nr_nodes,
+				p + sizeof(struct epoch_log_hdr));
+	}
+	free(buf);
+	*out = recs;
+	return n;
+}
+
+void free_epoch_log(struct epoch_rec *recs, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(recs[i].nodes);
+	free(recs);
+}
+
 /* number of distinct zones among the storage nodes */
 int nr_storage_zones(void)
 {
@@ -611,18 +668,28 @@ void print_size_error(const char *s)
 }
 
 /*
- * Print @caution and ask.  True only if the answer starts with "yes" in
- * any case (dog.md §1.3).
+ * Print @prompt as it is and read one line: true only if the answer
+ * starts with "yes" in any case (dog.md §1.3).
  */
-bool confirm(const char *caution)
+bool confirm_prompt(const char *prompt)
 {
 	char line[256];
 
-	printf("%s\nAre you sure you want to continue? [yes/no]: ", caution);
+	printf("%s", prompt);
 	fflush(stdout);
 	if (!fgets(line, sizeof(line), stdin))
 		return false;
 	return !strncasecmp(line, "yes", 3);
+}
+
+/* print @caution and ask whether to continue */
+bool confirm(const char *caution)
+{
+	char prompt[1024];
+
+	snprintf(prompt, sizeof(prompt), "%s\nAre you sure you want to "
+		 "continue? [yes/no]: ", caution);
+	return confirm_prompt(prompt);
 }
 
 static int term_width(void)

@@ -83,6 +83,15 @@ void dog_close(void);
 int update_node_list(void);
 int nr_storage_zones(void);
 
+/* the epoch history (STAT_CLUSTER), newest first */
+struct epoch_rec {
+	struct epoch_log_hdr h;
+	struct sd_node *nodes;	/* h.nr_nodes entries */
+};
+
+int fetch_epoch_log(struct epoch_rec **out, uint32_t *result);
+void free_epoch_log(struct epoch_rec *recs, int n);
+
 /* objects and VDIs (common.c) */
 int dog_read_object(uint64_t oid, void *buf, uint32_t len, uint32_t off,
 		    uint8_t copies, uint8_t policy);
@@ -121,6 +130,7 @@ int parse_snapshot(const char *s, uint32_t *snapid, char *tag);
 int parse_block_shift(const char *s, uint8_t *shift);
 void print_size_error(const char *s);
 bool confirm(const char *caution);
+bool confirm_prompt(const char *prompt);
 void show_progress(uint64_t done, uint64_t total);
 char *fmt_size(uint64_t size, char *buf, size_t len);
 char *fmt_time(uint64_t sec, const char *fmt, char *buf, size_t len);

@@ -15,46 +15,21 @@
 #include "net.h"
 #include "proto.h"
 #include "util.h"
+#include "vdi.h"
 
 #define DEFAULT_BATCH	128
 
-static struct vdi_opts {
-	bool prealloc;
-	bool no_share;
-	bool writeback;
-	bool hyper;
-	bool reduce;
-	bool index_set;
-	uint64_t index;
-	uint32_t snapid;
-	char tag[SD_MAX_VDI_TAG_LEN];
-	uint8_t copies;
-	uint8_t copy_policy;
-	uint8_t shift;		/* 0: not given */
-	bool oid_set;
-	uint64_t oid;
-	uint32_t nr_batch;
-	uint32_t interval;
-	uint32_t max_reclaim;
-} vopt = {
+struct vdi_opts vopt = {
 	.nr_batch = DEFAULT_BATCH,
 };
 
-/* a VDI's inode header and (for flat VDIs) its data index */
-struct vdi_inode {
-	uint32_t vid;
-	struct sd_inode_header h;
-	uint32_t nr;
-	uint32_t *index;
-};
-
-static void free_inode(struct vdi_inode *in)
+void free_inode(struct vdi_inode *in)
 {
 	free(in->index);
 	in->index = NULL;
 }
 
-static int check_name(const char *name)
+int check_name(const char *name)
 {
 	if (strlen(name) >= SD_MAX_VDI_LEN) {
 		fprintf(stderr, "VDI name '%s' is too long (at most %d "
@@ -64,13 +39,11 @@ static int check_name(const char *name)
 	return 0;
 }
 
-/* find a VDI and read its header (and index); returns 0 or an exit code */
-static int open_vdi(const char *name, uint32_t snapid, const char *tag,
-		    struct vdi_inode *in, bool with_index)
+/* read the header (and index) of VDI @vid; returns 0 or an exit code */
+int open_vdi_vid(uint32_t vid, struct vdi_inode *in, bool with_index)
 {
 	memset(in, 0, sizeof(*in));
-	if (find_vdi(name, snapid, tag, &in->vid) != SD_RES_SUCCESS)
-		return EXIT_FAILURE;
+	in->vid = vid;
 	if (read_inode_header(in->vid, &in->h) != SD_RES_SUCCESS)
 		return EXIT_FAILURE;
 	if (!with_index || in->h.store_policy)
@@ -84,7 +57,19 @@ static int open_vdi(const char *name, uint32_t snapid, const char *tag,
 	return 0;
 }
 
-static int reject_hyper(const struct vdi_inode *in, const char *what)
+/* find a VDI and read its header (and index); returns 0 or an exit code */
+int open_vdi(const char *name, uint32_t snapid, const char *tag,
+	     struct vdi_inode *in, bool with_index)
+{
+	uint32_t vid;
+
+	memset(in, 0, sizeof(*in));
+	if (find_vdi(name, snapid, tag, &vid) != SD_RES_SUCCESS)
+		return EXIT_FAILURE;
+	return open_vdi_vid(vid, in, with_index);
+}
+
+int reject_hyper(const struct vdi_inode *in, const char *what)
 {
 	if (!in->h.store_policy)
 		return 0;
@@ -92,19 +77,8 @@ static int reject_hyper(const struct vdi_inode *in, const char *what)
 	return EXIT_FAILURE;
 }
 
-struct new_vdi {
-	const char *name;
-	uint64_t size;
-	uint32_t base;
-	uint32_t snapid;
-	uint8_t copies;
-	uint8_t copy_policy;
-	uint8_t store_policy;
-	uint8_t shift;
-};
-
 /* NEW_VDI; returns the result code and the new vid */
-static int new_vdi(const struct new_vdi *nv, uint32_t *vid)
+int new_vdi(const struct new_vdi *nv, uint32_t *vid)
 {
 	uint8_t name[SD_MAX_VDI_LEN];
 	struct sd_req req;
@@ -425,7 +399,7 @@ static int write_zero_range(const struct vdi_inode *in, uint32_t first,
  * so that the sheep drops the references (objects.md §10.1).  Returns
  * 0, or -1 on a write failure.
  */
-static int clear_index(struct vdi_inode *in)
+int clear_index(struct vdi_inode *in)
 {
 	uint32_t limit = vopt.max_reclaim ? vopt.max_reclaim : UINT32_MAX;
 	uint32_t i = 0, cleared = 0;
@@ -455,7 +429,8 @@ static int clear_index(struct vdi_inode *in)
 	return 0;
 }
 
-static void del_vdi(const char *name, uint32_t snapid, const char *tag)
+/* DEL_VDI; returns the result code after printing a failure */
+int del_vdi(const char *name, uint32_t snapid, const char *tag)
 {
 	uint8_t buf[SD_MAX_VDI_LEN + SD_MAX_VDI_TAG_LEN];
 	struct sd_req req;
@@ -467,10 +442,26 @@ static void del_vdi(const char *name, uint32_t snapid, const char *tag)
 	req.data_length = sizeof(buf);
 	req.vdi.snapid = snapid;
 	if (dog_exec(&req, buf, 0, &rsp))
-		return;
+		return SD_RES_EIO;
 	if (rsp.result != SD_RES_SUCCESS)
 		fprintf(stderr, "Failed to delete %s: %s\n", name,
 			sd_strerror(rsp.result));
+	return (int)rsp.result;
+}
+
+/*
+ * Release the objects of an opened VDI (honouring -B, -I and -m) and
+ * delete it (dog.md §2.4).  Returns the result code; with -m the VDI is
+ * kept and SD_RES_SUCCESS returned.
+ */
+int delete_vdi_inode(struct vdi_inode *in, const char *name, uint32_t snapid,
+		     const char *tag)
+{
+	if (!in->h.store_policy && clear_index(in))
+		return SD_RES_EIO;
+	if (vopt.max_reclaim)
+		return SD_RES_SUCCESS;
+	return del_vdi(name, snapid, tag);
 }
 
 /* always exits 0, even after printing an error (dog.md §1.2 quirk) */
@@ -480,17 +471,35 @@ static int vdi_delete(int argc, char **argv)
 
 	if (open_vdi(argv[0], vopt.snapid, vopt.tag, &in, true))
 		return EXIT_SUCCESS;
-	if (!in.h.store_policy && clear_index(&in))
-		goto out;
-	if (vopt.max_reclaim)
-		goto out;
-	del_vdi(argv[0], vopt.snapid, vopt.tag);
-out:
+	delete_vdi_inode(&in, argv[0], vopt.snapid, vopt.tag);
 	free_inode(&in);
 	return EXIT_SUCCESS;
 }
 
 /* ---- list ---- */
+
+/* the list flag: s snapshot, c clone, blank (raw: =) otherwise */
+char vdi_flag(const struct sd_inode_header *h)
+{
+	if (h->snap_ctime)
+		return 's';
+	if (h->snap_id == 1 && h->parent_vdi_id)
+		return 'c';
+	return raw_output ? '=' : ' ';
+}
+
+/* the name and tag fields as C strings (buffers of field size + 1) */
+void inode_name(const struct sd_inode_header *h, char *name)
+{
+	memcpy(name, h->name, SD_MAX_VDI_LEN);
+	name[SD_MAX_VDI_LEN] = 0;
+}
+
+void inode_tag(const struct sd_inode_header *h, char *tag)
+{
+	memcpy(tag, h->tag, SD_MAX_VDI_TAG_LEN);
+	tag[SD_MAX_VDI_TAG_LEN] = 0;
+}
 
 struct list_filter {
 	const char *name;
@@ -513,13 +522,10 @@ static void list_one(uint32_t vid, const struct sd_inode_header *h,
 	char size[32], used[32], shr[32], date[32], copies[16];
 	char name[SD_MAX_VDI_LEN + 1], tag[SD_MAX_VDI_TAG_LEN + 1];
 	bool snap = h->snap_ctime != 0;
-	char flag = snap ? 's' : (h->snap_id == 1 && h->parent_vdi_id) ?
-		    'c' : raw_output ? '=' : ' ';
+	char flag = vdi_flag(h);
 
-	memcpy(name, h->name, SD_MAX_VDI_LEN);
-	name[SD_MAX_VDI_LEN] = 0;
-	memcpy(tag, h->tag, SD_MAX_VDI_TAG_LEN);
-	tag[SD_MAX_VDI_TAG_LEN] = 0;
+	inode_name(h, name);
+	inode_tag(h, tag);
 	if (f->name && strcmp(f->name, name))
 		return;
 	if (vopt.oid_set) {
@@ -652,12 +658,12 @@ out:
 }
 
 /* read up to @len bytes; returns the count (short only at EOF) or -1 */
-static ssize_t read_stdin(uint8_t *buf, size_t len)
+ssize_t read_full(int fd, uint8_t *buf, size_t len)
 {
 	size_t done = 0;
 
 	while (done < len) {
-		ssize_t r = read(STDIN_FILENO, buf + done, len - done);
+		ssize_t r = read(fd, buf + done, len - done);
 
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -671,7 +677,7 @@ static ssize_t read_stdin(uint8_t *buf, size_t len)
 }
 
 /* write one chunk inside object @idx, allocating or COWing it */
-static int write_chunk(struct vdi_inode *in, uint32_t idx, const uint8_t *buf,
+int write_chunk(struct vdi_inode *in, uint32_t idx, const uint8_t *buf,
 		       uint32_t len, uint32_t ooff)
 {
 	uint32_t owner = in->index[idx];
@@ -733,7 +739,7 @@ static int vdi_write(int argc, char **argv)
 		uint32_t idx = (uint32_t)(off / obj);
 		uint32_t ooff = (uint32_t)(off % obj);
 		uint32_t n = (uint32_t)MIN((uint64_t)(obj - ooff), end - off);
-		ssize_t r = read_stdin(buf, n);
+		ssize_t r = read_full(STDIN_FILENO, buf, n);
 
 		if (r < 0) {
 			fprintf(stderr, "Failed to read from stdin: %s\n",
@@ -902,6 +908,19 @@ static const struct subcommand object_cmds[] = {
 	{ "location", "<vdiname>", NULL,
 	  "show where an object of a VDI is and should be", NULL,
 	  CMD_NEED_NODELIST, 1, object_location },
+	{ "map", "<vdiname>", NULL,
+	  "show which VDI owns each data object", NULL, 0, 1, object_map },
+	{ "dump-inode", "<inode file>", NULL,
+	  "decode an inode object file of a local store", NULL, 0, 1,
+	  object_dump_inode },
+	{ NULL },
+};
+
+static const struct subcommand lock_cmds[] = {
+	{ "list", NULL, NULL, "list the locked VDIs", NULL, 0, 0,
+	  lock_list },
+	{ "unlock", "<vdiname>", NULL, "release the lock of a VDI", NULL, 0,
+	  1, lock_unlock },
 	{ NULL },
 };
 
@@ -997,6 +1016,21 @@ static int vdi_parser(int ch, const char *arg)
 		return parse_u32_opt(arg, ch, &vopt.interval);
 	case 'm':
 		return parse_u32_opt(arg, ch, &vopt.max_reclaim);
+	case 'x':
+		vopt.exclusive = true;
+		break;
+	case 'd':
+		vopt.delete = true;
+		break;
+	case 'f':
+		vopt.force = true;
+		break;
+	case 'e':
+		vopt.exist = true;
+		break;
+	case 'F':
+		vopt.from_set = true;
+		return parse_snapshot(arg, &vopt.from_snapid, vopt.from_tag);
 	}
 	return 0;
 }
@@ -1013,8 +1047,7 @@ static const struct sd_option vdi_options[] = {
 	{ 'c', "copies", true, "copies",
 	  "redundancy: N copies or D:P erasure code" },
 	{ 'y', "hyper", false, NULL, "create a hyper volume" },
-	{ 'o', "oid", true, "oid",
-	  "only VDIs that reference this data object (hex)" },
+	{ 'o', "oid", true, "oid", "object id (hex)" },
 	{ 'z', "block_size_shift", true, "shift",
 	  "object size 2^shift (20 to 31)" },
 	{ 'R', "reduce-identical-snapshots", false, NULL,
@@ -1025,10 +1058,21 @@ static const struct sd_option vdi_options[] = {
 	  "pause between two batches" },
 	{ 'm', "max-reclaim", true, "count",
 	  "clear at most this many entries and keep the VDI" },
+	{ 'x', "exclusive", false, NULL,
+	  "fail if the attribute already exists" },
+	{ 'd', "delete", false, NULL, "delete the attribute" },
+	{ 'f', "force", false, NULL, "do not ask for confirmation" },
+	{ 'e', "exist", false, NULL,
+	  "only check that every copy exists" },
+	{ 'F', "from", true, "snapshot",
+	  "base snapshot of an incremental backup (id or tag)" },
 	{ 0, NULL, false, NULL, NULL },
 };
 
 static const struct subcommand vdi_cmds[] = {
+	{ "check", "<vdiname>", "seaphT",
+	  "check and repair the replicas of an image", NULL,
+	  CMD_NEED_NODELIST, 1, vdi_check },
 	{ "create", "<vdiname> <size>", "PycaphrvzT", "create an image",
 	  NULL, CMD_NEED_NODELIST, 2, vdi_create },
 	{ "snapshot", "<vdiname>", "saphrvTR", "create a snapshot", NULL, 0,
@@ -1037,16 +1081,39 @@ static const struct subcommand vdi_cmds[] = {
 	  "create a clone of a snapshot", NULL, 0, 2, vdi_clone },
 	{ "delete", "<vdiname>", "saphTBIm", "delete an image", NULL, 0, 1,
 	  vdi_delete },
+	{ "rollback", "<vdiname>", "saphfrvTBI",
+	  "roll an image back to a snapshot", NULL, 0, 1, vdi_rollback },
 	{ "list", "[vdiname]", "aprhoT", "list images", NULL, 0, 0,
 	  vdi_list },
+	{ "tree", NULL, "aphT", "show images and snapshots as a tree", NULL,
+	  0, 0, vdi_tree },
+	{ "graph", NULL, "aphT",
+	  "show images and snapshots as a Graphviz graph", NULL, 0, 0,
+	  vdi_graph },
+	{ "object", NULL, "isaphT", "inspect the objects of an image",
+	  object_cmds, 0, 0, NULL },
+	{ "track", "<vdiname>", "isaphoT",
+	  "show where an object was placed in every epoch", NULL,
+	  CMD_NEED_NODELIST, 1, vdi_track },
+	{ "setattr", "<vdiname> <key> [value]", "dxaphT",
+	  "set (or with -d delete) an attribute of an image", NULL, 0, 2,
+	  vdi_setattr },
+	{ "getattr", "<vdiname> <key>", "aphT",
+	  "print an attribute of an image", NULL, 0, 2, vdi_getattr },
+	{ "lock", NULL, "saphT", "list or release image locks", lock_cmds,
+	  0, 0, NULL },
 	{ "resize", "<vdiname> <new size>", "aphT", "grow an image", NULL, 0,
 	  2, vdi_resize },
 	{ "read", "<vdiname> [<offset> [<len>]]", "saphT",
 	  "read image data to stdout", NULL, 0, 1, vdi_read },
 	{ "write", "<vdiname> [<offset> [<len>]]", "apwhT",
 	  "write stdin into an image", NULL, 0, 1, vdi_write },
-	{ "object", NULL, "isaphT", "locate the objects of an image",
-	  object_cmds, 0, 0, NULL },
+	{ "backup", "<vdiname>", "sFaphT",
+	  "write the changes between two snapshots to stdout", NULL, 0, 1,
+	  vdi_backup },
+	{ "restore", "<vdiname>", "saphTBI",
+	  "restore a backup from stdin on top of a snapshot", NULL, 0, 1,
+	  vdi_restore },
 	{ NULL },
 };
 

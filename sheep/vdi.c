@@ -552,7 +552,8 @@ static int vdi_clone(struct request *req, struct lookup *lk, uint32_t base)
 		ret = SD_RES_BASE_VDI_WRITE;
 		goto out;
 	}
-	new_header_from(&h, &src.h, lk->name, lk->free_vid, 1, base);
+	new_header_from(&h, &src.h, lk->name, lk->free_vid,
+			lk->next_snapid, base);
 	h.vdi_size = req->rq.vdi.vdi_size ? req->rq.vdi.vdi_size :
 		     src.h.vdi_size;
 	if (req->rq.vdi.copies) {

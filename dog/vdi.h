@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * dog vdi: declarations shared by the files implementing the vdi
+ * subcommands (vdi.c, vdi_snap.c, vdi_object.c, vdi_attr.c, vdi_lock.c,
+ * vdi_check.c, backup.c).
+ */
+#ifndef DOG_VDI_H
+#define DOG_VDI_H
+
+#include "dog.h"
+
+/* the vdi option letters (dog.md §2), shared by every vdi subcommand */
+struct vdi_opts {
+	bool prealloc;
+	bool no_share;
+	bool writeback;
+	bool hyper;
+	bool reduce;
+	bool index_set;
+	uint64_t index;
+	uint32_t snapid;
+	char tag[SD_MAX_VDI_TAG_LEN];
+	uint8_t copies;
+	uint8_t copy_policy;
+	uint8_t shift;		/* 0: not given */
+	bool oid_set;
+	uint64_t oid;
+	uint32_t nr_batch;
+	uint32_t interval;
+	uint32_t max_reclaim;
+	bool exclusive;		/* -x */
+	bool delete;		/* -d */
+	bool force;		/* -f */
+	bool exist;		/* -e */
+	bool from_set;		/* -F */
+	uint32_t from_snapid;
+	char from_tag[SD_MAX_VDI_TAG_LEN];
+};
+
+extern struct vdi_opts vopt;
+
+/* a VDI's inode header and (for flat VDIs) its data index */
+struct vdi_inode {
+	uint32_t vid;
+	struct sd_inode_header h;
+	uint32_t nr;
+	uint32_t *index;
+};
+
+struct new_vdi {
+	const char *name;
+	uint64_t size;
+	uint32_t base;
+	uint32_t snapid;
+	uint8_t copies;
+	uint8_t copy_policy;
+	uint8_t store_policy;
+	uint8_t shift;
+};
+
+void free_inode(struct vdi_inode *in);
+int check_name(const char *name);
+int open_vdi(const char *name, uint32_t snapid, const char *tag,
+	     struct vdi_inode *in, bool with_index);
+int open_vdi_vid(uint32_t vid, struct vdi_inode *in, bool with_index);
+int reject_hyper(const struct vdi_inode *in, const char *what);
+int new_vdi(const struct new_vdi *nv, uint32_t *vid);
+int clear_index(struct vdi_inode *in);
+int del_vdi(const char *name, uint32_t snapid, const char *tag);
+int delete_vdi_inode(struct vdi_inode *in, const char *name, uint32_t snapid,
+		     const char *tag);
+int write_chunk(struct vdi_inode *in, uint32_t idx, const uint8_t *buf,
+		uint32_t len, uint32_t ooff);
+ssize_t read_full(int fd, uint8_t *buf, size_t len);
+char vdi_flag(const struct sd_inode_header *h);
+void inode_name(const struct sd_inode_header *h, char *name);
+void inode_tag(const struct sd_inode_header *h, char *tag);
+
+/* subcommands living outside vdi.c */
+int vdi_rollback(int argc, char **argv);
+int vdi_tree(int argc, char **argv);
+int vdi_graph(int argc, char **argv);
+int vdi_track(int argc, char **argv);
+int object_map(int argc, char **argv);
+int object_dump_inode(int argc, char **argv);
+int vdi_setattr(int argc, char **argv);
+int vdi_getattr(int argc, char **argv);
+int lock_list(int argc, char **argv);
+int lock_unlock(int argc, char **argv);
+int vdi_check(int argc, char **argv);
+int vdi_backup(int argc, char **argv);
+int vdi_restore(int argc, char **argv);
+
+/* consistency check of one VDI (vdi_check.c), also used by cluster check */
+int check_vdi(const char *name, struct vdi_inode *in, bool exist_only);
+
+#endif

@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * dog vdi check (dog.md §2.17, cluster.md §10): compare the replicas of
+ * the inode and of every allocated data object of a VDI and repair the
+ * ones that are missing or differ from the majority.
+ *
+ * For each object dog computes its targets from the current node list and
+ * asks each target for the SHA-1 of its copy (GET_HASH).  A Boyer-Moore
+ * majority vote over the copies found picks the good content; every target
+ * lacking the object or holding another digest is told to fetch it from a
+ * majority holder (REPAIR_REPLICA).  With -e only existence is checked,
+ * one OIDS_EXIST request per node and batch.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "dog.h"
+#include "net.h"
+#include "proto.h"
+#include "util.h"
+#include "vdi.h"
+
+#define DIGEST_LEN		20
+#define OIDS_PER_REQUEST	65536
+
+enum copy_state { COPY_UNKNOWN, COPY_MISSING, COPY_PRESENT };
+
+struct copy {
+	int node;		/* index into sd_ring.nodes */
+	enum copy_state state;
+	uint8_t digest[DIGEST_LEN];
+};
+
+static const struct sd_node *ring_node(int idx)
+{
+	return &sd_ring.nodes[idx];
+}
+
+/* GET_HASH of @oid on one target */
+static void get_hash(uint64_t oid, struct copy *c)
+{
+	char s[NODE_STR_LEN];
+	struct sd_req req;
+	struct sd_rsp rsp;
+
+	c->state = COPY_UNKNOWN;
+	sd_init_req(&req, SD_OP_GET_HASH);
+	req.epoch = sd_epoch;
+	req.obj.oid = oid;
+	req.obj.tgt_epoch = sd_epoch;
+	if (dog_exec_node(&ring_node(c->node)->nid, &req, NULL, 0, &rsp))
+		return;
+	switch (rsp.result) {
+	case SD_RES_SUCCESS:
+		c->state = COPY_PRESENT;
+		memcpy(c->digest, rsp.hash.digest, DIGEST_LEN);
+		break;
+	case SD_RES_NO_OBJ:
+		c->state = COPY_MISSING;
+		break;
+	default:
+		fprintf(stderr, "failed to get the hash of %016" PRIx64
+			" from %s: %s\n", oid,
+			node_to_str(ring_node(c->node), s, sizeof(s)),
+			sd_strerror(rsp.result));
+	}
+}
+
+/* tell the node of @to to copy @oid from the node of @from */
+static int repair_replica(uint64_t oid, const struct copy *to,
+			  const struct copy *from)
+{
+	const struct node_id *src = &ring_node(from->node)->nid;
+	char s[NODE_STR_LEN];
+	struct sd_req req;
+	struct sd_rsp rsp;
+
+	sd_init_req(&req, SD_OP_REPAIR_REPLICA);
+	req.epoch = sd_epoch;
+	req.forw.oid = oid;
+	memcpy(req.forw.addr, src->addr, sizeof(req.forw.addr));
+	req.forw.port = src->port;
+	if (dog_exec_node(&ring_node(to->node)->nid, &req, NULL, 0, &rsp))
+		return -1;
+	if (rsp.result != SD_RES_SUCCESS) {
+		fprintf(stderr, "failed to repair %016" PRIx64 " on %s: %s\n",
+			oid, node_to_str(ring_node(to->node), s, sizeof(s)),
+			sd_strerror(rsp.result));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Boyer-Moore majority vote over the present copies: the index of a copy
+ * holding a digest that more than half of them share, or -1 with
+ * *@found = the number of present copies.
+ */
+static int majority(const struct copy *c, int n, int *found)
+{
+	int cand = -1, count = 0, votes = 0;
+
+	*found = 0;
+	for (int i = 0; i < n; i++) {
+		if (c[i].state != COPY_PRESENT)
+			continue;
+		(*found)++;
+		if (!count) {
+			cand = i;
+			count = 1;
+		} else if (!memcmp(c[i].digest, c[cand].digest, DIGEST_LEN)) {
+			count++;
+		} else {
+			count--;
+		}
+	}
+	if (cand < 0)
+		return -1;
+	for (int i = 0; i < n; i++)
+		if (c[i].state == COPY_PRESENT &&
+		    !memcmp(c[i].digest, c[cand].digest, DIGEST_LEN))
+			votes++;
+	return votes * 2 > *found ? cand : -1;
+}
+
+/* check and repair one replicated object; returns 0 if it is now fine */
+static int check_object(uint64_t oid, int copies)
+{
+	struct copy c[SD_MAX_COPIES];
+	int tgt[SD_MAX_COPIES], n, good, found, ret = 0;
+
+	n = ring_targets(&sd_ring, oid, MIN(copies, SD_MAX_COPIES), tgt);
+	for (int i = 0; i < n; i++) {
+		c[i].node = tgt[i];
+		get_hash(oid, &c[i]);
+	}
+	good = majority(c, n, &found);
+	if (good < 0) {
+		if (!found)
+			fprintf(stderr, "no node has %016" PRIx64 "\n", oid);
+		else
+			fprintf(stderr, "no majority of %016" PRIx64 "\n",
+				oid);
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		bool missing = c[i].state == COPY_MISSING;
+
+		if (c[i].state == COPY_UNKNOWN) {
+			ret = -1;
+			continue;
+		}
+		if (!missing &&
+		    !memcmp(c[i].digest, c[good].digest, DIGEST_LEN))
+			continue;
+		if (repair_replica(oid, &c[i], &c[good])) {
+			ret = -1;
+			continue;
+		}
+		printf("fixed %s %016" PRIx64 "\n",
+		       missing ? "missing" : "replica", oid);
+		fflush(stdout);
+	}
+	return ret;
+}
+
+/* ---- -e: existence only ---- */
+
+struct oid_list {
+	uint64_t *oids;
+	size_t nr, cap;
+};
+
+static void oid_list_add(struct oid_list *l, uint64_t oid)
+{
+	if (l->nr == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 1024;
+		l->oids = xrealloc(l->oids, l->cap * sizeof(*l->oids));
+	}
+	l->oids[l->nr++] = oid;
+}
+
+/*
+ * OIDS_EXIST on one node for @nr oids: print the missing ones and return
+ * their count, or -1 if the node could not be asked.
+ */
+static int oids_exist(const struct sd_node *node, const uint64_t *oids,
+		      size_t nr)
+{
+	char s[NODE_STR_LEN];
+	struct sd_req req;
+	struct sd_rsp rsp;
+	uint32_t len = (uint32_t)(nr * 8);
+	uint8_t *buf = xmalloc(len);
+	int missing = 0;
+
+	le64_array_encode(oids, nr, buf);
+	sd_init_req(&req, SD_OP_OIDS_EXIST);
+	req.flags = SD_FLAG_CMD_WRITE | SD_FLAG_CMD_PIGGYBACK;
+	req.epoch = sd_epoch;
+	req.data_length = len;
+	node_to_str(node, s, sizeof(s));
+	if (dog_exec_node(&node->nid, &req, buf, len, &rsp)) {
+		missing = -1;
+		goto out;
+	}
+	if (rsp.result == SD_RES_SUCCESS)
+		goto out;
+	if (rsp.result != SD_RES_NO_OBJ) {
+		fprintf(stderr, "failed to check the objects on %s: %s\n", s,
+			sd_strerror(rsp.result));
+		missing = -1;
+		goto out;
+	}
+	for (uint32_t i = 0; i < MIN(rsp.data_length, len) / 8; i++) {
+		printf("[%s] oid %016" PRIx64 " is missing.\n", s,
+		       get_le64(buf + 8 * i));
+		missing++;
+	}
+out:
+	free(buf);
+	return missing;
+}
+
+static int check_existence(const char *name, const uint64_t *oids,
+			   size_t nr, int copies)
+{
+	struct oid_list *per_node;
+	int tgt[SD_MAX_COPIES], lost = 0;
+	bool failed = false;
+
+	per_node = xzalloc(sizeof(*per_node) * sd_ring.nr_nodes);
+	for (size_t i = 0; i < nr; i++) {
+		int n = ring_targets(&sd_ring, oids[i],
+				     MIN(copies, SD_MAX_COPIES), tgt);
+
+		for (int k = 0; k < n; k++)
+			oid_list_add(&per_node[tgt[k]], oids[i]);
+	}
+	for (size_t node = 0; node < sd_ring.nr_nodes; node++) {
+		struct oid_list *l = &per_node[node];
+
+		for (size_t off = 0; off < l->nr; off += OIDS_PER_REQUEST) {
+			int m = oids_exist(ring_node((int)node),
+					   l->oids + off,
+					   MIN(l->nr - off,
+					       (size_t)OIDS_PER_REQUEST));
+
+			if (m < 0)
+				failed = true;
+			else
+				lost += m;
+		}
+		free(l->oids);
+	}
+	free(per_node);
+	if (lost) {
+		printf("%s lost %d object(s).\n", name, lost);
+		return EXIT_FAILURE;
+	}
+	if (failed) {
+		fprintf(stderr, "Some nodes could not be checked\n");
+		return EXIT_FAILURE;
+	}
+	printf("%s is fine, no object is missing.\n", name);
+	return EXIT_SUCCESS;
+}
+
+/* ---- the whole VDI ---- */
+
+/*
+ * Check VDI @in (header and, for flat VDIs, index read) named @name.
+ * Returns an exit code: 1 if something could not be checked or repaired.
+ */
+int check_vdi(const char *name, struct vdi_inode *in, bool exist_only)
+{
+	uint32_t obj = inode_obj_size(&in->h);
+	uint64_t *oids;
+	size_t nr = 0;
+	int copies = in->h.nr_copies, ret = EXIT_SUCCESS;
+
+	if (in->h.store_policy) {
+		fprintf(stderr, "Checking hyper volumes is not supported\n");
+		return EXIT_FAILURE;
+	}
+	if (in->h.copy_policy) {
+		if (nr_storage_zones() < copies)
+			fprintf(stderr, "ABORT: Not enough active zones for "
+				"consistency-checking erasure coded VDI\n");
+		else
+			fprintf(stderr, "Checking erasure coded VDIs is not "
+				"supported yet\n");
+		return EXIT_FAILURE;
+	}
+	if (!copies)
+		copies = SD_DEFAULT_COPIES;
+
+	oids = xmalloc(sizeof(*oids) * ((size_t)in->nr + 1));
+	oids[nr++] = vid_to_vdi_oid(in->vid);
+	for (uint32_t i = 0; i < in->nr; i++)
+		if (in->index[i])
+			oids[nr++] = vid_to_data_oid(in->index[i], i);
+
+	if (exist_only) {
+		ret = check_existence(name, oids, nr, copies);
+		free(oids);
+		return ret;
+	}
+	for (size_t i = 0; i < nr; i++) {
+		if (check_object(oids[i], copies))
+			ret = EXIT_FAILURE;
+		show_progress((uint64_t)(i + 1) * obj, (uint64_t)nr * obj);
+	}
+	printf("finish check&repair %s\n", name);
+	free(oids);
+	return ret;
+}
+
+int vdi_check(int argc, char **argv)
+{
+	struct vdi_inode in;
+	int ret;
+
+	ret = open_vdi(argv[0], vopt.snapid, vopt.tag, &in, true);
+	if (ret)
+		return ret;
+	ret = check_vdi(argv[0], &in, vopt.exist);
+	free_inode(&in);
+	return ret;
+}
