@@ -513,14 +513,49 @@ static int local_get_epoch(struct request *req)
 	return SD_RES_SUCCESS;
 }
 
+/*
+ * DISCARD_OBJ (old QEMU): unmap one data object from its VDI by zeroing
+ * its index entry; the index update drops the reference.  Discards that
+ * name a snapshot's object are refused, which makes QEMU stop discarding
+ * rather than edit a parent's inode (protocol.md §8.1).
+ */
+static void discard_done(struct request *r)
+{
+	struct request *req = r->caller;
+
+	req->rp.result = r->rp.result == SD_RES_NO_OBJ ? SD_RES_SUCCESS :
+			 r->rp.result;
+	free_request(r);
+	request_done(req);
+}
+
+static int local_discard(struct request *req)
+{
+	uint64_t oid = req->rq.obj.oid;
+	uint32_t vid = oid_to_vid(oid);
+	struct vdi_info *vi = vdi_get(vid, false);
+	struct request *r;
+
+	if (!is_data_obj(oid) || !vi || vi->snapshot || vi->deleted)
+		return SD_RES_INVALID_PARMS;
+	r = alloc_request(4);
+	r->rq.opcode = SD_OP_WRITE_OBJ;
+	r->rq.proto_ver = SD_PROTO_VER;
+	r->rq.flags = SD_FLAG_CMD_WRITE;
+	r->rq.data_length = 4;
+	r->rq.obj.oid = vid_to_vdi_oid(vid);
+	r->rq.obj.offset = SD_INODE_INDEX_OFFSET + 4 * data_oid_to_idx(oid);
+	r->rq.obj.copies = vi->nr_copies;
+	r->op = get_sd_op(SD_OP_WRITE_OBJ);
+	r->complete = discard_done;
+	r->caller = req;
+	gateway_submit(r);
+	return SD_RES_ASYNC;
+}
+
 static int local_success(struct request *req)
 {
 	return SD_RES_SUCCESS;
-}
-
-static int local_invalid(struct request *req)
-{
-	return SD_RES_INVALID_PARMS;
 }
 
 /* ---- cluster op main parts ---- */
@@ -565,7 +600,7 @@ static const struct sd_op ops[256] = {
 	[SD_OP_READ_OBJ] = GATEWAY("READ_OBJ"),
 	[SD_OP_WRITE_OBJ] = GATEWAY("WRITE_OBJ"),
 	[SD_OP_REMOVE_OBJ] = GATEWAY("REMOVE_OBJ"),
-	[SD_OP_DISCARD_OBJ] = LOCAL("DISCARD_OBJ", false, local_invalid),
+	[SD_OP_DISCARD_OBJ] = LOCAL("DISCARD_OBJ", false, local_discard),
 	[SD_OP_NEW_VDI] = { .name = "NEW_VDI", .type = OP_CLUSTER,
 		.work_fn = vdi_new_work, .cluster_fn = vdi_notify_add },
 	[SD_OP_LOCK_VDI] = { .name = "LOCK_VDI", .type = OP_CLUSTER,
