@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include "sheepdog_proto.h"
 #include "internal_proto.h"
+#include "fdcache.h"
 #include "store.h"
 #include "util.h"
 
@@ -92,20 +93,21 @@ const char *store_dir(void)
 int store_read(uint64_t oid, void *buf, uint32_t len, uint32_t off)
 {
 	char p[4400];
+	struct fdc_ent *e;
 	ssize_t n;
-	int fd, ret = SD_RES_SUCCESS;
+	int ret = SD_RES_SUCCESS;
 
 	obj_path(p, sizeof(p), oid, "");
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	e = fdc_get(oid, p);
+	if (!e)
 		return err_to_res(errno);
-	n = xpread(fd, buf, len, off);
+	n = xpread(fdc_fd(e), buf, len, off);
 	if (n < 0)
 		ret = err_to_res(errno);
 	else if ((uint32_t)n < len)
 		/* reads past the stored end of a sparse object see zeros */
 		memset((char *)buf + n, 0, len - (size_t)n);
-	close(fd);
+	fdc_put(e);
 	return ret;
 }
 
@@ -113,18 +115,17 @@ int store_write(uint64_t oid, const void *buf, uint32_t len, uint32_t off,
 		bool sync)
 {
 	char p[4400];
-	int fd, ret = SD_RES_SUCCESS;
-	int flags = O_WRONLY | O_CLOEXEC;
+	struct fdc_ent *e;
+	int ret = SD_RES_SUCCESS;
 
-	if (sync && !store_nosync)
-		flags |= O_DSYNC;
 	obj_path(p, sizeof(p), oid, "");
-	fd = open(p, flags);
-	if (fd < 0)
+	e = fdc_get(oid, p);
+	if (!e)
 		return err_to_res(errno);
-	if (xpwrite(fd, buf, len, off) < 0)
+	if (xpwrite(fdc_fd(e), buf, len, off) < 0 ||
+	    (sync && !store_nosync && fdatasync(fdc_fd(e))))
 		ret = err_to_res(errno);
-	close(fd);
+	fdc_put(e);
 	return ret;
 }
 
@@ -169,6 +170,7 @@ int store_create(uint64_t oid, uint32_t obj_size, const void *buf,
 		unlink(tmp);
 		return ret;
 	}
+	fdc_drop(oid);
 	if (sync && sync_dir())
 		return SD_RES_EIO;
 	return SD_RES_SUCCESS;
@@ -186,6 +188,7 @@ int store_remove(uint64_t oid)
 	obj_path(p, sizeof(p), oid, "");
 	if (unlink(p))
 		return err_to_res(errno);
+	fdc_drop(oid);
 	return SD_RES_SUCCESS;
 }
 
@@ -237,6 +240,7 @@ int store_for_each(int (*fn)(uint64_t oid, void *arg), void *arg)
 
 int store_wipe(void)
 {
+	fdc_drop_all();
 	DIR *d = opendir(obj_dir);
 	struct dirent *de;
 	char p[4400];
@@ -254,6 +258,8 @@ int store_wipe(void)
 	rmdir_r(p);
 	mkdir_p(p);
 	sync_dir();
+	/* again: an fd opened while the files were going must not stay */
+	fdc_drop_all();
 	return SD_RES_SUCCESS;
 }
 
@@ -281,6 +287,7 @@ int store_move_to_stale(uint64_t oid, uint32_t epoch)
 	stale_path(to, sizeof(to), oid, epoch);
 	if (rename(from, to))
 		return err_to_res(errno);
+	fdc_drop(oid);
 	return SD_RES_SUCCESS;
 }
 

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Open object files, kept for reuse.  An entry dropped while in use stays
+ * open until its last user puts it.  A generation number makes sure that
+ * an fd opened before a drop (so possibly of a replaced file) is never
+ * cached after it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "fdcache.h"
+#include "list.h"
+#include "util.h"
+
+#define FDC_BUCKETS	1024
+#define FDC_MAX		512
+
+struct fdc_ent {
+	uint64_t oid;
+	int fd;
+	int refs;
+	bool cached;
+	struct fdc_ent *hnext;
+	struct list_head lru;
+};
+
+static pthread_mutex_t fdc_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fdc_ent *table[FDC_BUCKETS];
+static LIST_HEAD(lru);
+static size_t nr_cached;
+static uint64_t generation;
+
+static struct fdc_ent **find(uint64_t oid)
+{
+	struct fdc_ent **p = &table[oid % FDC_BUCKETS];
+
+	while (*p && (*p)->oid != oid)
+		p = &(*p)->hnext;
+	return p;
+}
+
+static void release(struct fdc_ent *e)
+{
+	close(e->fd);
+	free(e);
+}
+
+/* take @e out of the table; it is freed now or by its last user */
+static void unlink_ent(struct fdc_ent **p)
+{
+	struct fdc_ent *e = *p;
+
+	*p = e->hnext;
+	list_del(&e->lru);
+	e->cached = false;
+	nr_cached--;
+	if (!e->refs)
+		release(e);
+}
+
+/* close the least recently used idle files beyond the limit */
+static void evict(void)
+{
+	struct list_head *l = lru.prev;
+
+	while (nr_cached > FDC_MAX && l != &lru) {
+		struct fdc_ent *e = list_entry(l, struct fdc_ent, lru);
+
+		l = l->prev;
+		if (!e->refs)
+			unlink_ent(find(e->oid));
+	}
+}
+
+static struct fdc_ent *fdc_get_once(uint64_t oid, const char *path)
+{
+	struct fdc_ent **p, *e;
+	uint64_t gen;
+	int fd;
+
+	pthread_mutex_lock(&fdc_lock);
+	p = find(oid);
+	if (*p) {
+		e = *p;
+		e->refs++;
+		list_del(&e->lru);
+		list_add(&e->lru, &lru);
+		pthread_mutex_unlock(&fdc_lock);
+		return e;
+	}
+	gen = generation;
+	pthread_mutex_unlock(&fdc_lock);
+
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	e = xzalloc(sizeof(*e));
+	e->oid = oid;
+	e->fd = fd;
+	e->refs = 1;
+	INIT_LIST_HEAD(&e->lru);
+
+	pthread_mutex_lock(&fdc_lock);
+	p = find(oid);
+	if (*p) {
+		/* someone cached it meanwhile: use theirs */
+		struct fdc_ent *other = *p;
+
+		other->refs++;
+		pthread_mutex_unlock(&fdc_lock);
+		release(e);
+		return other;
+	}
+	if (gen == generation) {
+		e->cached = true;
+		*p = e;
+		list_add(&e->lru, &lru);
+		nr_cached++;
+		evict();
+	}
+	pthread_mutex_unlock(&fdc_lock);
+	return e;
+}
+
+/*
+ * A file unlinked behind our back (an operator, a test) must read as
+ * missing, not as its old contents: check the link count of cached fds.
+ */
+struct fdc_ent *fdc_get(uint64_t oid, const char *path)
+{
+	struct fdc_ent *e = fdc_get_once(oid, path);
+	struct stat st;
+
+	if (!e || fstat(e->fd, &st) || st.st_nlink)
+		return e;
+	fdc_put(e);
+	fdc_drop(oid);
+	return fdc_get_once(oid, path);
+}
+
+int fdc_fd(const struct fdc_ent *e)
+{
+	return e->fd;
+}
+
+void fdc_put(struct fdc_ent *e)
+{
+	pthread_mutex_lock(&fdc_lock);
+	if (!--e->refs && !e->cached)
+		release(e);
+	pthread_mutex_unlock(&fdc_lock);
+}
+
+void fdc_drop(uint64_t oid)
+{
+	struct fdc_ent **p;
+
+	pthread_mutex_lock(&fdc_lock);
+	generation++;
+	p = find(oid);
+	if (*p)
+		unlink_ent(p);
+	pthread_mutex_unlock(&fdc_lock);
+}
+
+void fdc_drop_all(void)
+{
+	pthread_mutex_lock(&fdc_lock);
+	generation++;
+	for (int b = 0; b < FDC_BUCKETS; b++)
+		while (table[b])
+			unlink_ent(&table[b]);
+	pthread_mutex_unlock(&fdc_lock);
+}

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* A cache of open object files, so that an I/O is one pread/pwrite */
+#ifndef SHEEP_FDCACHE_H
+#define SHEEP_FDCACHE_H
+
+#include <stdint.h>
+
+struct fdc_ent;
+
+/* the open fd of @oid at @path; NULL with errno set on failure */
+struct fdc_ent *fdc_get(uint64_t oid, const char *path);
+int fdc_fd(const struct fdc_ent *e);
+void fdc_put(struct fdc_ent *e);
+/* the file of @oid was replaced or removed: forget its fd */
+void fdc_drop(uint64_t oid);
+void fdc_drop_all(void);
+
+#endif
