@@ -184,6 +184,8 @@ static int recovery_progress(void)
 			printf("\rpreparing a checked object list...");
 		else if (rs.state == 2)
 			printf("\rnotifying a completion of recovery...");
+		else if (rs.state == RECOVERY_STATE_HALTED)
+			printf("\rhalted: the disk is nearly full");
 		else
 			show_progress(rs.nr_finished, rs.nr_total);
 		fflush(stdout);
@@ -218,8 +220,10 @@ static int recovery_info(int argc, char **argv)
 			       n->nr_vnodes, (int)n->zone, rs.nr_finished,
 			       rs.nr_total);
 		else
-			printf("%4d   %-20s%5d%11d%11.1f%%\n", i, s,
-			       n->nr_vnodes, (int)n->zone, pct);
+			printf("%4d   %-20s%5d%11d%11.1f%%%s\n", i, s,
+			       n->nr_vnodes, (int)n->zone, pct,
+			       rs.state == RECOVERY_STATE_HALTED ?
+			       "  halted: disk nearly full" : "");
 	}
 	return EXIT_SUCCESS;
 }

@@ -186,6 +186,9 @@ struct vdi_state {
 	struct node_id participants[SD_MAX_COPIES];
 };
 
+/* recovery_state.state: 0 preparing, 1 recovering, 2 notifying, and */
+#define RECOVERY_STATE_HALTED		3	/* Kelpie: stopped, disk full */
+
 struct recovery_state {
 	uint8_t in_recovery;
 	uint8_t pad[3];

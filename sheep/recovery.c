@@ -624,7 +624,8 @@ int recovery_stat(struct recovery_state *st)
 	if (!rw || rw->state == RS_DONE)
 		return 0;
 	st->in_recovery = 1;
-	st->state = rw->state == RS_PREPARING ? 0 : 1;
+	st->state = rw->state == RS_PREPARING ? 0 :
+		    rw->state == RS_HALTED ? RECOVERY_STATE_HALTED : 1;
 	st->nr_finished = rw->nr_done;
 	st->nr_total = rw->nr_work;
 	return 0;
