@@ -6,15 +6,26 @@ DESTDIR ?=
 CC ?= cc
 
 DEB_PKGS := build-essential pkg-config liburcu-dev libcmocka-dev libssl-dev \
-	e2fsprogs util-linux procps psmisc bc
+	libcpg-dev libquorum-dev corosync \
+	e2fsprogs util-linux procps psmisc bc libfuse3-dev fuse3 \
+	qemu-utils fio
 
-PKGS := liburcu libcrypto
+# Debian packages only the QEMU builds need (qemu-patches/build*.sh, the
+# qemu target); not part of DEB_PKGS
+QEMU_DEB_PKGS := dpkg-dev build-essential pkg-config python3 meson \
+	ninja-build libglib2.0-dev zlib1g-dev patch xz-utils
+
+PKGS := liburcu libcrypto libcpg libquorum
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter
 BASE_CFLAGS := -std=gnu11 -g -D_GNU_SOURCE -Iinclude -Isheep $(WARN) \
 	-fno-strict-aliasing
 CFLAGS ?= -O2
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# sheepfs alone links libfuse3
+FUSE_PKGS := fuse3
+FUSE_CFLAGS = $(shell pkg-config --cflags $(FUSE_PKGS) 2>/dev/null)
+FUSE_LIBS = $(shell pkg-config --libs $(FUSE_PKGS) 2>/dev/null)
 LDLIBS := -lpthread -lm
 
 SAN_FLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
@@ -23,18 +34,21 @@ SAN_FLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
 LIB_SRCS := $(wildcard lib/*.c)
 SHEEP_SRCS := $(wildcard sheep/*.c sheep/cluster/*.c sheep/store/*.c)
 DOG_SRCS := $(wildcard dog/*.c)
+SHEEPFS_SRCS := $(wildcard sheepfs/*.c)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 
 LIB_OBJS := $(LIB_SRCS:%.c=build/%.o)
 SHEEP_OBJS := $(SHEEP_SRCS:%.c=build/%.o)
 DOG_OBJS := $(DOG_SRCS:%.c=build/%.o)
+SHEEPFS_OBJS := $(SHEEPFS_SRCS:%.c=build/%.o)
 SAN_LIB_OBJS := $(LIB_SRCS:%.c=build/san/%.o)
 # unit tests may exercise sheep modules too (everything but main)
 SAN_SHEEP_OBJS := $(filter-out build/san/sheep/sheep.o,$(SHEEP_SRCS:%.c=build/san/%.o))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=build/tests/%)
 
-.PHONY: all deps check unit functional demo install clean
-all: deps-quiet sheep/sheep dog/dog
+.PHONY: all deps check unit functional demo install clean qemu qemu-orig
+.SECONDARY:
+all: deps-quiet sheep/sheep dog/dog sheepfs/sheepfs
 
 build/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -52,6 +66,11 @@ sheep/sheep: $(SHEEP_OBJS) build/libkelpie.a
 
 dog/dog: $(DOG_OBJS) build/libkelpie.a
 	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
+
+$(SHEEPFS_OBJS): PKG_CFLAGS += $(FUSE_CFLAGS)
+
+sheepfs/sheepfs: $(SHEEPFS_OBJS) build/libkelpie.a
+	$(CC) $(CFLAGS) -o $@ $^ $(FUSE_LIBS) $(PKG_LIBS) $(LDLIBS)
 
 build/san/libkelpie.a: $(SAN_LIB_OBJS)
 	ar rcs $@ $^
@@ -81,7 +100,8 @@ deps:
 	fi
 
 deps-quiet:
-	@pkg-config --exists $(PKGS) && [ -f /usr/include/cmocka.h ] || \
+	@pkg-config --exists $(PKGS) $(FUSE_PKGS) && \
+		[ -f /usr/include/cmocka.h ] || \
 		$(MAKE) --no-print-directory deps
 
 unit: all $(UNIT_BINS)
@@ -95,12 +115,29 @@ functional: all
 demo: deps all
 	@bash tests/demo.sh
 
+# Debian's QEMU 7.2 tools with the sheepdog driver (qemu-patches/), built
+# once per patch series into /var/cache/kelpie-qemu/HASH; links in
+# qemu-patches/bin/
+qemu:
+	@dir=$$(QEMU_DEB_PKGS="$(QEMU_DEB_PKGS)" bash qemu-patches/build.sh) && \
+	mkdir -p qemu-patches/bin && \
+	for p in "$$dir"/bin/*; do ln -sfn "$$p" qemu-patches/bin/; done && \
+	echo "patched QEMU 7.2 tools in qemu-patches/bin/ (-> $$dir/bin)"
+
+# bullseye's QEMU 5.2 tools with the original sheepdog driver (for tests)
+qemu-orig:
+	@dir=$$(QEMU_DEB_PKGS="$(QEMU_DEB_PKGS)" bash qemu-patches/build-orig.sh) && \
+	echo "QEMU 5.2 tools in $$dir/bin"
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin \
 		$(DESTDIR)$(PREFIX)/share/man/man8
 	install -m 755 sheep/sheep $(DESTDIR)$(PREFIX)/sbin/sheep
 	install -m 755 dog/dog $(DESTDIR)$(PREFIX)/bin/dog
+	install -m 755 sheepfs/sheepfs $(DESTDIR)$(PREFIX)/bin/sheepfs
 	install -m 644 man/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -d $(DESTDIR)$(PREFIX)/share/man/man7
+	install -m 644 man/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
 
 clean:
-	rm -rf build sheep/sheep dog/dog
+	rm -rf build sheep/sheep dog/dog sheepfs/sheepfs

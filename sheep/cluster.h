@@ -60,5 +60,6 @@ void sd_notify_handler(const struct sd_node *sender, const void *msg,
 void sd_block_handler(const struct sd_node *sender);
 
 extern struct cluster_driver cdrv_local;
+extern struct cluster_driver cdrv_corosync;
 
 #endif

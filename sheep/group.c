@@ -431,7 +431,7 @@ static void start_pending_recovery(void)
 
 /* ---- join (cluster.md §4.2, §4.3) ---- */
 
-static size_t cinfo_encode(void *buf, size_t max, uint8_t status)
+size_t cinfo_encode(void *buf, size_t max, uint8_t status)
 {
 	struct cluster_info_hdr h = { 0 };
 	size_t nr = sys.nr_epoch_nodes;
@@ -443,7 +443,8 @@ static size_t cinfo_encode(void *buf, size_t max, uint8_t status)
 	h.nr_nodes = (int16_t)nr;
 	h.epoch = sys.epoch;
 	h.ctime = sys.ctime;
-	h.flags = sys.flags;
+	/* vnode counts are always automatic in Kelpie (no -V yet) */
+	h.flags = sys.flags | SD_CLUSTER_FLAG_AUTO_VNODES;
 	h.nr_copies = sys.copies;
 	h.copy_policy = sys.copy_policy;
 	h.status = status;
@@ -606,6 +607,7 @@ void sd_leave_handler(const struct sd_node *left,
 	sd_info("%s left", node_to_str(left, name, sizeof(name)));
 	set_members(members, nr_members);
 	peer_drop(&left->nid);
+	vdi_release_node_locks(&left->nid);
 	if (sys.status == SD_STATUS_OK)
 		new_epoch();
 	publish_view();
@@ -836,11 +838,14 @@ int group_init(const char *driver)
 	name[n] = 0;
 	if (colon)
 		opt = colon + 1;
-	if (strcmp(name, "local")) {
+	if (!strcmp(name, "local")) {
+		sys.cdrv = &cdrv_local;
+	} else if (!strcmp(name, "corosync")) {
+		sys.cdrv = &cdrv_corosync;
+	} else {
 		sd_err("unknown cluster driver '%s'", name);
 		return -1;
 	}
-	sys.cdrv = &cdrv_local;
 	cluster_wq = wq_create("cluster", 1, 4096, sys.loop);
 
 	base_path(path, sizeof(path), "epoch");

@@ -326,8 +326,6 @@ static int local_read_del_vdis(struct request *req)
 
 static int local_cluster_info(struct request *req)
 {
-	struct cluster_info_hdr h = { 0 };
-
 	/* the whole struct goes out whatever the client asked for (§8.3) */
 	if (req->data_len < SD_CLUSTER_INFO_SIZE) {
 		sys.inflight_bytes += SD_CLUSTER_INFO_SIZE - req->data_len;
@@ -335,21 +333,7 @@ static int local_cluster_info(struct request *req)
 		req->data_len = SD_CLUSTER_INFO_SIZE;
 	}
 	memset(req->data, 0, SD_CLUSTER_INFO_SIZE);
-	h.proto_ver = SD_SHEEP_PROTO_VER;
-	h.disable_recovery = sys.disable_recovery;
-	h.nr_nodes = (int16_t)sys.nr_epoch_nodes;
-	h.epoch = sys.epoch;
-	h.ctime = sys.ctime;
-	/* vnode counts are always automatic in Kelpie (no -V yet) */
-	h.flags = sys.flags | SD_CLUSTER_FLAG_AUTO_VNODES;
-	h.nr_copies = sys.copies;
-	h.copy_policy = sys.copy_policy;
-	h.status = sys.status;
-	h.block_size_shift = sys.block_size_shift;
-	memcpy(h.default_store, sys.store, sizeof(h.default_store));
-	cinfo_hdr_encode(&h, req->data);
-	sd_nodes_encode(sys.epoch_nodes, sys.nr_epoch_nodes,
-			(uint8_t *)req->data + sizeof(h));
+	cinfo_encode(req->data, SD_CLUSTER_INFO_SIZE, sys.status);
 	req->rp.data_length = SD_CLUSTER_INFO_SIZE;
 	return SD_RES_SUCCESS;
 }

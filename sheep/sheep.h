@@ -217,6 +217,8 @@ int config_load(void);
 int config_save(void);
 void sheep_exit(int code);
 int group_format(const struct sd_req *req, const char *store);
+/* this node's cluster_info header + latest epoch's nodes; returns bytes */
+size_t cinfo_encode(void *buf, size_t max, uint8_t status);
 void group_shutdown(void);
 
 /* vdi.c */

@@ -1,0 +1,413 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Multi-process tests of the corosync cluster driver (sheep/cluster/corosync.c)
+# with the stand-alone cluster member of tests/unit/local_driver_harness.c,
+# built against the corosync driver (-Dcdrv_local=cdrv_corosync; its -p
+# option becomes the CPG group name).  Every scenario uses its own group on
+# one corosync (started by tests/corosync/start.sh, or reused).
+#
+#   bash tests/corosync/driver.sh        (from anywhere)
+#
+# Ends with "N passed, N failed[, N skipped]"; exits non-zero on failure.
+
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+
+CC=${CC:-gcc}
+BIN=build/corosync_harness
+T=$(mktemp -d /tmp/kelpie-csdrv.XXXXXX) || exit 1
+G=kdrv$$
+PASS=0
+FAIL=0
+SKIP=0
+declare -A PID
+
+cleanup()
+{
+	local p
+
+	# only the harness processes this script started
+	for p in "${PID[@]}"; do
+		kill -9 "$p" 2>/dev/null
+	done
+	for p in "${PID[@]}"; do
+		wait "$p" 2>/dev/null
+	done
+	[ -d "$T/corosync" ] && bash tests/corosync/stop.sh "$T/corosync" >&2
+	if [ "$FAIL" -eq 0 ]; then
+		rm -rf "$T"
+	else
+		echo "outputs kept in $T"
+	fi
+}
+trap cleanup EXIT
+
+bash tests/corosync/start.sh "$T/corosync" >&2
+rc=$?
+if [ $rc -ne 0 ]; then
+	echo "SKIP corosync cannot run here"
+	echo "0 passed, 0 failed, 1 skipped"
+	exit 0
+fi
+
+mkdir -p build
+$CC -std=gnu11 -D_GNU_SOURCE -Iinclude -Isheep -Wall -Wextra -Werror \
+	-Wno-unused-parameter -fsanitize=address,undefined -g \
+	-Dcdrv_local=cdrv_corosync -o "$BIN" tests/unit/local_driver_harness.c \
+	sheep/cluster/corosync.c lib/event.c lib/util.c lib/hash.c \
+	lib/proto.c -lcpg -lquorum -lpthread -lm || {
+	echo "build failed"
+	echo "0 passed, 1 failed"
+	exit 1
+}
+
+# bash reports each SIGKILLed job on stderr; keep that out of the results
+exec 3>&2 2>>"$T/shell.err"
+
+now_ms() { date +%s%3N; }
+T0=$(now_ms)
+
+ok() { echo "ok   $*"; PASS=$((PASS + 1)); }
+bad() { echo "FAIL $*"; FAIL=$((FAIL + 1)); }
+
+check()
+{
+	local desc=$1
+
+	shift
+	if "$@"; then ok "$desc"; else bad "$desc"; fi
+}
+
+# start TAG PORT [harness options]: group $G-TAG, output $T/TAG.PORT.{out,err}
+start()
+{
+	local tag=$1 port=$2
+
+	shift 2
+	"$BIN" -p "$G-$tag" -n "$port" -o "$T/$tag.$port.out" "$@" \
+		2>"$T/$tag.$port.err" &
+	PID[$tag.$port]=$!
+}
+
+wait_for()
+{
+	local end=$(($(now_ms) + $1))
+
+	shift
+	until "$@"; do
+		[ "$(now_ms)" -ge "$end" ] && return 1
+		sleep 0.05
+	done
+}
+
+has() { grep -q -e "$2" "$T/$1.out" 2>/dev/null; }
+
+all_have()
+{
+	local re=$1 f
+
+	shift
+	for f in "$@"; do
+		has "$f" "$re" || return 1
+	done
+}
+
+stop()
+{
+	local k
+
+	for k in "$@"; do
+		[ -n "${PID[$k]:-}" ] && kill -TERM "${PID[$k]}" 2>/dev/null
+	done
+}
+
+reap()
+{
+	local k
+
+	for k in "$@"; do
+		[ -n "${PID[$k]:-}" ] && wait "${PID[$k]}" 2>/dev/null
+		unset "PID[$k]"
+	done
+	return 0
+}
+
+events() { grep -v '^#' "$T/$1.out"; }
+first_event() { events "$1" | head -n 1; }
+count() { grep -c -e "$2" "$T/$1.out"; }
+
+# agree A B: from the later joiner's first event on, both saw the same
+# events (up to where the shorter one stops)
+agree()
+{
+	local a=$T/agree.a b=$T/agree.b n la lb l
+
+	events "$1" >"$a"
+	events "$2" >"$b"
+	[ -s "$a" ] && [ -s "$b" ] || return 1
+	n=$(grep -n -x -F -e "$(head -n 1 "$b")" "$a" | head -n 1 | cut -d: -f1)
+	if [ -n "$n" ]; then
+		tail -n +"$n" "$a" >"$a.t"
+		cp "$b" "$b.t"
+	else
+		n=$(grep -n -x -F -e "$(head -n 1 "$a")" "$b" | head -n 1 |
+			cut -d: -f1)
+		[ -n "$n" ] || return 1
+		tail -n +"$n" "$b" >"$b.t"
+		cp "$a" "$a.t"
+	fi
+	la=$(wc -l <"$a.t")
+	lb=$(wc -l <"$b.t")
+	l=$((la < lb ? la : lb))
+	[ "$l" -gt 0 ] && cmp -s <(head -n "$l" "$a.t") <(head -n "$l" "$b.t")
+}
+
+all_agree()
+{
+	local x y
+
+	for x in "$@"; do
+		for y in "$@"; do
+			[ "$x" \< "$y" ] || continue
+			agree "$x" "$y" || return 1
+		done
+	done
+}
+
+no_bugs()
+{
+	! grep -h -e '^#BUG' -e '^#VIOLATION' "$T"/*.out 2>/dev/null | grep -q .
+}
+
+elapsed() { echo "$(($(now_ms) - T0)) ms"; }
+
+# ------------------------------------------------------------------------
+# rounds 2 and 3: every would-be founder is slow, so that the others wait
+# for it while they do not know the cluster's state yet
+echo "== a: three processes join at the same moment (3 rounds) [$(elapsed)]"
+at=$(($(now_ms) + 1500))
+for r in 1 2 3; do
+	slow=
+	[ $r -gt 1 ] && slow="-F 100"
+	for p in 7000 7001 7002; do
+		start a$r $p -t 3500 -T $at $slow
+	done
+done
+for r in 1 2 3; do
+	reap a$r.7000 a$r.7001 a$r.7002
+	check "a$r: every process saw the 3-member accept" \
+		all_have '^ACCEPT 700[0-2] \[7000,7001,7002\] ' \
+		a$r.7000 a$r.7001 a$r.7002
+	check "a$r: all event sequences agree" \
+		all_agree a$r.7000 a$r.7001 a$r.7002
+	check "a$r: exactly one process founded the cluster" \
+		test "$(cat "$T"/a$r.*.out | grep -c '^ACCEPT .*/nr-0$')" -eq 1
+done
+
+# ------------------------------------------------------------------------
+echo "== b: 3 x 50 concurrent notifies (plus notifies from callbacks) [$(elapsed)]"
+for p in 7000 7001 7002; do start b $p -t 6000 -w 3 -N 50 -E; done
+notify_counts() {
+	local k
+
+	for k in b.7000 b.7001 b.7002; do
+		[ "$(count $k '^NOTIFY ')" -eq 165 ] || return 1
+	done
+}
+check "b: every process got all 165 notifies" wait_for 5000 notify_counts
+stop b.7000 b.7001 b.7002
+reap b.7000 b.7001 b.7002
+same_notifies() {
+	cmp -s <(grep '^NOTIFY' "$T/b.7000.out") <(grep '^NOTIFY' "$T/b.7001.out") &&
+	cmp -s <(grep '^NOTIFY' "$T/b.7000.out") <(grep '^NOTIFY' "$T/b.7002.out")
+}
+check "b: identical notify order everywhere" same_notifies
+fifo() {
+	awk '$1 == "NOTIFY" && $3 == "n" {
+		if ($5 != next_i[$4] + 0) bad = 1; next_i[$4] = $5 + 1
+	} END { exit bad }' "$T/b.7000.out"
+}
+check "b: each sender's notifies in sending order" fifo
+check "b: all event sequences agree" all_agree b.7000 b.7001 b.7002
+
+# ------------------------------------------------------------------------
+echo "== c: SIGKILL of a member [$(elapsed)]"
+for p in 7000 7001 7002; do start c $p -t 6000; done
+if wait_for 4000 all_have '\[7000,7001,7002\]' c.7000 c.7001 c.7002; then
+	kill -9 "${PID[c.7001]}"
+	t0=$(now_ms)
+	wait_for 3000 all_have '^LEAVE 7001 \[7000,7002\]' c.7000 c.7002
+	dt=$(($(now_ms) - t0))
+	check "c: the others saw the leave in ${dt} ms (< 1000)" \
+		test "$dt" -lt 1000
+else
+	bad "c: cluster did not form"
+fi
+stop c.7000 c.7002
+reap c.7000 c.7001 c.7002
+check "c: exactly one LEAVE 7001 each" \
+	test "$(count c.7000 '^LEAVE 7001 ')$(count c.7002 '^LEAVE 7001 ')" = 11
+check "c: all event sequences agree" all_agree c.7000 c.7001 c.7002
+
+# ------------------------------------------------------------------------
+echo "== d: the decider dies while deciding a join [$(elapsed)]"
+start d 7000 -t 6000 -D 7001
+if wait_for 3000 has d.7000 '^ACCEPT 7000 '; then
+	start d 7002 -t 6000
+fi
+if wait_for 4000 all_have '\[7000,7002\]' d.7000 d.7002; then
+	start d 7001 -t 6000
+	t0=$(now_ms)
+	wait_for 4000 has d.7001 '^ACCEPT 7001 \[7001,7002\] hello-7001/via-7002/nr-1$'
+	check "d: the joiner was accepted by the next decider ($(($(now_ms) - t0)) ms)" \
+		has d.7001 '^ACCEPT 7001 \[7001,7002\] .*via-7002'
+	check "d: the first decider died in its join handler" has d.7000 '^#DYING'
+	check "d: the survivor saw the leave, then the accept" \
+		test "$(events d.7002 | grep -A1 '^LEAVE 7000 ' |
+			cut -d' ' -f1,2 | paste -sd' ')" = "LEAVE 7000 ACCEPT 7001"
+else
+	bad "d: cluster did not form"
+fi
+stop d.7001 d.7002
+reap d.7000 d.7001 d.7002
+check "d: all event sequences agree" all_agree d.7001 d.7002
+check "d: ... and with the dead decider's" agree d.7000 d.7002
+
+# ------------------------------------------------------------------------
+echo "== e: blocks are exclusive; a killed holder releases its block [$(elapsed)]"
+# 5 blocks queued at once, plus one from inside the notify handler; 7001
+# unblocks from inside its block handler
+for p in 7000 7001 7002; do
+	hold=30
+	[ $p = 7001 ] && hold=-1
+	start e $p -t 9000 -w 4 -B 5 -N 10 -K -H $hold -C "$T/e.check"
+done
+# no -C for the holder that gets killed: its lock file may be released only
+# after corosync saw it die (the kernel's closing order at exit)
+start e 7003 -t 9000 -w 4 -B 2 -H 6000
+if wait_for 5000 has e.7003 '^#GRANT 0'; then
+	sleep 0.3
+	kill -9 "${PID[e.7003]}"
+	all_unblocked() {
+		local k
+
+		for k in e.7000 e.7001 e.7002; do
+			[ "$(count $k '^NOTIFY 700[0-2] u ')" -eq 18 ] || return 1
+		done
+	}
+	check "e: the others got all 18 of their blocks" \
+		wait_for 6000 all_unblocked
+else
+	bad "e: the long holder never got its block"
+fi
+stop e.7000 e.7001 e.7002
+reap e.7000 e.7001 e.7002 e.7003
+exclusive() {
+	awk '$1 == "NOTIFY" && $3 == "g" { if (h != "") bad = 1; h = $4 }
+	     $1 == "NOTIFY" && $3 == "u" { if (h != $4) bad = 1; h = "" }
+	     $1 == "LEAVE" { if (h == $2) h = "" }
+	     END { exit bad }' "$T/$1.out"
+}
+check "e: never two blocks outstanding (delivery order)" exclusive e.7000
+check "e: never two blocks outstanding (live check)" no_bugs
+check "e: the killed holder got only one grant" test "$(count e.7003 '^#GRANT')" = 1
+check "e: all event sequences agree" all_agree e.7000 e.7001 e.7002 e.7003
+
+# ------------------------------------------------------------------------
+echo "== f: a joiner, or a member, dies while a join is being decided [$(elapsed)]"
+start f 7000 -t 10000 -S 1200
+if wait_for 3000 has f.7000 '^ACCEPT 7000 '; then
+	start f 7001 -t 10000
+	wait_for 3000 has f.7000 '^#JOINREQ 7001 '
+	kill -9 "${PID[f.7001]}"
+	start f 7002 -t 10000
+	check "f: the next joiner was accepted" wait_for 5000 \
+		has f.7002 '^ACCEPT 7002 \[7000,7002\] '
+	check "f: the dead joiner never became a member" \
+		test "$(count f.7000 '^ACCEPT 7001 ')$(count f.7000 '^LEAVE 7001 ')" = 00
+	# a member dies while a join is decided: the accept goes stale and
+	# the join is decided again
+	start f 7003 -t 10000
+	wait_for 3000 has f.7000 '^#JOINREQ 7003 '
+	kill -9 "${PID[f.7002]}"
+	check "f: a join decided across a member's death completes" \
+		wait_for 5000 has f.7003 '^ACCEPT 7003 \[7000,7003\] .*/nr-1$'
+	check "f: ... after the leave, exactly once" test \
+		"$(events f.7000 | grep -A1 '^LEAVE 7002 ' | cut -d' ' -f1,2 |
+			paste -sd' ')$(count f.7000 '^ACCEPT 7003 ')" = "LEAVE 7002 ACCEPT 70031"
+else
+	bad "f: cluster did not form"
+fi
+stop f.7000 f.7003
+reap f.7000 f.7001 f.7002 f.7003
+check "f: all event sequences agree" all_agree f.7000 f.7003
+check "f: ... also with the killed member" agree f.7000 f.7002
+
+# ------------------------------------------------------------------------
+echo "== g: the founder dies while founding; a waiting joiner founds [$(elapsed)]"
+# 7000 is alone and slow to found; 7001 and 7002 arrive meanwhile and cannot
+# know the state; when 7000 dies the oldest of them must found the cluster
+start g 7000 -t 8000 -F 1500
+sleep 0.3
+start g 7001 -t 8000
+sleep 0.2
+start g 7002 -t 8000
+sleep 0.3
+kill -9 "${PID[g.7000]}"
+check "g: the oldest waiting process founded a new cluster" wait_for 4000 \
+	has g.7001 '^ACCEPT 7001 \[7001\] hello-7001/via-7001/nr-0$'
+check "g: the other one joined it" wait_for 4000 \
+	has g.7002 '^ACCEPT 7002 \[7001,7002\] hello-7002/via-7001/nr-1$'
+check "g: the dead founder never became a member" \
+	test "$(count g.7001 '^ACCEPT 7000 ')" = 0
+stop g.7001 g.7002
+reap g.7000 g.7001 g.7002
+check "g: all event sequences agree" all_agree g.7001 g.7002
+
+# ------------------------------------------------------------------------
+echo "== h: a member is killed and restarted at once with the same address [$(elapsed)]"
+for p in 7000 7001 7002; do start h $p -t 8000; done
+if wait_for 4000 all_have '\[7000,7001,7002\]' h.7000 h.7001 h.7002; then
+	kill -9 "${PID[h.7001]}"
+	reap h.7001
+	mv "$T/h.7001.out" "$T/h.7001-old.out"
+	start h 7001 -t 6000
+	check "h: the restarted node is a member again" wait_for 4000 \
+		has h.7001 '^ACCEPT 7001 \[7000,7001,7002\] '
+	check "h: the others saw leave, then accept" test \
+		"$(events h.7000 | grep -A1 '^LEAVE 7001 ' | cut -d' ' -f1,2 |
+			paste -sd' ')" = "LEAVE 7001 ACCEPT 7001"
+else
+	bad "h: cluster did not form"
+fi
+stop h.7000 h.7001 h.7002
+reap h.7000 h.7001 h.7002
+check "h: all event sequences agree" all_agree h.7000 h.7002
+# the restarted one's ACCEPT also appears earlier, as the old one's
+since_rejoin() {
+	cmp -s <(events h.7001) <(events h.7000 |
+		tail -n +"$(events h.7000 | grep -n '^ACCEPT 7001 ' |
+			tail -n 1 | cut -d: -f1)")
+}
+check "h: ... and the restarted one's since its accept" since_rejoin
+
+# ------------------------------------------------------------------------
+echo "== i: five processes joining and leaving with notifies and blocks [$(elapsed)]"
+for p in 7000 7001 7002 7003 7004; do
+	start i $p -t $((2500 + (p - 7000) * 400)) -N 40 -B 3 -H 5 \
+		-C "$T/i.check"
+	sleep 0.05
+done
+reap i.7000 i.7001 i.7002 i.7003 i.7004
+check "i: all event sequences agree" all_agree i.7000 i.7001 i.7002 i.7003 i.7004
+check "i: never two blocks outstanding" exclusive i.7000
+check "i: every process saw all five members" \
+	all_have '\[7000,7001,7002,7003,7004\]' i.7000 i.7001 i.7002 i.7003 i.7004
+
+check "no #BUG or #VIOLATION in any output" no_bugs
+check "no sanitizer reports" \
+	bash -c "! grep -l -e 'Sanitizer' -e 'runtime error' '$T'/*.err"
+
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]
