@@ -48,7 +48,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=build/tests/%)
 
 .PHONY: all deps check unit functional demo install clean qemu qemu-orig
 .SECONDARY:
-all: deps-quiet sheep/sheep dog/dog sheepfs/sheepfs
+all: deps-quiet sheep/sheep dog/dog $(if $(SHEEPFS_SRCS),sheepfs/sheepfs)
 
 build/%.o: %.c
 	@mkdir -p $(dir $@)
