@@ -102,6 +102,25 @@ for sc in "${scripts[@]}"; do
 	add "$name" "$p" "$f" "$s"
 done
 
+# ---- 2b. corosync driver tests (they start or reuse a corosync themselves)
+for sc in tests/corosync/smoke.sh tests/corosync/driver.sh \
+	tests/corosync/partition.sh; do
+	[ -f "$sc" ] || continue
+	name=corosync/$(basename "$sc")
+	echo "== running $name"
+	timeout -k 10 "$UNIT_TIMEOUT" bash "$sc" </dev/null >"$out" 2>&1
+	rc=$?
+	read -r p f s <<<"$(summary_counts "$out")"
+	p=${p:-0} f=${f:-0} s=${s:-0}
+	grep -E '^(FAIL|SKIP)' "$out" | head -n 40 | sed 's/^/   /'
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "   $name exited with status $rc"
+		tail -n 15 "$out" | sed 's/^/   | /'
+		f=1
+	fi
+	add "$name" "$p" "$f" "$s"
+done
+
 # ---- 3. functional tests (their output is shown as it runs)
 echo "== running functional tests"
 bash tests/functional/run.sh "$@" </dev/null 2>&1 | tee "$out"
@@ -113,6 +132,40 @@ if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 	f=1
 fi
 add "functional" "$p" "$f" "$s"
+
+# ---- 4. the cluster tests again, under the corosync driver
+if [ $# -eq 0 ]; then
+	coro_dir=$(mktemp -d "${TMPDIR:-/tmp}/kelpie-coro.XXXXXX")
+	want=${KELPIE_COROSYNC_TESTS:-"001 003 004 005 006 009 010 011 012 013 014 015 016 017"}
+	tests=()
+	for t in $want; do
+		[ -f "tests/functional/$t" ] && tests+=("$t")
+	done
+	bash tests/corosync/start.sh "$coro_dir" >"$out" 2>&1
+	rc=$?
+	if [ $rc -eq 0 ]; then
+		echo "== running functional tests under corosync: ${tests[*]}"
+		KELPIE_DRIVER=corosync bash tests/functional/run.sh "${tests[@]}" \
+			</dev/null 2>&1 | tee "$out"
+		rc=${PIPESTATUS[0]}
+		bash tests/corosync/stop.sh "$coro_dir" >/dev/null 2>&1
+		read -r p f s <<<"$(summary_counts "$out")"
+		p=${p:-0} f=${f:-0} s=${s:-0}
+		if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+			echo "   functional/run.sh under corosync exited with $rc"
+			f=1
+		fi
+	elif [ $rc -eq 77 ]; then
+		echo "== corosync cannot run here: $(tail -n 1 "$out")"
+		p=0 f=0 s=${#tests[@]}
+	else
+		echo "== corosync did not start:"
+		tail -n 15 "$out" | sed 's/^/   | /'
+		p=0 f=1 s=0
+	fi
+	add "functional (corosync)" "$p" "$f" "$s"
+	rm -rf "$coro_dir"
+fi
 
 echo
 [ ${#failed_suites[@]} -gt 0 ] && echo "Failed suites: ${failed_suites[*]}"

@@ -338,6 +338,17 @@ wait_for_recovery()
 # ---------------------------------------------------------------------------
 # sheep daemons
 
+# the -c argument of this test's sheep: KELPIE_DRIVER=corosync runs the
+# test under corosync (a corosync must be running: tests/corosync/start.sh),
+# in a CPG group of its own so that tests never see each other's nodes
+cluster_driver()
+{
+	case ${KELPIE_DRIVER:-local} in
+	corosync) echo "corosync:kelpie-$(basename "$T")" ;;
+	*) echo "local:$T/cluster" ;;
+	esac
+}
+
 # start_sheep IDX [extra sheep args]: start node IDX and wait until it
 # accepts connections.  The daemon daemonises and exits 0 once listening.
 start_sheep()
@@ -348,11 +359,11 @@ start_sheep()
 	[ "$idx" -lt "$NR_PORTS" ] || _fail "node index $idx >= $NR_PORTS"
 	mkdir -p "$T/$idx"
 	rm -f "$T/$idx/pid"
-	echo "$SHEEP_BIN -p ${PORT[idx]} -c local:$T/cluster -n -z $idx" \
+	echo "$SHEEP_BIN -p ${PORT[idx]} -c $(cluster_driver) -n -z $idx" \
 		"-P $T/$idx/pid $* $T/$idx" >>"$T/.commands"
 	# the start-up process must exit once the daemon listens
 	timeout -k 5 "$START_TIMEOUT" \
-		setsid -w "$SHEEP_BIN" -p "${PORT[idx]}" -c "local:$T/cluster" -n \
+		setsid -w "$SHEEP_BIN" -p "${PORT[idx]}" -c "$(cluster_driver)" -n \
 		-z "$idx" -P "$T/$idx/pid" "$@" "$T/$idx" \
 		</dev/null >>"$T/$idx.stdout" 2>&1
 	rc=$?

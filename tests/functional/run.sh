@@ -9,7 +9,8 @@
 # Output of failed tests (stdout/stderr, diff, daemon logs) is kept in
 # $KELPIE_RESULTS (default build/functional-results/NNN).
 #
-# Environment: KELPIE_TEST_TIMEOUT (seconds per test, default 300),
+# Environment: KELPIE_TEST_TIMEOUT (seconds per test, default 300; a test
+# with a "# timeout: N" line gets N seconds if that is more),
 # KELPIE_KEEP_TMP=1 (keep every test directory), TMPDIR.
 # Ends with the line "N passed, N failed, N skipped".
 
@@ -145,7 +146,11 @@ for t in "${tests[@]}"; do
 	dir=$(mktemp -d "${TMPDIR:-/tmp}/kelpie-$t.XXXXXX")
 	keep=$RESULTS/$t
 	start=$SECONDS
-	T=$dir timeout -k 15 "$TIMEOUT" bash "$FDIR/$t" \
+	# a test may ask for more time with a "# timeout: SECONDS" line
+	t_timeout=$(sed -n 's/^# *timeout: *\([0-9][0-9]*\).*/\1/p' "$FDIR/$t" |
+		head -n 1)
+	[ -n "$t_timeout" ] && [ "$t_timeout" -gt "$TIMEOUT" ] || t_timeout=$TIMEOUT
+	T=$dir timeout -k 15 "$t_timeout" bash "$FDIR/$t" \
 		</dev/null >"$dir/.stdout" 2>"$dir/.stderr"
 	rc=$?
 	reap_leftovers "$dir"
@@ -157,7 +162,7 @@ for t in "${tests[@]}"; do
 		reason=$(grep -m1 '^SKIP: ' "$dir/.stderr" | sed 's/^SKIP: //')
 	elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
 		result=FAIL
-		reason="timed out after ${TIMEOUT}s"
+		reason="timed out after ${t_timeout}s"
 	elif [ $rc -ne 0 ]; then
 		result=FAIL
 		reason=$(grep -m1 '^FAIL: ' "$dir/.stderr" | sed 's/^FAIL: //')
