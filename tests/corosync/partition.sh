@@ -237,6 +237,16 @@ check "... and still serve the data" \
 	bash -c "ip netns exec ${NS}1 timeout 60 '$DOG' vdi read v -a 10.99.0.1 \
 		-p $PORT | cmp -s - '$T/data'"
 
+# the majority keeps taking writes while host 3 is cut off
+head -c $((8 << 20)) /dev/urandom >"$T/data2"
+check "hosts 1 and 2 accept writes during the partition" \
+	bash -c "ip netns exec ${NS}1 timeout 60 '$DOG' vdi write v 0 8388608 \
+		-a 10.99.0.1 -p $PORT <'$T/data2'"
+dd if="$T/data2" of="$T/data" conv=notrunc status=none
+check "... which read back through host 2" \
+	bash -c "ip netns exec ${NS}2 timeout 60 '$DOG' vdi read v -a 10.99.0.2 \
+		-p $PORT | cmp -s - '$T/data'"
+
 check "a sheep restarted on the cut-off host starts" start_sheep 3
 sleep 3
 check "... but waits for quorum instead of founding a cluster" \
@@ -246,7 +256,7 @@ check "... and the others still have two nodes" nodes_are 1 2
 # heal
 ip -n "$SW" link set v3 master br0
 check "after the cut heals it joins by itself" retry 30 nodes_are 1 3
-check "... and serves the data" \
+check "... and serves the data written during the partition" \
 	bash -c "ip netns exec ${NS}3 timeout 60 '$DOG' vdi read v -a 10.99.0.3 \
 		-p $PORT | cmp -s - '$T/data'"
 
