@@ -315,7 +315,10 @@ static bool epoch_nodes_present(const struct sd_node *members, size_t nr)
 struct epoch_fetch {
 	struct peer_req pr;
 	uint32_t epoch;
+	size_t next;		/* the member to ask after this one */
 };
+
+static void epoch_fetch_next(struct epoch_fetch *f);
 
 static void epoch_fetch_done(struct peer_req *pr, int result)
 {
@@ -323,25 +326,43 @@ static void epoch_fetch_done(struct peer_req *pr, int result)
 	uint32_t len = pr->rp.data_length;
 	char path[4200];
 
+	if (result != SD_RES_SUCCESS || len < 8 ||
+	    (len - 8) % sizeof(struct sd_node)) {
+		/* this member lacks it too: ask the next one */
+		epoch_fetch_next(f);
+		return;
+	}
 	epoch_path(path, sizeof(path), f->epoch);
-	if (result == SD_RES_SUCCESS && len >= 8 &&
-	    (len - 8) % sizeof(struct sd_node) == 0 &&
-	    access(path, F_OK) && write_file_atomic(path, pr->rbuf, len))
+	if (access(path, F_OK) && write_file_atomic(path, pr->rbuf, len))
 		sd_err("cannot store epoch %u: %m", f->epoch);
 	free(pr->rbuf);
 	free(f);
 }
 
+static void epoch_fetch_next(struct epoch_fetch *f)
+{
+	while (f->next < sys.nr_members &&
+	       node_is_self(&sys.members[f->next]))
+		f->next++;
+	if (f->next >= sys.nr_members) {
+		sd_warn("no member has epoch %u", f->epoch);
+		free(f->pr.rbuf);
+		free(f);
+		return;
+	}
+	memset(&f->pr.rp, 0, sizeof(f->pr.rp));
+	sd_init_req(&f->pr.rq, SD_OP_GET_EPOCH);
+	f->pr.rq.obj.tgt_epoch = f->epoch;
+	f->pr.rq.data_length = f->pr.rbuf_len;
+	f->pr.done = epoch_fetch_done;
+	peer_submit(&sys.members[f->next++].nid, &f->pr);
+}
+
+/* fetch every epoch log entry this node lacks from the members */
 static void fetch_missing_epochs(void)
 {
-	const struct sd_node *from = NULL;
 	char path[4200];
 
-	for (size_t i = 0; i < sys.nr_members; i++)
-		if (!node_is_self(&sys.members[i]))
-			from = &sys.members[i];
-	if (!from)
-		return;
 	for (uint32_t e = 1; e < sys.epoch; e++) {
 		struct epoch_fetch *f;
 
@@ -350,13 +371,9 @@ static void fetch_missing_epochs(void)
 			continue;
 		f = xzalloc(sizeof(*f));
 		f->epoch = e;
-		sd_init_req(&f->pr.rq, SD_OP_GET_EPOCH);
-		f->pr.rq.obj.tgt_epoch = e;
-		f->pr.rq.data_length = SD_MAX_NODES * sizeof(struct sd_node) + 8;
-		f->pr.rbuf_len = f->pr.rq.data_length;
+		f->pr.rbuf_len = SD_MAX_NODES * sizeof(struct sd_node) + 8;
 		f->pr.rbuf = xmalloc(f->pr.rbuf_len);
-		f->pr.done = epoch_fetch_done;
-		peer_submit(&from->nid, &f->pr);
+		epoch_fetch_next(f);
 	}
 }
 
@@ -593,7 +610,8 @@ void sd_accept_handler(const struct sd_node *joined,
 		new_epoch();
 	free(nodes);
 	publish_view();
-	if (me && sys.status == SD_STATUS_OK)
+	/* a node that came back, or adopted a newer history, fills gaps */
+	if (sys.status == SD_STATUS_OK)
 		fetch_missing_epochs();
 	exchange_vdi_state(joined, me);
 	start_pending_recovery();
