@@ -116,7 +116,7 @@ def op_read_snap(c, m, rng):
 
 
 def op_snapshot(c, m, rng):
-    if not m.vdis:
+    if not m.vdis or len(m.snaps) >= 24:
         return False
     name = rng.choice(sorted(m.vdis))
     tag = m.new_name('t')
