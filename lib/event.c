@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -139,10 +140,15 @@ void event_loop_call(struct event_loop *loop, struct loop_call *c)
 {
 	uint64_t one = 1;
 
+	bool wake;
+
 	pthread_mutex_lock(&loop->call_lock);
+	/* the loop takes the whole list at once: wake it only once */
+	wake = list_empty(&loop->calls);
 	list_add_tail(&c->list, &loop->calls);
 	pthread_mutex_unlock(&loop->call_lock);
-	if (write(loop->callfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+	if (wake && write(loop->callfd, &one, sizeof(one)) < 0 &&
+	    errno != EAGAIN)
 		sd_err("eventfd write: %m");
 }
 

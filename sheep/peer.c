@@ -28,6 +28,7 @@ struct peer {
 	struct peer_req *rx;
 	uint32_t rx_got, rx_len, rx_skip;
 	struct list_head list;
+	uint32_t events;	/* what epoll watches now */
 };
 
 static LIST_HEAD(peers);
@@ -74,7 +75,10 @@ static void peer_update_events(struct peer *p)
 
 	if (!p->connected || !list_empty(&p->sendq))
 		ev |= EPOLLOUT;
-	event_mod(sys.loop, p->fd, ev);
+	if (ev != p->events) {
+		event_mod(sys.loop, p->fd, ev);
+		p->events = ev;
+	}
 }
 
 static struct peer_req *find_inflight(struct peer *p, uint32_t id)
@@ -237,6 +241,7 @@ static int peer_connect(struct peer *p)
 	p->fd = net_connect_nonblock(p->nid.addr, p->nid.port);
 	if (p->fd < 0)
 		return -1;
+	p->events = EPOLLOUT;
 	if (event_add(sys.loop, p->fd, EPOLLOUT, peer_handler, p)) {
 		close(p->fd);
 		p->fd = -1;

@@ -35,6 +35,7 @@ struct client {
 	uint8_t tx_hdr[SD_RSP_SIZE];
 	size_t tx_off;
 	struct list_head paused_list;
+	uint32_t events;	/* what epoll watches now */
 };
 
 static int listen_fds[2] = { -1, -1 };
@@ -59,6 +60,23 @@ struct request *alloc_request(uint32_t data_len)
 }
 
 static struct timer resume_timer;
+
+/*
+ * A request whose buffer the socket or the handler fills: not zeroed, as
+ * zeroing megabytes per request cost more than the I/O itself.
+ */
+static struct request *alloc_payload_request(uint32_t data_len)
+{
+	struct request *req = xzalloc(sizeof(*req));
+
+	INIT_LIST_HEAD(&req->list);
+	if (data_len) {
+		req->data = xmalloc(data_len);
+		req->data_len = data_len;
+		sys.inflight_bytes += data_len;
+	}
+	return req;
+}
 
 void free_request(struct request *req)
 {
@@ -153,7 +171,10 @@ static void client_update_events(struct client *c)
 		ev |= EPOLLIN;
 	if (c->tx || !list_empty(&c->txq))
 		ev |= EPOLLOUT;
-	event_mod(sys.loop, c->fd, ev);
+	if (ev != c->events) {
+		event_mod(sys.loop, c->fd, ev);
+		c->events = ev;
+	}
 }
 
 /* protocol.md §3 and §10.1 admission checks on a fresh header */
@@ -189,7 +210,12 @@ static void start_request(struct client *c, struct request *req)
 	c->rx = NULL;
 	c->rx_got = 0;
 	c->hdr_got = 0;
-	if (!(req->rq.flags & SD_FLAG_CMD_WRITE))
+	/*
+	 * Object reads fill their whole buffer or send nothing; other
+	 * replies may be shorter than the buffer and must not leak memory.
+	 */
+	if (!(req->rq.flags & SD_FLAG_CMD_WRITE) &&
+	    req->op->type != OP_GATEWAY && req->op->type != OP_PEER)
 		memset(req->data, 0, req->data_len);
 	queue_request(req);
 }
@@ -224,7 +250,7 @@ static void got_header(struct client *c)
 		client_pause(c);
 		return;		/* header kept; retried on resume */
 	}
-	req = alloc_request(len);
+	req = alloc_payload_request(len);
 	req->rq = rq;
 	req->op = op;
 	req->cl = c;
@@ -390,6 +416,7 @@ static void accept_handler(int fd, uint32_t events, void *data)
 		c = xzalloc(sizeof(*c));
 		c->fd = cfd;
 		c->refcnt = 1;
+		c->events = EPOLLIN;
 		INIT_LIST_HEAD(&c->txq);
 		INIT_LIST_HEAD(&c->paused_list);
 		if (event_add(sys.loop, cfd, EPOLLIN, client_handler, c)) {
