@@ -8,7 +8,7 @@ CC ?= cc
 DEB_PKGS := build-essential pkg-config liburcu-dev libcmocka-dev libssl-dev \
 	libcpg-dev libquorum-dev corosync \
 	e2fsprogs util-linux procps psmisc bc libfuse3-dev fuse3 \
-	qemu-utils fio
+	qemu-utils fio python3 iproute2 nftables
 
 # Debian packages only the QEMU builds need (qemu-patches/build*.sh, the
 # qemu target); not part of DEB_PKGS
@@ -46,7 +46,7 @@ SAN_LIB_OBJS := $(LIB_SRCS:%.c=build/san/%.o)
 SAN_SHEEP_OBJS := $(filter-out build/san/sheep/sheep.o,$(SHEEP_SRCS:%.c=build/san/%.o))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=build/tests/%)
 
-.PHONY: all deps check unit functional demo install clean qemu qemu-orig
+.PHONY: all deps check unit functional demo bench install clean qemu qemu-orig
 .SECONDARY:
 all: deps-quiet sheep/sheep dog/dog $(if $(SHEEPFS_SRCS),sheepfs/sheepfs)
 
@@ -114,6 +114,10 @@ functional: all
 
 demo: deps all
 	@bash tests/demo.sh
+
+# benchmark tables (tests/bench/README.md); about 15 minutes
+bench: all
+	@bash tests/bench/run
 
 # Debian's QEMU 7.2 tools with the sheepdog driver (qemu-patches/), built
 # once per patch series into /var/cache/kelpie-qemu/HASH; links in

@@ -34,6 +34,7 @@ static const struct command *commands[] = {
 	&vdi_command,
 	&node_command,
 	&cluster_command,
+	&benchmark_command,
 };
 
 static const struct sd_option global_options[] = {

@@ -61,6 +61,7 @@ struct command {
 extern struct command vdi_command;
 extern struct command node_command;
 extern struct command cluster_command;
+extern struct command benchmark_command;
 
 /* global options and cluster view */
 extern char sdhost[];

@@ -1,0 +1,365 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Results of Kelpie's benchmarks (tests/bench/run): record and render.
+
+    report.py add RESULTS --meta K=V... (--dog FILE | --fio FILE | --fail)
+                 [--cpu SECONDS]
+        append one run, normalised, to RESULTS (JSON lines)
+    report.py scale RESULTS --meta K=V... --dog FILE... [--cpu SECONDS]
+        append one scaling run: the sum of several concurrent clients
+    report.py verify RESULTS --meta K=V... --ok 0|1
+        append the outcome of a data verification
+    report.py render RESULTS --md FILE --json FILE [--check] [--header TEXT]
+        print the Markdown tables (also written to --md), write every run
+        and the tables as JSON; with --check exit 1 unless every run
+        produced numbers and every verification passed
+
+A run's record: section, table, client, target, nodes, copies, nosync,
+baseline, ops, seconds, iops, mbps, lat_us {p50, p99, p99.9}, cpu_s,
+errors, verify_errors, verified_blocks, ok.  Ratios are throughput (IOPS)
+over the throughput of the baseline row of the same table and client.
+"""
+import argparse
+import json
+import sys
+
+TABLES = [
+    # (key, title, latency-oriented)
+    ("randwrite-4k-qd1", "4 KiB random write, queue depth 1", True),
+    ("randread-4k-qd1", "4 KiB random read, queue depth 1", True),
+    ("randwrite-4k-qd32", "4 KiB random write, queue depth 32", False),
+    ("randread-4k-qd32", "4 KiB random read, queue depth 32", False),
+    ("randwrite-4k-qd1-flush",
+     "4 KiB random write + flush after every write, queue depth 1", True),
+    ("randwrite-4k-qd1-durable",
+     "4 KiB random durable write (no cache flag), queue depth 1", True),
+    ("seqwrite-1m-qd4", "1 MiB sequential write, queue depth 4", False),
+    ("seqread-1m-qd4", "1 MiB sequential read, queue depth 4", False),
+    ("seqwrite-4m-qd4", "4 MiB sequential write, queue depth 4", False),
+    ("seqread-4m-qd4", "4 MiB sequential read, queue depth 4", False),
+]
+TITLE = {k: t for k, t, _ in TABLES}
+CLIENT_NAME = {"fio": "fio (NBD)", "dog": "dog benchmark"}
+LEGEND = (
+    "IOPS: operations per second (in flush rows a write and its flush "
+    "count as one operation). MB/s: 10^6 bytes per second. Latency: from "
+    "submission to completion, in µs; fio reports a write and its flush "
+    "separately, so its flush rows show the sum of both percentiles (an "
+    "upper estimate). CPU s/1k ops: CPU seconds used by all sheep "
+    "processes (by qemu-nbd for its rows) per 1,000 operations. "
+    "× baseline: IOPS over the IOPS of the baseline row of the same "
+    "client. Targets: kelpie Nn/Cc = N nodes, C copies; -n = sheep "
+    "started with -n (no sync).")
+
+
+def parse_meta(items):
+    meta = {}
+    for item in items:
+        k, _, v = item.partition("=")
+        if v in ("true", "false"):
+            meta[k] = v == "true"
+        else:
+            try:
+                meta[k] = int(v)
+            except ValueError:
+                try:
+                    meta[k] = float(v)
+                except ValueError:
+                    meta[k] = v
+    return meta
+
+
+def from_dog(path):
+    with open(path) as f:
+        line = [l for l in f if l.startswith("{")][-1]
+    d = json.loads(line)
+    lat = d["lat_us"]
+    return {
+        "ops": d["ops"], "seconds": d["seconds"], "iops": d["iops"],
+        "mbps": d["mbps"], "errors": d["errors"],
+        "lat_us": {"p50": lat["p50"], "p99": lat["p99"],
+                   "p99.9": lat["p99.9"]},
+        "verify_errors": d["verify_errors"],
+        "verified_blocks": d["verified_blocks"],
+    }
+
+
+def fio_pct(lat, p):
+    for k, v in lat.get("percentile", {}).items():
+        if abs(float(k) - p) < 1e-6:
+            return v / 1000.0
+    return 0.0
+
+
+def from_fio(path):
+    with open(path) as f:
+        text = f.read()
+    # fio may print lines before the JSON document
+    d = json.loads(text[text.index("{"):])
+    j = d["jobs"][0]
+    rw = j["write"] if j["write"]["total_ios"] else j["read"]
+    secs = rw["runtime"] / 1000.0
+    lat = {p: fio_pct(rw["lat_ns"], v)
+           for p, v in (("p50", 50), ("p99", 99), ("p99.9", 99.9))}
+    sync = j.get("sync", {})
+    if sync.get("total_ios"):
+        # a flush follows every write: add the flush latencies (an upper
+        # estimate of the percentiles of their sum)
+        for p, v in (("p50", 50), ("p99", 99), ("p99.9", 99.9)):
+            lat[p] += fio_pct(sync["lat_ns"], v)
+    return {
+        "ops": rw["total_ios"], "seconds": secs, "iops": rw["iops"],
+        "mbps": rw["io_bytes"] / secs / 1e6 if secs else 0.0,
+        "errors": j.get("error", 0), "lat_us": lat,
+        "verify_errors": 0, "verified_blocks": 0,
+    }
+
+
+def append(path, rec):
+    with open(path, "a") as f:
+        f.write(json.dumps(rec, sort_keys=True) + "\n")
+    # one line of progress
+    if not rec.get("ok"):
+        print("  FAILED: %s" % rec.get("error", "errors or bad data"),
+              file=sys.stderr)
+    elif "iops" in rec:
+        lat = rec.get("lat_us")
+        print("  %.0f IOPS" % rec["iops"] +
+              (", %.1f MB/s" % rec["mbps"] if "mbps" in rec else "") +
+              (", p50 %.0f us, p99 %.0f us" % (lat["p50"], lat["p99"])
+               if lat else ""), file=sys.stderr)
+
+
+def cmd_add(a):
+    rec = parse_meta(a.meta)
+    try:
+        if a.fail:
+            raise ValueError("the run failed")
+        rec.update(from_dog(a.dog) if a.dog else from_fio(a.fio))
+        rec["ok"] = (rec["ops"] > 0 and not rec["errors"] and
+                     not rec["verify_errors"] and not rec.get("rc"))
+    except (OSError, ValueError, KeyError, IndexError) as e:
+        rec.update({"ops": 0, "ok": False, "error": str(e)})
+    if a.cpu is not None and rec.get("ops"):
+        rec["cpu_s"] = a.cpu
+    append(a.results, rec)
+    return 0
+
+
+def cmd_scale(a):
+    rec = parse_meta(a.meta)
+    parts = []
+    try:
+        parts = [from_dog(p) for p in a.dog]
+    except (OSError, ValueError, KeyError, IndexError) as e:
+        rec.update({"ops": 0, "ok": False, "error": str(e)})
+    if parts:
+        rec["clients"] = len(parts)
+        rec["ops"] = sum(p["ops"] for p in parts)
+        rec["iops"] = sum(p["iops"] for p in parts)
+        rec["seconds"] = max(p["seconds"] for p in parts)
+        rec["errors"] = sum(p["errors"] for p in parts)
+        rec["verify_errors"] = sum(p["verify_errors"] for p in parts)
+        rec["verified_blocks"] = sum(p["verified_blocks"] for p in parts)
+        rec["ok"] = (all(p["ops"] > 0 for p in parts) and
+                     not rec["errors"] and not rec["verify_errors"])
+        if a.cpu is not None:
+            rec["cpu_s"] = a.cpu
+    append(a.results, rec)
+    return 0
+
+
+def cmd_verify(a):
+    rec = parse_meta(a.meta)
+    rec["ok"] = a.ok == "1"
+    append(a.results, rec)
+    return 0
+
+
+def fmt(v, digits=0):
+    """about three significant digits; digits is ignored (kept for
+    readability of the callers)"""
+    if v is None:
+        return "–"
+    if v >= 1000:
+        return f"{v:,.0f}"
+    if v >= 100:
+        return f"{v:.0f}"
+    if v >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}"
+
+
+def target_label(r):
+    if r["target"] != "kelpie":
+        return r["target"]
+    s = f"kelpie {r['nodes']}n/{r['copies']}c"
+    if r.get("nosync"):
+        s += " -n"
+    return s
+
+
+def cpu_per_kop(r):
+    if r.get("cpu_s") is None or not r.get("ops"):
+        return None
+    return r["cpu_s"] / r["ops"] * 1000.0
+
+
+def render_tables(runs):
+    out = []
+    tables = {}
+    for key, title, latency in TABLES:
+        rows = [r for r in runs if r.get("section") == "io" and
+                r.get("table") == key]
+        if not rows:
+            continue
+        out.append(f"### {title}\n")
+        out.append("| client | target | IOPS | MB/s | p50 µs | p99 µs | "
+                   "p99.9 µs | CPU s/1k ops | × baseline |")
+        out.append("|---|---|--:|--:|--:|--:|--:|--:|--:|")
+        trows = []
+        for client in ("fio", "dog"):
+            crows = [r for r in rows if r["client"] == client]
+            base = next((r for r in crows if r.get("baseline")), None)
+            for r in crows:
+                ratio = None
+                if (base and base.get("iops") and r.get("ok") and
+                        r.get("iops")):
+                    ratio = r["iops"] / base["iops"]
+                lat = r.get("lat_us", {})
+                label = target_label(r)
+                if r.get("baseline"):
+                    label += " (baseline)"
+                if not r.get("ok"):
+                    label += " **FAILED**"
+                cells = [CLIENT_NAME[client], label,
+                         fmt(r.get("iops")), fmt(r.get("mbps"), 1),
+                         fmt(lat.get("p50")), fmt(lat.get("p99")),
+                         fmt(lat.get("p99.9")), fmt(cpu_per_kop(r), 2),
+                         "–" if ratio is None else f"{ratio:.2f}"]
+                out.append("| " + " | ".join(cells) + " |")
+                trows.append({"client": client, "target": label,
+                              "iops": r.get("iops"), "mbps": r.get("mbps"),
+                              "lat_us": lat,
+                              "cpu_s_per_1k_ops": cpu_per_kop(r),
+                              "ratio": ratio})
+        out.append("")
+        tables[key] = {"title": title, "rows": trows}
+    return out, tables
+
+
+def render_scaling(runs):
+    rows = [r for r in runs if r.get("section") == "scaling"]
+    if not rows:
+        return [], {}
+    out = ["### Scaling: 4 KiB random I/O, one client per node "
+           "(queue depth 16 each), copies 1\n",
+           "| nodes | workload | IOPS | IOPS per node | linearity | "
+           "CPU s/1k ops |",
+           "|--:|---|--:|--:|--:|--:|"]
+    table = []
+    for wl in ("randwrite", "randread"):
+        wrows = sorted((r for r in rows if r.get("workload") == wl),
+                       key=lambda r: r["nodes"])
+        one = next((r for r in wrows if r["nodes"] == 1 and r.get("ok")),
+                   None)
+        for r in wrows:
+            per = r["iops"] / r["nodes"] if r.get("ok") else None
+            lin = None
+            if per is not None and one:
+                lin = per / one["iops"] * 100.0
+            out.append("| " + " | ".join([
+                str(r["nodes"]), wl + ("" if r.get("ok") else " **FAILED**"),
+                fmt(r.get("iops")), fmt(per),
+                "–" if lin is None else f"{lin:.0f} %",
+                fmt(cpu_per_kop(r), 2)]) + " |")
+            table.append({"nodes": r["nodes"], "workload": wl,
+                          "iops": r.get("iops"), "iops_per_node": per,
+                          "linearity_pct": lin,
+                          "cpu_s_per_1k_ops": cpu_per_kop(r)})
+    out.append("")
+    out.append("On one machine every node shares the same cores (and the "
+               "clients run there too), so this curve measures how the "
+               "daemons share the CPU, not how a cluster of real hosts "
+               "scales.")
+    out.append("")
+    return out, {"scaling": table}
+
+
+def cmd_render(a):
+    runs = []
+    with open(a.results) as f:
+        for line in f:
+            if line.strip():
+                runs.append(json.loads(line))
+    out = []
+    if a.header:
+        out += [a.header, ""]
+    out += [LEGEND, ""]
+    lines, tables = render_tables(runs)
+    out += lines
+    lines, scaling = render_scaling(runs)
+    out += lines
+    tables.update(scaling)
+    verifies = [r for r in runs if r.get("section") == "verify"]
+    if verifies:
+        out.append("Data verification: " + ", ".join(
+            f"{r['what']} {'ok' if r['ok'] else '**FAILED**'}"
+            for r in verifies) + ".")
+        out.append("")
+    text = "\n".join(out)
+    print(text)
+    with open(a.md, "w") as f:
+        f.write(text + "\n")
+    with open(a.json, "w") as f:
+        json.dump({"header": a.header, "runs": runs, "tables": tables}, f,
+                  indent=1, sort_keys=True)
+        f.write("\n")
+    if not a.check:
+        return 0
+    bad = [r for r in runs if not r.get("ok")]
+    for r in bad:
+        print(f"check: no numbers or bad data: {json.dumps(r)}",
+              file=sys.stderr)
+    if not any(r.get("section") in ("io", "scaling") for r in runs):
+        print("check: no run at all", file=sys.stderr)
+        return 1
+    if not sum(r.get("verified_blocks", 0) for r in runs):
+        print("check: no data was read back and verified", file=sys.stderr)
+        return 1
+    return 1 if bad else 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("add")
+    s.add_argument("results")
+    s.add_argument("--meta", nargs="*", default=[])
+    g = s.add_mutually_exclusive_group(required=True)
+    g.add_argument("--dog")
+    g.add_argument("--fio")
+    g.add_argument("--fail", action="store_true")
+    s.add_argument("--cpu", type=float)
+    s = sub.add_parser("scale")
+    s.add_argument("results")
+    s.add_argument("--meta", nargs="*", default=[])
+    s.add_argument("--dog", nargs="+", required=True)
+    s.add_argument("--cpu", type=float)
+    s = sub.add_parser("verify")
+    s.add_argument("results")
+    s.add_argument("--meta", nargs="*", default=[])
+    s.add_argument("--ok", required=True)
+    s = sub.add_parser("render")
+    s.add_argument("results")
+    s.add_argument("--md", required=True)
+    s.add_argument("--json", required=True)
+    s.add_argument("--check", action="store_true")
+    s.add_argument("--header")
+    a = p.parse_args()
+    return {"add": cmd_add, "scale": cmd_scale, "verify": cmd_verify,
+            "render": cmd_render}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
