@@ -8,7 +8,7 @@ CC ?= cc
 DEB_PKGS := build-essential pkg-config liburcu-dev libcmocka-dev libssl-dev \
 	libcpg-dev libquorum-dev corosync \
 	e2fsprogs util-linux procps psmisc bc libfuse3-dev fuse3 \
-	qemu-utils fio python3 iproute2 nftables
+	qemu-utils qemu-system-x86 fio python3 iproute2 nftables
 
 # Debian packages only the QEMU builds need (qemu-patches/build*.sh, the
 # qemu target); not part of DEB_PKGS

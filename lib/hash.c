@@ -123,7 +123,8 @@ int ring_build(struct vnode_ring *ring, const struct sd_node *nodes,
 		ring_free(ring);
 		return -1;
 	}
-	memcpy(ring->nodes, nodes, nr * sizeof(*nodes));
+	if (nr)
+		memcpy(ring->nodes, nodes, nr * sizeof(*nodes));
 	nodes_sort(ring->nodes, nr);
 	ring->nr_nodes = nr;
 	for (size_t i = 0; i < nr; i++) {

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cluster.h"
+#include "nbd.h"
 #include "proto.h"
 #include "sheep.h"
 #include "store.h"
@@ -25,6 +27,8 @@ struct sheep_state sys;
 static const char *pidfile;
 static int ready_fd = -1;
 static int lock_fd = -1;
+
+enum { OPT_NBD = 256 };	/* long-only options */
 
 static const struct option long_opts[] = {
 	{ "bindaddr", required_argument, NULL, 'b' },
@@ -40,6 +44,7 @@ static const struct option long_opts[] = {
 	{ "version", no_argument, NULL, 'v' },
 	{ "myaddr", required_argument, NULL, 'y' },
 	{ "zone", required_argument, NULL, 'z' },
+	{ "nbd", required_argument, NULL, OPT_NBD },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -54,6 +59,8 @@ static void usage(FILE *f)
 "  -g, --gateway          gateway only: store no objects\n"
 "  -h, --help             this help\n"
 "  -l, --log level=N,dir=DIR  log level 0-7 (default 6) and directory\n"
+"      --nbd [ADDR:]PORT  export VDIs over NBD on PORT (usually 10809);\n"
+"                         ADDR defaults to the --bindaddr address\n"
 "  -n, --nosync           do not sync writes (tests, benchmarks)\n"
 "  -p, --port PORT        TCP port (default 7000)\n"
 "  -P, --pidfile FILE     write the daemon's PID to FILE\n"
@@ -278,6 +285,12 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'n': sys.nosync = true; break;
+		case OPT_NBD:
+			if (nbd_configure(optarg)) {
+				fprintf(stderr, "invalid --nbd '%s'\n", optarg);
+				return 1;
+			}
+			break;
 		case 'p':
 			sys.port = (int)strtol(optarg, &end, 10);
 			if (*end || sys.port < 1 || sys.port > 65535) {
@@ -331,6 +344,12 @@ int main(int argc, char **argv)
 	if (!foreground)
 		daemonize();
 	rcu_register_thread();
+	/*
+	 * Object-sized buffers come and go per request: keep them in the
+	 * heap instead of mmap/munmap (and page faults) every time.
+	 */
+	mallopt(M_MMAP_THRESHOLD, 64 << 20);
+	mallopt(M_TRIM_THRESHOLD, 1 << 30);
 	sd_notice("Kelpie sheep %s starting in %s, port %d", KELPIE_VERSION,
 		  sys.base, sys.port);
 	sys.loop = event_loop_create();
@@ -346,6 +365,8 @@ int main(int argc, char **argv)
 	vdi_scan_local();
 	snprintf(sock, sizeof(sock), "%s/sock", sys.base);
 	if (setup_signals() || listen_init(bindaddr, sys.port, sock))
+		goto fail;
+	if (nbd_init(bindaddr))
 		goto fail;
 	peer_init();
 	if (group_init(driver))
