@@ -26,9 +26,17 @@ int store_exec(const struct sd_req *rq, void *data, struct sd_rsp *rp,
 	case SD_OP_READ_PEER:
 		ret = store_read(rq->obj.oid, data, rq->data_length,
 				 rq->obj.offset);
-		if (ret == SD_RES_NO_OBJ && (rq->flags & SD_FLAG_CMD_WILDCARD))
+		if (ret == SD_RES_NO_OBJ && (rq->flags & SD_FLAG_CMD_WILDCARD)) {
+			uint32_t epoch = 0;
+
 			ret = store_read_stale(rq->obj.oid, data,
-					       rq->data_length, rq->obj.offset);
+					       rq->data_length, rq->obj.offset,
+					       &epoch);
+			/* Kelpie: tell recovery how old this copy is */
+			rp->obj.offset = epoch;
+		} else if (rq->flags & SD_FLAG_CMD_WILDCARD) {
+			rp->obj.offset = UINT32_MAX;	/* a working copy */
+		}
 		if (ret == SD_RES_SUCCESS)
 			rp->data_length = rq->data_length;
 		return ret;
@@ -90,7 +98,8 @@ static int local_get_obj_list(struct request *req)
 		.buf = req->data, .max = req->data_len / 8,
 	};
 
-	if (store_for_each(add_oid, &ctx) > 0)
+	if (store_for_each(add_oid, &ctx) > 0 ||
+	    store_for_each_stale(add_oid, &ctx) > 0)
 		return SD_RES_BUFFER_SMALL;
 	req->rp.data_length = ctx.n * 8;
 	return SD_RES_SUCCESS;

@@ -37,6 +37,8 @@ struct robj {
 	int next_src;
 	uint32_t size;
 	void *buf;
+	void *best_buf;		/* pass 2: the newest copy found so far */
+	uint64_t best_epoch;
 	struct list_head parked;
 	struct robj *hnext;
 	struct recovery *rw;
@@ -81,6 +83,7 @@ static uint32_t completed_epoch;
 
 static void rec_pump(struct recovery *rw);
 static void robj_fetch(struct robj *ro);
+static void robj_store(struct robj *ro);
 
 static void rec_put(struct recovery *rw)
 {
@@ -88,6 +91,7 @@ static void rec_put(struct recovery *rw)
 		return;
 	for (size_t i = 0; i < rw->nr_work; i++) {
 		free(rw->work[i]->buf);
+		free(rw->work[i]->best_buf);
 		free(rw->work[i]);
 	}
 	free(rw->work);
@@ -179,6 +183,8 @@ static void robj_done(struct robj *ro)
 	}
 	free(ro->buf);
 	ro->buf = NULL;
+	free(ro->best_buf);
+	ro->best_buf = NULL;
 	resubmit_list(&ro->parked);
 }
 
@@ -269,13 +275,32 @@ static void robj_read_done(struct peer_req *pr, int result)
 		rec_put(rw);
 		return;
 	}
-	if (result == SD_RES_SUCCESS) {
-		ro->state = RO_STORING;
-		ro->work.fn = robj_store_work;
-		ro->work.done = robj_store_done;
-		if (!wq_queue(sys.io_wq, &ro->work))
-			return;
+	if (result == SD_RES_SUCCESS && ro->pass == 2) {
+		/* stale copies: ask everyone, keep the newest (§7.4) */
+		uint64_t epoch = pr->rp.obj.offset + 1;
+
+		if (epoch > ro->best_epoch) {
+			free(ro->best_buf);
+			ro->best_buf = ro->buf;
+			ro->best_epoch = epoch;
+			ro->buf = NULL;
+		}
+	} else if (result == SD_RES_SUCCESS) {
+		robj_store(ro);
+		return;
 	}
+	robj_fetch(ro);
+}
+
+static void robj_store(struct robj *ro)
+{
+	ro->state = RO_STORING;
+	ro->work.fn = robj_store_work;
+	ro->work.done = robj_store_done;
+	if (!wq_queue(sys.io_wq, &ro->work))
+		return;
+	free(ro->buf);
+	ro->buf = NULL;
 	robj_fetch(ro);
 }
 
@@ -288,7 +313,15 @@ static void robj_fetch(struct robj *ro)
 		src = source(ro, ro->next_src++);
 		if (src)
 			break;
-		if (ro->pass == 2) {
+		if (ro->pass == 2 && ro->best_buf) {
+			free(ro->buf);
+			ro->buf = ro->best_buf;
+			ro->best_buf = NULL;
+			ro->pass = 3;
+			robj_store(ro);
+			return;
+		}
+		if (ro->pass >= 2) {
 			sd_err("no copy of %016" PRIx64 " found anywhere",
 			       ro->oid);
 			rw->inflight--;

@@ -36,7 +36,9 @@ const char *store_dir(void);
 /* the stale area (cluster.md §7.2): superseded copies, kept by epoch */
 int store_move_to_stale(uint64_t oid, uint32_t epoch);
 /* read the newest stale copy of @oid */
-int store_read_stale(uint64_t oid, void *buf, uint32_t len, uint32_t off);
+int store_read_stale(uint64_t oid, void *buf, uint32_t len, uint32_t off,
+		     uint32_t *stale_epoch);
+int store_for_each_stale(int (*fn)(uint64_t oid, void *arg), void *arg);
 int store_purge_stale(void);
 int store_nr_stale(void);
 

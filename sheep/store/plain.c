@@ -318,7 +318,8 @@ static uint32_t newest_stale(uint64_t oid)
 	return best;
 }
 
-int store_read_stale(uint64_t oid, void *buf, uint32_t len, uint32_t off)
+int store_read_stale(uint64_t oid, void *buf, uint32_t len, uint32_t off,
+		     uint32_t *stale_epoch)
 {
 	uint32_t epoch = newest_stale(oid);
 	char p[4400];
@@ -327,6 +328,7 @@ int store_read_stale(uint64_t oid, void *buf, uint32_t len, uint32_t off)
 
 	if (!epoch)
 		return SD_RES_NO_OBJ;
+	*stale_epoch = epoch;
 	stale_path(p, sizeof(p), oid, epoch);
 	fd = open(p, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -338,6 +340,37 @@ int store_read_stale(uint64_t oid, void *buf, uint32_t len, uint32_t off)
 	if ((uint32_t)n < len)
 		memset((char *)buf + n, 0, len - (size_t)n);
 	return SD_RES_SUCCESS;
+}
+
+/* the oids of the stale copies (they are offered to recovery too) */
+int store_for_each_stale(int (*fn)(uint64_t oid, void *arg), void *arg)
+{
+	char p[4400];
+	struct dirent *de;
+	DIR *d;
+	int ret = 0;
+
+	snprintf(p, sizeof(p), "%s/.stale", obj_dir);
+	d = opendir(p);
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		char hex[17], *end;
+		uint64_t oid;
+
+		if (strlen(de->d_name) < 18 || de->d_name[16] != '.')
+			continue;
+		memcpy(hex, de->d_name, 16);
+		hex[16] = 0;
+		oid = strtoull(hex, &end, 16);
+		if (*end)
+			continue;
+		ret = fn(oid, arg);
+		if (ret)
+			break;
+	}
+	closedir(d);
+	return ret;
 }
 
 int store_purge_stale(void)
