@@ -29,6 +29,9 @@ TABLES = [
     ("randread-4k-qd1", "4 KiB random read, queue depth 1", True),
     ("randwrite-4k-qd32", "4 KiB random write, queue depth 32", False),
     ("randread-4k-qd32", "4 KiB random read, queue depth 32", False),
+    ("randwrite-4k-qd32-flush32",
+     "4 KiB random write, queue depth 32, writeback + flush every 32 "
+     "writes", False),
     ("randwrite-4k-qd1-flush",
      "4 KiB random write + flush after every write, queue depth 1", True),
     ("randwrite-4k-qd1-durable",
@@ -102,7 +105,7 @@ def from_fio(path):
     lat = {p: fio_pct(rw["lat_ns"], v)
            for p, v in (("p50", 50), ("p99", 99), ("p99.9", 99.9))}
     sync = j.get("sync", {})
-    if sync.get("total_ios"):
+    if sync.get("total_ios", 0) * 2 > rw["total_ios"]:
         # a flush follows every write: add the flush latencies (an upper
         # estimate of the percentiles of their sum)
         for p, v in (("p50", 50), ("p99", 99), ("p99.9", 99.9)):
@@ -248,6 +251,70 @@ def render_tables(runs):
     return out, tables
 
 
+# issue 7's targets: 3 nodes with 3 copies against qemu-nbd, fio over NBD
+# (table, what, kind, goal): kind "iops"/"mbps" = at least goal x the
+# baseline, "p50"/"p99.9" = latency at most goal x the baseline's
+TARGETS = [
+    ("randread-4k-qd32", "4 KiB random read QD32, IOPS", "iops", 0.5),
+    ("randwrite-4k-qd32-flush32",
+     "4 KiB random write QD32, flush every 32, IOPS", "iops", 0.3),
+    ("randread-4k-qd1", "4 KiB random read QD1, p50", "p50", 4.0),
+    ("randread-4k-qd1", "4 KiB random read QD1, p99.9", "p99.9", 10.0),
+    ("randwrite-4k-qd1", "4 KiB random write QD1, p50", "p50", 4.0),
+    ("randwrite-4k-qd1", "4 KiB random write QD1, p99.9", "p99.9", 10.0),
+    ("seqread-4m-qd4", "4 MiB sequential read, MB/s", "mbps", 0.4),
+    ("seqwrite-4m-qd4", "4 MiB sequential write, MB/s", "mbps", 0.4),
+]
+
+
+def target_value(r, kind):
+    if not r or not r.get("ok"):
+        return None
+    if kind in ("iops", "mbps"):
+        return r.get(kind)
+    return r.get("lat_us", {}).get(kind)
+
+
+def render_targets(runs):
+    fio = [r for r in runs if r.get("section") == "io" and
+           r.get("client") == "fio"]
+    if not fio:
+        return [], {}
+    out = ["### Targets: kelpie 3n/3c against qemu-nbd, fio over NBD\n",
+           "| workload | qemu-nbd | kelpie 3n/3c | kelpie / qemu-nbd | "
+           "target | met |",
+           "|---|--:|--:|--:|---|---|"]
+    table = []
+    for key, what, kind, goal in TARGETS:
+        base = next((r for r in fio if r.get("table") == key and
+                     r.get("target") == "qemu-nbd"), None)
+        k = next((r for r in fio if r.get("table") == key and
+                  r.get("target") == "kelpie" and r.get("nodes") == 3 and
+                  r.get("copies") == 3 and not r.get("nosync")), None)
+        bv, kv = target_value(base, kind), target_value(k, kind)
+        if base is None or k is None:
+            continue
+        ratio = kv / bv if bv and kv is not None else None
+        if kind in ("iops", "mbps"):
+            met = ratio is not None and ratio >= goal
+            want = f"≥ {goal:g}×"
+        else:
+            met = ratio is not None and ratio <= goal
+            want = f"≤ {goal:g}×"
+        unit = {"iops": "IOPS", "mbps": "MB/s"}.get(kind, "µs")
+        out.append("| " + " | ".join([
+            what, f"{fmt(bv)} {unit}", f"{fmt(kv)} {unit}",
+            "–" if ratio is None else f"{ratio:.2f}×", want,
+            "yes" if met else "**no**"]) + " |")
+        table.append({"workload": what, "table": key, "kind": kind,
+                      "baseline": bv, "kelpie": kv, "ratio": ratio,
+                      "goal": goal, "met": met})
+    if not table:
+        return [], {}
+    out.append("")
+    return out, {"targets": table}
+
+
 def render_scaling(runs):
     rows = [r for r in runs if r.get("section") == "scaling"]
     if not rows:
@@ -296,8 +363,11 @@ def cmd_render(a):
     if a.header:
         out += [a.header, ""]
     out += [LEGEND, ""]
+    lines, targets = render_targets(runs)
+    out += lines
     lines, tables = render_tables(runs)
     out += lines
+    tables.update(targets)
     lines, scaling = render_scaling(runs)
     out += lines
     tables.update(scaling)
