@@ -410,17 +410,41 @@ void gateway_submit(struct request *req)
 
 /* ---- FLUSH_VDI: make cached writes durable on every storage node ---- */
 
+static void flush_retry_timer(struct timer *t)
+{
+	gateway_flush(container_of(t, struct request, retry_timer));
+}
+
+/*
+ * A node lost during a flush takes its copies with it; what the flush must
+ * cover lives on the nodes of the next epoch, so flush those (like a
+ * write, a flush fails only when the cluster does not settle).
+ */
 static void flush_sub_done(struct peer_req *pr, int result)
 {
 	struct gw_sub *s = container_of(pr, struct gw_sub, pr);
 	struct request *req = s->req;
+	uint32_t res;
 
-	if (result != SD_RES_SUCCESS)
+	if (result != SD_RES_SUCCESS &&
+	    (!retriable(req->gw_result) || retriable(result)))
 		req->gw_result = result;
 	free(s);
 	if (--req->nr_pending)
 		return;
-	req->rp.result = req->gw_result;
+	res = req->gw_result;
+	if (retriable(res) && req->nr_retries < SD_GW_MAX_RETRIES &&
+	    sys.status == SD_STATUS_OK) {
+		req->nr_retries++;
+		sd_debug("retry flush (%s), attempt %d", sd_strerror(res),
+			 req->nr_retries);
+		req->retry_timer.fn = flush_retry_timer;
+		timer_add(sys.loop, &req->retry_timer, SD_GW_RETRY_MS);
+		return;
+	}
+	if (retriable(res))
+		res = SD_RES_NETWORK_ERROR;
+	req->rp.result = res;
 	request_done(req);
 }
 

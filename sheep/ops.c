@@ -783,6 +783,10 @@ void queue_request(struct request *req)
 		if (req->rq.opcode == SD_OP_CREATE_AND_WRITE_PEER &&
 		    recovery_supersede(req))
 			return;
+		if (req->rq.opcode == SD_OP_FLUSH_PEER) {
+			flush_submit(req);
+			return;
+		}
 		submit_io(req);
 		return;
 	case OP_LOCAL:

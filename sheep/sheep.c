@@ -354,6 +354,7 @@ int main(int argc, char **argv)
 		  sys.base, sys.port);
 	sys.loop = event_loop_create();
 	sys.io_wq = wq_create("io", SD_IO_THREADS, SD_IO_QUEUE, sys.loop);
+	flush_init();
 	vdi_init_bitmaps();
 	refcount_init();
 	if (!sys.gateway && store_init(sys.base, sys.nosync))

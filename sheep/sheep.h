@@ -155,6 +155,10 @@ void listen_stop(void);
 /* queue store work for a request; back-pressured when the pool is full */
 void submit_io(struct request *req);
 
+/* flush.c */
+void flush_init(void);
+void flush_submit(struct request *req);
+
 /* gateway.c */
 void gateway_submit(struct request *req);
 void gateway_flush(struct request *req);

@@ -353,18 +353,20 @@ cluster_driver()
 # accepts connections.  The daemon daemonises and exits 0 once listening.
 start_sheep()
 {
-	local idx=$1 rc pid end
+	local idx=$1 rc pid end nosync=-n
 	shift
+	# SHEEP_SYNC=1: the store syncs (no -n), for tests of flushes
+	[ "${SHEEP_SYNC:-0}" = 1 ] && nosync=
 	[ -x "$SHEEP_BIN" ] || _fail "$SHEEP_BIN is not built"
 	[ "$idx" -lt "$NR_PORTS" ] || _fail "node index $idx >= $NR_PORTS"
 	mkdir -p "$T/$idx"
 	rm -f "$T/$idx/pid"
-	echo "$SHEEP_BIN -p ${PORT[idx]} -c $(cluster_driver) -n -z $idx" \
+	echo "$SHEEP_BIN -p ${PORT[idx]} -c $(cluster_driver) $nosync -z $idx" \
 		"-P $T/$idx/pid $* $T/$idx" >>"$T/.commands"
 	# the start-up process must exit once the daemon listens
 	timeout -k 5 "$START_TIMEOUT" \
-		setsid -w "$SHEEP_BIN" -p "${PORT[idx]}" -c "$(cluster_driver)" -n \
-		-z "$idx" -P "$T/$idx/pid" "$@" "$T/$idx" \
+		setsid -w "$SHEEP_BIN" -p "${PORT[idx]}" -c "$(cluster_driver)" \
+		$nosync -z "$idx" -P "$T/$idx/pid" "$@" "$T/$idx" \
 		</dev/null >>"$T/$idx.stdout" 2>&1
 	rc=$?
 	[ $rc -eq 0 ] || _fail "sheep $idx exited with $rc at start-up" \
