@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Results of Kelpie's benchmarks (tests/bench/run): record and render.
 
-    report.py add RESULTS --meta K=V... (--dog FILE | --fio FILE | --fail)
+    report.py add RESULTS --meta K=V...
+                 (--dog FILE | --fio FILE | --qimg FILE | --fail)
                  [--cpu SECONDS]
         append one run, normalised, to RESULTS (JSON lines)
     report.py scale RESULTS --meta K=V... --dog FILE... [--cpu SECONDS]
@@ -21,6 +22,7 @@ over the throughput of the baseline row of the same table and client.
 """
 import argparse
 import json
+import re
 import sys
 
 TABLES = [
@@ -42,7 +44,8 @@ TABLES = [
     ("seqread-4m-qd4", "4 MiB sequential read, queue depth 4", False),
 ]
 TITLE = {k: t for k, t, _ in TABLES}
-CLIENT_NAME = {"fio": "fio (NBD)", "dog": "dog benchmark"}
+CLIENT_NAME = {"fio": "fio (NBD)", "qemu": "qemu-img bench",
+               "dog": "dog benchmark"}
 LEGEND = (
     "IOPS: operations per second (in flush rows a write and its flush "
     "count as one operation). MB/s: 10^6 bytes per second. Latency: from "
@@ -50,6 +53,10 @@ LEGEND = (
     "separately, so its flush rows show the sum of both percentiles (an "
     "upper estimate). CPU s/1k ops: CPU seconds used by all sheep "
     "processes (by qemu-nbd for its rows) per 1,000 operations. "
+    "qemu-img bench (Kelpie's patched QEMU, sheepdog driver, cache="
+    "writeback) reports no latencies, and its baseline (a raw file) has no "
+    "server: the CPU of that row is qemu-img's own; its 4 KiB requests step "
+    "through the image by 1 MiB + 4 KiB instead of random offsets. "
     "× baseline: IOPS over the IOPS of the baseline row of the same "
     "client. Targets: kelpie Nn/Cc = N nodes, C copies; -n = sheep "
     "started with -n (no sync).")
@@ -118,6 +125,28 @@ def from_fio(path):
     }
 
 
+def from_qimg(path):
+    """qemu-img bench prints the requests it sends and the elapsed time,
+    no latencies"""
+    ops = size = secs = None
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"Sending (\d+) (?:read|write) requests, "
+                         r"(\d+) bytes each", line)
+            if m:
+                ops, size = int(m.group(1)), int(m.group(2))
+            m = re.match(r"Run completed in ([0-9.]+) seconds", line)
+            if m:
+                secs = float(m.group(1))
+    if ops is None or not secs:
+        raise ValueError("qemu-img bench did not complete")
+    return {
+        "ops": ops, "seconds": secs, "iops": ops / secs,
+        "mbps": ops * size / secs / 1e6, "errors": 0, "lat_us": {},
+        "verify_errors": 0, "verified_blocks": 0,
+    }
+
+
 def append(path, rec):
     with open(path, "a") as f:
         f.write(json.dumps(rec, sort_keys=True) + "\n")
@@ -138,7 +167,12 @@ def cmd_add(a):
     try:
         if a.fail:
             raise ValueError("the run failed")
-        rec.update(from_dog(a.dog) if a.dog else from_fio(a.fio))
+        if a.dog:
+            rec.update(from_dog(a.dog))
+        elif a.qimg:
+            rec.update(from_qimg(a.qimg))
+        else:
+            rec.update(from_fio(a.fio))
         rec["ok"] = (rec["ops"] > 0 and not rec["errors"] and
                      not rec["verify_errors"] and not rec.get("rc"))
     except (OSError, ValueError, KeyError, IndexError) as e:
@@ -221,7 +255,7 @@ def render_tables(runs):
                    "p99.9 µs | CPU s/1k ops | × baseline |")
         out.append("|---|---|--:|--:|--:|--:|--:|--:|--:|")
         trows = []
-        for client in ("fio", "dog"):
+        for client in ("fio", "qemu", "dog"):
             crows = [r for r in rows if r["client"] == client]
             base = next((r for r in crows if r.get("baseline")), None)
             for r in crows:
@@ -409,6 +443,7 @@ def main():
     g = s.add_mutually_exclusive_group(required=True)
     g.add_argument("--dog")
     g.add_argument("--fio")
+    g.add_argument("--qimg")
     g.add_argument("--fail", action="store_true")
     s.add_argument("--cpu", type=float)
     s = sub.add_parser("scale")
