@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * dog cluster format|info|shutdown|recover (dog.md §4).
+ * dog cluster format|info|shutdown|recover|check|alter-copy (dog.md §4).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -404,6 +404,75 @@ static int cluster_check(int argc, char **argv)
 	return r ? r : ret;
 }
 
+/* ---- cluster alter-copy ---- */
+
+/* dog.md §4.8: the default number of copies of the VDIs created later */
+static int alter_copy(int argc, char **argv)
+{
+	struct epoch_rec *recs = NULL;
+	uint8_t old_copies, old_policy;
+	struct sd_req req;
+	struct sd_rsp rsp;
+	uint32_t result;
+	char msg[256];
+	int n;
+
+	if (copt.copy_policy) {
+		fprintf(stderr, "The cluster's redundancy level can only be "
+			"set to a number of copies (-c N)\n");
+		return EXIT_USAGE;
+	}
+	if (!copt.force && copt.copies > sd_nodes_nr) {
+		snprintf(msg, sizeof(msg), "Caution! The number of copies "
+			 "(%u) is larger than the number of nodes (%d):\n"
+			 "objects will have fewer copies than requested "
+			 "until more nodes join.", copt.copies, sd_nodes_nr);
+		if (!confirm(msg))
+			return EXIT_SUCCESS;
+	}
+	n = fetch_epoch_log(&recs, &result);
+	if (n < 0)
+		return EXIT_SYSFAIL;
+	if (!n || result != SD_RES_SUCCESS) {
+		fprintf(stderr, "Failed to get the cluster's defaults: %s\n",
+			result != SD_RES_SUCCESS ? sd_strerror(result) :
+			"no epoch");
+		free_epoch_log(recs, n);
+		return EXIT_FAILURE;
+	}
+	old_copies = recs[0].h.nr_copies;
+	old_policy = recs[0].h.copy_policy;
+	free_epoch_log(recs, n);
+	if (old_policy) {
+		fprintf(stderr, "The cluster's copy policy is erasure code, "
+			"changing it is not supported yet.\n");
+		return EXIT_FAILURE;
+	}
+	if (old_copies == copt.copies) {
+		fprintf(stderr, "The cluster's redundancy level is already "
+			"set to %u, nothing changed.\n", copt.copies);
+		return EXIT_FAILURE;
+	}
+	if (!copt.force &&
+	    !confirm("Caution! Changing cluster's redundancy level will "
+		     "affect\nall the VDIs to be created later."))
+		return EXIT_SUCCESS;
+
+	sd_init_req(&req, SD_OP_ALTER_CLUSTER_COPY);
+	req.cluster.copies = copt.copies;
+	req.cluster.copy_policy = 0;
+	if (dog_exec(&req, NULL, 0, &rsp))
+		return EXIT_SYSFAIL;
+	if (rsp.result != SD_RES_SUCCESS) {
+		fprintf(stderr, "Failed to change the cluster's redundancy "
+			"level: %s\n", sd_strerror(rsp.result));
+		return EXIT_FAILURE;
+	}
+	fprintf(stderr, "The cluster's redundancy level is set to %u, the old "
+		"one was %u.\n", copt.copies, old_copies);
+	return EXIT_SUCCESS;
+}
+
 /* ---- options and table ---- */
 
 static int cluster_parser(int ch, const char *arg)
@@ -482,6 +551,9 @@ static const struct subcommand cluster_cmds[] = {
 	{ "check", NULL, "aphT",
 	  "check and repair the replicas of every image", NULL,
 	  CMD_NEED_NODELIST, 0, cluster_check },
+	{ "alter-copy", NULL, "aphTcf",
+	  "change the default redundancy of new images", NULL,
+	  CMD_NEED_NODELIST, 0, alter_copy },
 	{ NULL },
 };
 

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * dog node list|info|kill|recovery (dog.md §3).
+ * dog node list|info|kill|recovery|stat|log|format (dog.md §3).
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "dog.h"
 #include "net.h"
@@ -17,6 +20,7 @@
 static struct node_opts {
 	bool progress;
 	bool local;
+	bool watch;
 } nopt;
 
 static int node_list(int argc, char **argv)
@@ -311,6 +315,313 @@ static const struct subcommand recovery_cmds[] = {
 	{ NULL },
 };
 
+/* ---- node stat ---- */
+
+/* one row of `node stat`: the counters of one side of the sheep */
+struct stat_row {
+	const char *name;
+	uint64_t active, total, writes, reads, removes, flushes;
+	uint64_t bytes_in, bytes_out;
+};
+
+static void stat_rows(const struct sd_stat *s, struct stat_row *client,
+		      struct stat_row *peer)
+{
+	*client = (struct stat_row) {
+		.name = "Client", .active = s->gway_active,
+		.total = s->gway_total, .writes = s->gway_writes,
+		.reads = s->gway_reads, .removes = s->gway_removes,
+		.flushes = s->gway_flushes, .bytes_in = s->gway_bytes_in,
+		.bytes_out = s->gway_bytes_out,
+	};
+	/* sheep does not count peer flushes: that column is always 0 */
+	*peer = (struct stat_row) {
+		.name = "Peer", .active = s->peer_active,
+		.total = s->peer_total, .writes = s->peer_writes,
+		.reads = s->peer_reads, .removes = s->peer_removes,
+		.bytes_in = s->peer_bytes_in, .bytes_out = s->peer_bytes_out,
+	};
+}
+
+/* STAT on the target node; 0 or an exit code */
+static int get_stat(struct sd_stat *st)
+{
+	uint8_t buf[sizeof(struct sd_stat)];
+	struct sd_req req;
+	struct sd_rsp rsp;
+
+	memset(buf, 0, sizeof(buf));
+	sd_init_req(&req, SD_OP_STAT);
+	req.data_length = sizeof(buf);
+	if (dog_exec(&req, buf, sizeof(buf), &rsp))
+		return EXIT_SYSFAIL;
+	if (rsp.result != SD_RES_SUCCESS) {
+		fprintf(stderr, "Failed to get the request statistics: %s\n",
+			sd_strerror(rsp.result));
+		return EXIT_FAILURE;
+	}
+	sd_stat_decode(st, buf);
+	return 0;
+}
+
+static void put_field(const char *s, bool first)
+{
+	printf("%s%s", first ? "" : raw_output ? " " : "\t", s);
+}
+
+static void put_count(uint64_t v)
+{
+	char s[32];
+
+	snprintf(s, sizeof(s), "%" PRIu64, v);
+	put_field(s, false);
+}
+
+static void put_size(uint64_t v)
+{
+	char s[32];
+
+	put_field(fmt_size(v, s, sizeof(s)), false);
+}
+
+/* per second change of a counter over @secs seconds */
+static uint64_t per_sec(uint64_t now, uint64_t before, double secs)
+{
+	if (now <= before || secs <= 0)
+		return 0;
+	return (uint64_t)((double)(now - before) / secs + 0.5);
+}
+
+/*
+ * One row.  Like 1.0, the plain form puts the reads under "Write" and
+ * the writes under "Read"; -w (@prev set) follows the header and adds
+ * the write and read bandwidth and the requests per second.
+ */
+static void print_stat_row(const struct stat_row *r,
+			   const struct stat_row *prev, double secs)
+{
+	put_field(r->name, true);
+	put_count(r->active);
+	put_count(r->total);
+	put_count(prev ? r->writes : r->reads);
+	put_count(prev ? r->reads : r->writes);
+	put_count(r->removes);
+	put_count(r->flushes);
+	put_size(r->bytes_in);
+	put_size(r->bytes_out);
+	if (prev) {
+		put_size(per_sec(r->bytes_in, prev->bytes_in, secs));
+		put_size(per_sec(r->bytes_out, prev->bytes_out, secs));
+		put_count(per_sec(r->total, prev->total, secs));
+	}
+	printf("\n");
+}
+
+static void print_stat(const struct sd_stat *s, const struct sd_stat *prev,
+		       double secs)
+{
+	struct stat_row client, peer, pclient, ppeer;
+
+	if (!raw_output)
+		printf("Request\tActive\tTotal\tWrite\tRead\tRemove\tFlush\t"
+		       "All WR\tAll RD%s\n", prev ? "\tWRBW\tRDBW\tRPS" : "");
+	stat_rows(s, &client, &peer);
+	if (prev)
+		stat_rows(prev, &pclient, &ppeer);
+	print_stat_row(&client, prev ? &pclient : NULL, secs);
+	print_stat_row(&peer, prev ? &ppeer : NULL, secs);
+}
+
+/* -w: the counters and their change every second, until interrupted */
+static int stat_watch(void)
+{
+	struct sd_stat prev, cur;
+	uint64_t t0, t1;
+	int ret;
+
+	ret = get_stat(&prev);
+	if (ret)
+		return ret;
+	t0 = now_msec();
+	for (;;) {
+		sleep(1);
+		ret = get_stat(&cur);
+		if (ret)
+			return ret;
+		t1 = now_msec();
+		print_stat(&cur, &prev, (double)(t1 - t0) / 1000);
+		fflush(stdout);
+		prev = cur;
+		t0 = t1;
+	}
+}
+
+static int node_stat(int argc, char **argv)
+{
+	struct sd_stat st;
+	int ret;
+
+	if (nopt.watch)
+		return stat_watch();
+	ret = get_stat(&st);
+	if (ret)
+		return ret;
+	print_stat(&st, NULL, 0);
+	return EXIT_SUCCESS;
+}
+
+/* ---- node log level ---- */
+
+static const char *const log_level_names[] = {
+	"emerg", "alert", "crit", "err", "warning", "notice", "info", "debug",
+};
+
+static void list_log_levels(FILE *f)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(log_level_names); i++)
+		fprintf(f, "%s (%zu)\n", log_level_names[i], i);
+}
+
+static int log_level_set(const char *name)
+{
+	uint8_t buf[4];
+	struct sd_req req;
+	struct sd_rsp rsp;
+	int level = -1;
+
+	for (size_t i = 0; i < ARRAY_SIZE(log_level_names); i++)
+		if (!strcmp(name, log_level_names[i]))
+			level = (int)i;
+	if (level < 0) {
+		fprintf(stderr, "Invalid log level '%s'\n"
+			"Available log levels:\n", name);
+		list_log_levels(stderr);
+		return -1;
+	}
+	put_le32(buf, (uint32_t)level);
+	sd_init_req(&req, SD_OP_SET_LOGLEVEL);
+	req.flags = SD_FLAG_CMD_WRITE;
+	req.data_length = sizeof(buf);
+	if (dog_exec(&req, buf, 0, &rsp))
+		return -1;
+	if (rsp.result != SD_RES_SUCCESS) {
+		fprintf(stderr, "Failed to set the log level: %s\n",
+			sd_strerror(rsp.result));
+		return -1;
+	}
+	return EXIT_SUCCESS;
+}
+
+static int log_level_get(void)
+{
+	uint8_t buf[4];
+	struct sd_req req;
+	struct sd_rsp rsp;
+	int32_t level;
+
+	memset(buf, 0, sizeof(buf));
+	sd_init_req(&req, SD_OP_GET_LOGLEVEL);
+	req.data_length = sizeof(buf);
+	if (dog_exec(&req, buf, sizeof(buf), &rsp))
+		return -1;
+	if (rsp.result != SD_RES_SUCCESS) {
+		fprintf(stderr, "Failed to get the log level: %s\n",
+			sd_strerror(rsp.result));
+		return -1;
+	}
+	level = (int32_t)get_le32(buf);
+	if (level < 0 || level >= (int32_t)ARRAY_SIZE(log_level_names)) {
+		fprintf(stderr, "Unknown log level %" PRId32 "\n", level);
+		return -1;
+	}
+	fprintf(stderr, "%s (%" PRId32 ")\n", log_level_names[level], level);
+	return EXIT_SUCCESS;
+}
+
+/* node log level set <level> | get | list */
+static int log_level(int argc, char **argv)
+{
+	if (!strcmp(argv[0], "set")) {
+		if (argc < 2) {
+			fprintf(stderr, "Specify a log level\n");
+			return EXIT_USAGE;
+		}
+		return log_level_set(argv[1]);
+	}
+	if (!strcmp(argv[0], "get"))
+		return log_level_get();
+	if (!strcmp(argv[0], "list")) {
+		list_log_levels(stdout);
+		return EXIT_SUCCESS;
+	}
+	fprintf(stderr, "Invalid command 'node log level %s'\n", argv[0]);
+	return EXIT_USAGE;
+}
+
+static const struct subcommand log_cmds[] = {
+	{ "level", "{set <level>|get|list}", NULL,
+	  "set, show or list the log level of the sheep", NULL, 0, 1,
+	  log_level },
+	{ NULL },
+};
+
+/* ---- node format ---- */
+
+/* a local file: <dir>/node_config holding the store name (16 bytes) */
+static int node_format(int argc, char **argv)
+{
+	const char *dir = argv[0], *store = argv[1];
+	char path[PATH_MAX], name[SD_MAX_STORE_NAME];
+	struct stat st;
+	int fd;
+
+	if (strcmp(store, "plain") && strcmp(store, "tree")) {
+		fprintf(stderr, "Invalid store '%s': plain or tree\n", store);
+		return EXIT_USAGE;
+	}
+	if (stat(dir, &st)) {
+		fprintf(stderr, "Cannot use %s: %s\n", dir, strerror(errno));
+		return EXIT_SYSFAIL;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "Cannot use %s: not a directory\n", dir);
+		return EXIT_SYSFAIL;
+	}
+	if (snprintf(path, sizeof(path), "%s/node_config", dir) >=
+	    (int)sizeof(path)) {
+		fprintf(stderr, "Directory name too long: %s\n", dir);
+		return EXIT_USAGE;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	if (fd < 0 && errno == EEXIST) {
+		fprintf(stderr, "%s already exists: the node is already "
+			"formatted\n", path);
+		return EXIT_FAILURE;
+	}
+	if (fd < 0) {
+		fprintf(stderr, "Cannot create %s: %s\n", path,
+			strerror(errno));
+		return EXIT_SYSFAIL;
+	}
+	memset(name, 0, sizeof(name));
+	memcpy(name, store, strlen(store));
+	if (write(fd, name, sizeof(name)) != (ssize_t)sizeof(name) ||
+	    fsync(fd)) {
+		fprintf(stderr, "Cannot write %s: %s\n", path,
+			strerror(errno));
+		close(fd);
+		unlink(path);
+		return EXIT_SYSFAIL;
+	}
+	if (close(fd)) {
+		fprintf(stderr, "Cannot write %s: %s\n", path,
+			strerror(errno));
+		unlink(path);
+		return EXIT_SYSFAIL;
+	}
+	return EXIT_SUCCESS;
+}
+
 static int node_parser(int ch, const char *arg)
 {
 	switch (ch) {
@@ -320,6 +631,9 @@ static int node_parser(int ch, const char *arg)
 	case 'l':
 		nopt.local = true;
 		break;
+	case 'w':
+		nopt.watch = true;
+		break;
 	}
 	return 0;
 }
@@ -327,6 +641,8 @@ static int node_parser(int ch, const char *arg)
 static const struct sd_option node_options[] = {
 	{ 'P', "progress", false, NULL, "follow the recovery progress" },
 	{ 'l', "local", false, NULL, "kill the node dog is talking to" },
+	{ 'w', "watch", false, NULL,
+	  "print the statistics and their rates every second" },
 	{ 0, NULL, false, NULL, NULL },
 };
 
@@ -339,6 +655,13 @@ static const struct subcommand node_cmds[] = {
 	  CMD_NEED_NODELIST, 0, node_info },
 	{ "recovery", NULL, "aphPrT", "show or tune recovery", recovery_cmds,
 	  CMD_NEED_NODELIST, 0, recovery_info },
+	{ "stat", NULL, "aprwhT", "show the request statistics of the sheep",
+	  NULL, 0, 0, node_stat },
+	{ "log", NULL, "aphT", "show or change the log level of the sheep",
+	  log_cmds, 0, 0, NULL },
+	{ "format", "<dir> <plain|tree>", "aphT",
+	  "write the store name into <dir>/node_config", NULL, 0, 2,
+	  node_format },
 	{ NULL },
 };
 

@@ -436,12 +436,19 @@ static int local_get_loglevel(struct request *req)
 static int local_set_loglevel(struct request *req)
 {
 	int32_t level;
+	int old;
 
-	if (req->rq.data_length < 4)
+	/* the level is the request payload: without WRITE there is none */
+	if (!(req->rq.flags & SD_FLAG_CMD_WRITE) || req->rq.data_length < 4)
 		return SD_RES_INVALID_PARMS;
 	level = (int32_t)get_le32(req->data);
 	if (level < LOG_L_EMERG || level > LOG_L_DEBUG)
 		return SD_RES_INVALID_PARMS;
+	old = log_get_level();
+	/* leave a trace if either the old or the new level shows notices */
+	if (level >= LOG_L_NOTICE)
+		log_set_level(level);
+	sd_notice("log level changed from %d to %" PRId32, old, level);
 	log_set_level(level);
 	return SD_RES_SUCCESS;
 }
@@ -696,12 +703,14 @@ static int cluster_shutdown(const struct sd_req *req, struct sd_rsp *rsp,
 
 /* ---- admission and dispatch ---- */
 
-static void count_stat(const struct request *req)
+static void count_stat(struct request *req)
 {
 	bool wr = req->rq.flags & SD_FLAG_CMD_WRITE;
 
 	switch (req->op->type) {
 	case OP_GATEWAY:
+		sys.stat.gway_active++;
+		req->stat_active = 1;
 		sys.stat.gway_total++;
 		if (wr)
 			sys.stat.gway_bytes_in += req->rq.data_length;
@@ -715,6 +724,8 @@ static void count_stat(const struct request *req)
 			sys.stat.gway_writes++;
 		break;
 	case OP_PEER:
+		sys.stat.peer_active++;
+		req->stat_active = 2;
 		sys.stat.peer_total++;
 		if (wr)
 			sys.stat.peer_bytes_in += req->rq.data_length;
@@ -728,6 +739,12 @@ static void count_stat(const struct request *req)
 			sys.stat.peer_writes++;
 		break;
 	default:
+		/* a client's flush is a gateway request in the statistics */
+		if (req->rq.opcode == SD_OP_FLUSH_VDI) {
+			sys.stat.gway_active++;
+			req->stat_active = 1;
+			sys.stat.gway_flushes++;
+		}
 		break;
 	}
 }

@@ -462,6 +462,11 @@ void request_done(struct request *req)
 {
 	struct client *c = req->cl;
 
+	if (req->stat_active == 1)
+		sys.stat.gway_active--;
+	else if (req->stat_active == 2)
+		sys.stat.peer_active--;
+	req->stat_active = 0;
 	req->rp.opcode = req->rq.opcode;
 	req->rp.id = req->rq.id;
 	req->rp.proto_ver = 0;
