@@ -7,6 +7,7 @@
  * requests in flight or the daemon holds too many payload bytes.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -36,6 +37,9 @@ struct client {
 	size_t tx_off;
 	struct list_head paused_list;
 	uint32_t events;	/* what epoll watches now */
+	/* VDIs locked with KLOCK on this connection (client_lock.c) */
+	uint32_t locks[SD_MAX_CLIENT_LOCKS];
+	int nr_locks;
 };
 
 static int listen_fds[2] = { -1, -1 };
@@ -102,6 +106,9 @@ static void client_close(struct client *c)
 	if (c->dead)
 		return;
 	c->dead = true;
+	for (int i = 0; i < c->nr_locks; i++)
+		client_lock_release(c->locks[i]);
+	c->nr_locks = 0;
 	event_del(sys.loop, c->fd);
 	close(c->fd);
 	if (c->paused)
@@ -458,6 +465,49 @@ void listen_stop(void)
 	}
 }
 
+static void client_add_lock(struct client *c, uint32_t vid)
+{
+	if (c->dead) {
+		/* it went away while locking */
+		client_lock_release(vid);
+		return;
+	}
+	if (c->nr_locks == SD_MAX_CLIENT_LOCKS) {
+		sd_warn("VDI %" PRIx32 ": more than %d locks on one connection:"
+			" this one outlives it", vid, SD_MAX_CLIENT_LOCKS);
+		return;
+	}
+	c->locks[c->nr_locks++] = vid;
+}
+
+static void client_drop_lock(struct client *c, uint32_t vid)
+{
+	for (int i = 0; i < c->nr_locks; i++) {
+		if (c->locks[i] == vid) {
+			c->locks[i] = c->locks[--c->nr_locks];
+			return;
+		}
+	}
+}
+
+/* the locks a client takes with KLOCK go with its connection */
+static bool track_locks(struct client *c, struct request *req)
+{
+	uint32_t res = req->rp.result;
+
+	if (req->rq.opcode == SD_OP_LOCK_VDI &&
+	    (req->rq.flags & SD_FLAG_CMD_KLOCK)) {
+		if (res == SD_RES_SUCCESS)
+			client_add_lock(c, req->rp.vdi.vdi_id);
+		else if (res == SD_RES_VDI_LOCKED && !c->dead)
+			return client_lock_wait_release(req);
+	} else if (req->rq.opcode == SD_OP_RELEASE_VDI &&
+		   res == SD_RES_SUCCESS) {
+		client_drop_lock(c, req->rq.vdi.base_vdi_id);
+	}
+	return false;
+}
+
 void request_done(struct request *req)
 {
 	struct client *c = req->cl;
@@ -467,6 +517,8 @@ void request_done(struct request *req)
 	else if (req->stat_active == 2)
 		sys.stat.peer_active--;
 	req->stat_active = 0;
+	if (c && track_locks(c, req))
+		return;
 	req->rp.opcode = req->rq.opcode;
 	req->rp.id = req->rq.id;
 	req->rp.proto_ver = 0;

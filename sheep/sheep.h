@@ -156,6 +156,11 @@ void listen_stop(void);
 /* queue store work for a request; back-pressured when the pool is full */
 void submit_io(struct request *req);
 
+/* client_lock.c: KLOCK locks go with the client connection */
+#define SD_MAX_CLIENT_LOCKS	64
+void client_lock_release(uint32_t vid);
+bool client_lock_wait_release(struct request *req);
+
 /* flush.c */
 void flush_init(void);
 void flush_submit(struct request *req);

@@ -735,6 +735,11 @@ int vdi_release_main(const struct sd_req *req, struct sd_rsp *rsp,
 {
 	struct vdi_info *vi = vdi_get(req->vdi.base_vdi_id, false);
 
+	/* KLOCK: only a lock the sender still owns (client_lock.c) */
+	if (vi && (req->flags & SD_FLAG_CMD_KLOCK) &&
+	    (vi->lock_state != LOCK_STATE_LOCKED ||
+	     !node_id_eq(&vi->lock_owner, &ctx->sender->nid)))
+		return SD_RES_SUCCESS;
 	if (vi) {
 		vi->lock_state = LOCK_STATE_UNLOCKED;
 		memset(&vi->lock_owner, 0, sizeof(vi->lock_owner));
