@@ -206,7 +206,8 @@ static void robj_store_work(struct work *w)
 		ro->pass = -2;
 		return;
 	}
-	ret = store_create(ro->oid, ro->size, ro->buf, ro->size, 0, true);
+	/* late stores of a cancelled recovery must not replace newer data */
+	ret = store_create_new(ro->oid, ro->size, ro->buf, ro->size, 0, true);
 	ro->pass = ret == SD_RES_SUCCESS ? -1 : -3;
 }
 

@@ -22,6 +22,9 @@ int store_write(uint64_t oid, const void *buf, uint32_t len, uint32_t off,
  */
 int store_create(uint64_t oid, uint32_t obj_size, const void *buf,
 		 uint32_t len, uint32_t off, bool sync);
+/* the same, but keeps an object that already exists (recovery) */
+int store_create_new(uint64_t oid, uint32_t obj_size, const void *buf,
+		     uint32_t len, uint32_t off, bool sync);
 int store_remove(uint64_t oid);
 int store_exist(uint64_t oid);
 /* make every write so far durable */

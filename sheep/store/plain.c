@@ -136,8 +136,14 @@ static int sync_dir(void)
 	return fsync(dir_fd);
 }
 
-int store_create(uint64_t oid, uint32_t obj_size, const void *buf,
-		 uint32_t len, uint32_t off, bool sync)
+/*
+ * Write a whole object to OID.tmp, then put it in place: replacing what is
+ * there (rename), or only if nothing is (link, for recovery: a copy that
+ * arrives late must never replace one that a newer recovery or a client
+ * wrote meanwhile).
+ */
+static int create_obj(uint64_t oid, uint32_t obj_size, const void *buf,
+		      uint32_t len, uint32_t off, bool sync, bool replace)
 {
 	char tmp[4400], p[4400];
 	int fd, ret = SD_RES_SUCCESS;
@@ -165,7 +171,15 @@ int store_create(uint64_t oid, uint32_t obj_size, const void *buf,
 	if (sync && !store_nosync && fdatasync(fd))
 		goto fail;
 	close(fd);
-	if (rename(tmp, p)) {
+	if (!replace) {
+		int r = link(tmp, p), err = errno;
+
+		unlink(tmp);
+		if (r && err == EEXIST)
+			return SD_RES_SUCCESS;	/* a newer copy is here */
+		if (r)
+			return err_to_res(err);
+	} else if (rename(tmp, p)) {
 		ret = err_to_res(errno);
 		unlink(tmp);
 		return ret;
@@ -179,6 +193,18 @@ fail:
 	close(fd);
 	unlink(tmp);
 	return ret;
+}
+
+int store_create(uint64_t oid, uint32_t obj_size, const void *buf,
+		 uint32_t len, uint32_t off, bool sync)
+{
+	return create_obj(oid, obj_size, buf, len, off, sync, true);
+}
+
+int store_create_new(uint64_t oid, uint32_t obj_size, const void *buf,
+		     uint32_t len, uint32_t off, bool sync)
+{
+	return create_obj(oid, obj_size, buf, len, off, sync, false);
 }
 
 int store_remove(uint64_t oid)
