@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * dog vdi create|snapshot|clone|delete|list|read|write|resize|object
- * (dog.md §2).
+ * (dog.md §2); the other subcommands live in the files named in vdi.h.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -1102,6 +1102,9 @@ static const struct subcommand vdi_cmds[] = {
 	  "print an attribute of an image", NULL, 0, 2, vdi_getattr },
 	{ "lock", NULL, "saphT", "list or release image locks", lock_cmds,
 	  0, 0, NULL },
+	{ "alter-copy", "<vdiname>", "caphTf",
+	  "change the number of copies of an image", NULL,
+	  CMD_NEED_NODELIST, 1, vdi_alter_copy },
 	{ "resize", "<vdiname> <new size>", "aphT", "grow an image", NULL, 0,
 	  2, vdi_resize },
 	{ "read", "<vdiname> [<offset> [<len>]]", "saphT",

@@ -2,7 +2,7 @@
 /*
  * dog vdi: declarations shared by the files implementing the vdi
  * subcommands (vdi.c, vdi_snap.c, vdi_object.c, vdi_attr.c, vdi_lock.c,
- * vdi_check.c, backup.c).
+ * vdi_check.c, vdi_copy.c, backup.c).
  */
 #ifndef DOG_VDI_H
 #define DOG_VDI_H
@@ -90,6 +90,7 @@ int lock_unlock(int argc, char **argv);
 int vdi_check(int argc, char **argv);
 int vdi_backup(int argc, char **argv);
 int vdi_restore(int argc, char **argv);
+int vdi_alter_copy(int argc, char **argv);
 
 /* consistency check of one VDI (vdi_check.c), also used by cluster check */
 int check_vdi(const char *name, struct vdi_inode *in, bool exist_only);

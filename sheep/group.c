@@ -385,9 +385,11 @@ static void fetch_missing_epochs(void)
 struct vdi_pull {
 	struct peer_req pr;
 	struct node_id from;
+	bool running;		/* from a member of a running cluster */
 };
 
-static void pull_vdi_state(const struct node_id *from, uint32_t nr);
+static void pull_vdi_state(const struct node_id *from, uint32_t nr,
+			   bool running);
 
 static void vdi_pull_done(struct peer_req *pr, int result)
 {
@@ -396,14 +398,14 @@ static void vdi_pull_done(struct peer_req *pr, int result)
 
 	if (result == SD_RES_BUFFER_SMALL && pr->rbuf_len < (64U << 20)) {
 		pull_vdi_state(&vp->from, pr->rbuf_len /
-			       sizeof(struct vdi_state) * 2);
+			       sizeof(struct vdi_state) * 2, vp->running);
 	} else if (result == SD_RES_SUCCESS) {
 		for (uint32_t i = 0; i < n; i++) {
 			struct vdi_state vs;
 
 			vdi_state_decode(&vs, (uint8_t *)pr->rbuf +
 					 i * sizeof(vs));
-			vdi_merge_state(&vs);
+			vdi_merge_state(&vs, vp->running);
 		}
 	} else {
 		sd_warn("cannot fetch VDI state: %s",
@@ -413,11 +415,13 @@ static void vdi_pull_done(struct peer_req *pr, int result)
 	free(vp);
 }
 
-static void pull_vdi_state(const struct node_id *from, uint32_t nr)
+static void pull_vdi_state(const struct node_id *from, uint32_t nr,
+			   bool running)
 {
 	struct vdi_pull *vp = xzalloc(sizeof(*vp));
 
 	vp->from = *from;
+	vp->running = running;
 	sd_init_req(&vp->pr.rq, SD_OP_GET_VDI_COPIES);
 	vp->pr.rq.data_length = nr * (uint32_t)sizeof(struct vdi_state);
 	vp->pr.rbuf_len = vp->pr.rq.data_length;
@@ -426,15 +430,21 @@ static void pull_vdi_state(const struct node_id *from, uint32_t nr)
 	peer_submit(from, &vp->pr);
 }
 
-static void exchange_vdi_state(const struct sd_node *joined, bool me)
+/*
+ * @running: we join a cluster that was running, whose members followed
+ * every event since we left: what they say about a VDI's copies wins
+ * over our own inodes, which may predate an ALTER_VDI_COPY.
+ */
+static void exchange_vdi_state(const struct sd_node *joined, bool me,
+			       bool running)
 {
 	if (!me) {
-		pull_vdi_state(&joined->nid, 1024);
+		pull_vdi_state(&joined->nid, 1024, false);
 		return;
 	}
 	for (size_t i = 0; i < sys.nr_members; i++)
 		if (!node_is_self(&sys.members[i]))
-			pull_vdi_state(&sys.members[i].nid, 1024);
+			pull_vdi_state(&sys.members[i].nid, 1024, running);
 }
 
 static void start_pending_recovery(void)
@@ -613,7 +623,7 @@ void sd_accept_handler(const struct sd_node *joined,
 	/* a node that came back, or adopted a newer history, fills gaps */
 	if (sys.status == SD_STATUS_OK)
 		fetch_missing_epochs();
-	exchange_vdi_state(joined, me);
+	exchange_vdi_state(joined, me, h.status == SD_STATUS_OK);
 	start_pending_recovery();
 }
 

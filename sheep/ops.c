@@ -591,6 +591,44 @@ static int cluster_alter_copy(const struct sd_req *req, struct sd_rsp *rsp,
 	return SD_RES_SUCCESS;
 }
 
+/*
+ * ALTER_VDI_COPY (protocol.md §8.3): a VDI's number of copies changes.
+ * dog has written the new count into the inode header already; every
+ * node records it in its VDI state and recovers again in the current
+ * epoch, which adds or drops replicas (cluster.md §7.1).  The checks
+ * depend only on the request and the VDI state, which all nodes share,
+ * so every node comes to the same answer.
+ */
+static int cluster_alter_vdi_copy(const struct sd_req *req,
+				  struct sd_rsp *rsp, void *data,
+				  const struct cluster_ctx *ctx)
+{
+	uint32_t vid = req->vdi_state.new_vid;
+	uint8_t copies = req->vdi_state.copies;
+	struct vdi_info *vi;
+	uint8_t old;
+
+	/* byte 33 (the cluster union's copy_policy): replication only */
+	if (req->cluster.copy_policy || req->vdi_state.copy_policy ||
+	    !copies || copies > SD_MAX_COPIES)
+		return SD_RES_INVALID_PARMS;
+	if (!vid || vid >= SD_NR_VDIS || !vdi_test_inuse(vid))
+		return SD_RES_NO_VDI;
+	vi = vdi_get(vid, false);
+	if (!vi || vi->deleted)
+		return SD_RES_NO_VDI;
+	if (vi->copy_policy)
+		return SD_RES_INVALID_PARMS;	/* erasure-coded VDI */
+	old = (uint8_t)vdi_copies(vid);
+	vi->nr_copies = copies;
+	if (!vi->block_size_shift)
+		vi->block_size_shift = req->vdi_state.block_size_shift;
+	sd_notice("VDI %" PRIx32 ": %u copies (was %u)%s", vid, copies, old,
+		  sys.gateway ? "" : ", recovering");
+	recovery_restart();
+	return SD_RES_SUCCESS;
+}
+
 #define GATEWAY(n)	{ .name = n, .type = OP_GATEWAY }
 #define PEER(n)		{ .name = n, .type = OP_PEER, .work_fn = peer_work }
 #define LOCAL(n, f, fn)	{ .name = n, .type = OP_LOCAL, .force = f, .main_fn = fn }
@@ -666,6 +704,8 @@ static const struct sd_op ops[256] = {
 	[SD_OP_CLUSTER_INFO] = LOCAL("CLUSTER_INFO", true, local_cluster_info),
 	[SD_OP_ALTER_CLUSTER_COPY] = { .name = "ALTER_CLUSTER_COPY",
 		.type = OP_CLUSTER, .cluster_fn = cluster_alter_copy },
+	[SD_OP_ALTER_VDI_COPY] = { .name = "ALTER_VDI_COPY",
+		.type = OP_CLUSTER, .cluster_fn = cluster_alter_vdi_copy },
 	[SD_OP_READ_DEL_VDIS] = LOCAL("READ_DEL_VDIS", true,
 				      local_read_del_vdis),
 	[SD_OP_GET_RECOVERY] = LOCAL("GET_RECOVERY", true, local_get_recovery),

@@ -69,6 +69,7 @@ struct recovery {
 	struct timer timer;
 	struct list_head parked;	/* while preparing */
 	struct work stale_work;
+	bool staling;		/* stale_work queued, not done yet */
 };
 
 static struct recovery *rec;
@@ -165,7 +166,12 @@ static void rec_finish(struct recovery *rw)
 {
 	if (rw->cancelled || rw->state != RS_RECOVERING)
 		return;
-	if (rw->next < rw->nr_work || rw->inflight)
+	/*
+	 * Report only once what we no longer own is in the stale area: the
+	 * last report makes every node purge it (§7.6), and a purge racing
+	 * with the move would leave working copies behind.
+	 */
+	if (rw->next < rw->nr_work || rw->inflight || rw->staling)
 		return;
 	sd_notice("recovery of epoch %u done: %" PRIu64 " object(s) checked",
 		  rw->epoch, rw->nr_done);
@@ -440,6 +446,8 @@ static void stale_move_done(struct work *w)
 {
 	struct recovery *rw = container_of(w, struct recovery, stale_work);
 
+	rw->staling = false;
+	rec_finish(rw);
 	rec_put(rw);
 }
 
@@ -473,8 +481,11 @@ static void build_work(struct recovery *rw)
 	rw->stale_work.fn = stale_move_work;
 	rw->stale_work.done = stale_move_done;
 	rw->refs++;
-	if (wq_queue(sys.io_wq, &rw->stale_work))
+	rw->staling = true;
+	if (wq_queue(sys.io_wq, &rw->stale_work)) {
+		rw->staling = false;
 		rec_put(rw);
+	}
 	sd_info("recovery of epoch %u: %zu object(s) to check", rw->epoch,
 		rw->nr_work);
 	rw->state = RS_RECOVERING;
@@ -596,6 +607,24 @@ void recovery_start(uint32_t old_epoch)
 	rec_put(rw);
 }
 
+/*
+ * ALTER_VDI_COPY (cluster.md §7.1): the ring is unchanged but a VDI's
+ * number of copies is not, so recover again within the current epoch:
+ * old ring = current ring, tgt_epoch = epoch.  Objects gaining a target
+ * are copied there, copies on nodes that are no longer among the targets
+ * go to the stale area.  Every node runs this at the same point of the
+ * event order, so the COMPLETE_RECOVERY round starts afresh: the stale
+ * area is purged once every node has finished this recovery.
+ */
+void recovery_restart(void)
+{
+	if (sys.gateway || sys.status != SD_STATUS_OK || !sys.epoch)
+		return;
+	nr_completed = 0;
+	completed_epoch = sys.epoch;
+	recovery_start(sys.epoch);
+}
+
 /* ---- hooks for the request path ---- */
 
 /*
@@ -692,16 +721,31 @@ void recovery_get_throttle(struct recovery_throttling *t)
 /* ---- COMPLETE_RECOVERY: purge the stale area once everyone is done ---- */
 
 static struct work purge_work;
-static bool purging;
+static bool purging, purge_again;
 
 static void purge_fn(struct work *w)
 {
 	store_purge_stale();
 }
 
+static void purge_start(void);
+
 static void purge_done(struct work *w)
 {
 	purging = false;
+	/* a round completed while we purged: what it staled goes too */
+	if (purge_again)
+		purge_start();
+}
+
+static void purge_start(void)
+{
+	purge_again = false;
+	purging = true;
+	purge_work.fn = purge_fn;
+	purge_work.done = purge_done;
+	if (wq_queue(sys.io_wq, &purge_work))
+		purging = false;
 }
 
 int recovery_complete_main(const struct sd_req *req, struct sd_rsp *rsp,
@@ -729,14 +773,14 @@ int recovery_complete_main(const struct sd_req *req, struct sd_rsp *rsp,
 				break;
 			}
 	}
-	if (done < storage || sys.gateway || purging)
+	if (done < storage || sys.gateway)
 		return SD_RES_SUCCESS;
+	if (purging) {
+		purge_again = true;
+		return SD_RES_SUCCESS;
+	}
 	sd_info("every node recovered epoch %u: purging stale objects", epoch);
-	purging = true;
-	purge_work.fn = purge_fn;
-	purge_work.done = purge_done;
-	if (wq_queue(sys.io_wq, &purge_work))
-		purging = false;
+	purge_start();
 	return SD_RES_SUCCESS;
 }
 

@@ -182,6 +182,7 @@ int ledger_decref(uint64_t oid, uint32_t generation, uint32_t count,
 /* recovery.c */
 void recovery_start(uint32_t old_epoch);
 void recovery_reset(void);
+void recovery_restart(void);
 bool recovery_park(struct request *req);
 bool recovery_supersede(struct request *req);
 int recovery_stat(struct recovery_state *st);
@@ -240,7 +241,7 @@ bool vdi_test_inuse(uint32_t vid);
 bool vdi_test_deleted(uint32_t vid);
 struct vdi_info *vdi_get(uint32_t vid, bool create);
 void vdi_reset(void);
-void vdi_merge_state(const struct vdi_state *vs);
+void vdi_merge_state(const struct vdi_state *vs, bool running);
 void vdi_release_node_locks(const struct node_id *nid);
 void vdi_for_each(void (*fn)(uint32_t vid, struct vdi_info *vi, void *arg),
 		  void *arg);

@@ -139,7 +139,13 @@ static void vdi_from_header(const struct sd_inode_header *h)
 		vdi_set_deleted(h->vdi_id, true);
 }
 
-void vdi_merge_state(const struct vdi_state *vs)
+/*
+ * Merge a VDI state record another node exported.  A known VDI keeps its
+ * values, except that a member of a running cluster (@running) knows its
+ * current number of copies better than a local inode written before an
+ * ALTER_VDI_COPY that this node missed.
+ */
+void vdi_merge_state(const struct vdi_state *vs, bool running)
 {
 	struct vdi_info *vi;
 
@@ -158,6 +164,15 @@ void vdi_merge_state(const struct vdi_state *vs)
 	if (vi) {
 		vi->snapshot |= vs->snapshot;
 		vi->deleted |= vs->deleted;
+		if (running && vs->nr_copies &&
+		    (vi->nr_copies != vs->nr_copies ||
+		     vi->copy_policy != vs->copy_policy)) {
+			sd_info("VDI %" PRIx32 ": %u copies, as the cluster "
+				"says (the local inode says %u)", vs->vid,
+				vs->nr_copies, vi->nr_copies);
+			vi->nr_copies = vs->nr_copies;
+			vi->copy_policy = vs->copy_policy;
+		}
 		return;
 	}
 	vi = vdi_get(vs->vid, true);

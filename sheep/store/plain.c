@@ -311,8 +311,16 @@ int store_move_to_stale(uint64_t oid, uint32_t epoch)
 
 	obj_path(from, sizeof(from), oid, "");
 	stale_path(to, sizeof(to), oid, epoch);
-	if (rename(from, to))
-		return err_to_res(errno);
+	if (rename(from, to)) {
+		char dir[4400];
+		int err = errno;
+
+		/* a purge (rmdir + mkdir of .stale) may be under way */
+		snprintf(dir, sizeof(dir), "%s/.stale", obj_dir);
+		if (err != ENOENT || access(from, F_OK) || mkdir_p(dir) ||
+		    rename(from, to))
+			return err_to_res(err == ENOENT ? errno : err);
+	}
 	fdc_drop(oid);
 	return SD_RES_SUCCESS;
 }
