@@ -527,6 +527,19 @@ _random_file()
 	head -c "$2" /dev/urandom >"$1" || _fail "cannot create $1"
 }
 
+# _flip_byte FILE OFFSET: invert the byte at OFFSET, so that it surely
+# changes (writing a fixed byte into random data leaves it unchanged
+# once in 256 runs)
+_flip_byte()
+{
+	local b
+	b=$(od -An -tu1 -j "$2" -N 1 "$1" | tr -d ' ')
+	[ -n "$b" ] || _fail "no byte $2 in $1"
+	printf "\\$(printf %03o $((255 - b)))" |
+		dd of="$1" bs=1 seek="$2" conv=notrunc status=none ||
+		_fail "cannot change $1"
+}
+
 # _same FILE1 FILE2 WHAT: fail unless the files are identical
 _same()
 {
