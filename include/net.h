@@ -12,6 +12,12 @@ int net_set_keepalive(int fd);
 /* listening sockets, non-blocking; -1 with errno on failure */
 int net_listen_tcp(const char *bindaddr, int port);
 int net_listen_unix(const char *path);
+/*
+ * Accept from a non-blocking listening socket: a new non-blocking fd with
+ * TCP_NODELAY, or -1 when none is left.  While @nr_open >= @max, waiting
+ * connections are accepted and closed at once (and logged as @what).
+ */
+int net_accept_bounded(int lfd, int nr_open, int max, const char *what);
 /* non-blocking connect started; completion shows as EPOLLOUT */
 int net_connect_nonblock(const uint8_t addr[16], uint16_t port);
 /*

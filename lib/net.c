@@ -37,6 +37,26 @@ int net_set_keepalive(int fd)
 	return setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
 }
 
+int net_accept_bounded(int lfd, int nr_open, int max, const char *what)
+{
+	for (;;) {
+		int cfd = accept4(lfd, NULL, NULL,
+				  SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (cfd < 0) {
+			if (errno != EAGAIN && errno != EINTR)
+				sd_err("%s accept: %m", what);
+			return -1;
+		}
+		if (nr_open < max) {
+			net_set_nodelay(cfd);
+			return cfd;
+		}
+		sd_warn("%s: too many connections; refusing one", what);
+		close(cfd);
+	}
+}
+
 int net_listen_tcp(const char *bindaddr, int port)
 {
 	struct addrinfo hints = { 0 }, *res, *ai;

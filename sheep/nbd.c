@@ -1005,22 +1005,12 @@ static void greet(struct nbd_conn *c)
 
 static void accept_handler(int fd, uint32_t events, void *data)
 {
-	for (;;) {
-		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		struct nbd_conn *c;
+	int cfd;
 
-		if (cfd < 0) {
-			if (errno != EAGAIN && errno != EINTR)
-				sd_err("NBD accept: %m");
-			return;
-		}
-		if (nr_conns >= NBD_MAX_CONNS) {
-			sd_warn("NBD: too many connections; refusing one");
-			close(cfd);
-			continue;
-		}
-		net_set_nodelay(cfd);
-		c = xzalloc(sizeof(*c));
+	while ((cfd = net_accept_bounded(fd, nr_conns, NBD_MAX_CONNS,
+					 "NBD")) >= 0) {
+		struct nbd_conn *c = xzalloc(sizeof(*c));
+
 		c->fd = cfd;
 		c->refcnt = 1;
 		INIT_LIST_HEAD(&c->cmds);

@@ -405,22 +405,12 @@ static void client_handler(int fd, uint32_t events, void *data)
 
 static void accept_handler(int fd, uint32_t events, void *data)
 {
-	for (;;) {
-		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		struct client *c;
+	int cfd;
 
-		if (cfd < 0) {
-			if (errno != EAGAIN && errno != EINTR)
-				sd_err("accept: %m");
-			return;
-		}
-		if (nr_clients >= SD_MAX_CLIENTS) {
-			sd_warn("too many connections; refusing one");
-			close(cfd);
-			continue;
-		}
-		net_set_nodelay(cfd);
-		c = xzalloc(sizeof(*c));
+	while ((cfd = net_accept_bounded(fd, nr_clients, SD_MAX_CLIENTS,
+					 "client")) >= 0) {
+		struct client *c = xzalloc(sizeof(*c));
+
 		c->fd = cfd;
 		c->refcnt = 1;
 		c->events = EPOLLIN;
