@@ -743,33 +743,55 @@ static int read_chunk(struct svdi *v, uint32_t idx, char *buf, uint32_t len,
 					len, ooff, copies, policy));
 }
 
-ssize_t vdi_read(struct svdi *v, char *buf, size_t size, off_t off)
+static int write_chunk(struct svdi *v, uint32_t idx, const char *buf,
+		       uint32_t len, uint32_t ooff);
+
+/*
+ * Split [pos, pos + size) of a VDI of @vsize bytes at object boundaries and
+ * run @rd (buf is read into) or @wr (buf is written from) on each piece;
+ * the bytes done, or the first error if nothing was done.
+ */
+static ssize_t for_each_chunk(struct svdi *v, char *rbuf, const char *wbuf,
+			      size_t size, uint64_t pos, uint64_t vsize,
+			      uint32_t obj)
 {
-	uint64_t vsize, pos = (uint64_t)off;
-	uint32_t obj;
 	size_t done = 0;
 
-	pthread_mutex_lock(&v->lock);
-	vsize = v->size;
-	obj = v->obj_size;
-	pthread_mutex_unlock(&v->lock);
-	if (off < 0)
-		return -EINVAL;
-	if (pos >= vsize)
-		return 0;
 	size = (size_t)MIN((uint64_t)size, vsize - pos);
 	while (done < size) {
 		uint64_t p = pos + done;
 		uint32_t idx = (uint32_t)(p / obj), ooff = (uint32_t)(p % obj);
 		uint32_t n = (uint32_t)MIN((uint64_t)(obj - ooff),
 					   (uint64_t)(size - done));
-		int ret = read_chunk(v, idx, buf + done, n, ooff);
+		int ret = rbuf ? read_chunk(v, idx, rbuf + done, n, ooff) :
+				 write_chunk(v, idx, wbuf + done, n, ooff);
 
 		if (ret)
 			return done ? (ssize_t)done : ret;
 		done += n;
 	}
 	return (ssize_t)done;
+}
+
+static void snapshot_size(struct svdi *v, uint64_t *vsize, uint32_t *obj)
+{
+	pthread_mutex_lock(&v->lock);
+	*vsize = v->size;
+	*obj = v->obj_size;
+	pthread_mutex_unlock(&v->lock);
+}
+
+ssize_t vdi_read(struct svdi *v, char *buf, size_t size, off_t off)
+{
+	uint64_t vsize;
+	uint32_t obj;
+
+	snapshot_size(v, &vsize, &obj);
+	if (off < 0)
+		return -EINVAL;
+	if ((uint64_t)off >= vsize)
+		return 0;
+	return for_each_chunk(v, buf, NULL, size, (uint64_t)off, vsize, obj);
 }
 
 /* ---- writes ---- */
@@ -894,34 +916,18 @@ static int write_chunk(struct svdi *v, uint32_t idx, const char *buf,
 
 ssize_t vdi_write(struct svdi *v, const char *buf, size_t size, off_t off)
 {
-	uint64_t vsize, pos = (uint64_t)off;
+	uint64_t vsize;
 	uint32_t obj;
-	size_t done = 0;
 
 	if (v->snapshot)
 		return -EROFS;
-	pthread_mutex_lock(&v->lock);
-	vsize = v->size;
-	obj = v->obj_size;
-	pthread_mutex_unlock(&v->lock);
+	snapshot_size(v, &vsize, &obj);
 	if (off < 0)
 		return -EINVAL;
 	/* like a block device: no writing past the end */
-	if (pos >= vsize)
+	if ((uint64_t)off >= vsize)
 		return size ? -ENOSPC : 0;
-	size = (size_t)MIN((uint64_t)size, vsize - pos);
-	while (done < size) {
-		uint64_t p = pos + done;
-		uint32_t idx = (uint32_t)(p / obj), ooff = (uint32_t)(p % obj);
-		uint32_t n = (uint32_t)MIN((uint64_t)(obj - ooff),
-					   (uint64_t)(size - done));
-		int ret = write_chunk(v, idx, buf + done, n, ooff);
-
-		if (ret)
-			return done ? (ssize_t)done : ret;
-		done += n;
-	}
-	return (ssize_t)done;
+	return for_each_chunk(v, NULL, buf, size, (uint64_t)off, vsize, obj);
 }
 
 /* FLUSH_VDI when writes were sent with SD_FLAG_CMD_CACHE since the last */
