@@ -32,7 +32,7 @@ SAN_FLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=undefined
 
 LIB_SRCS := $(wildcard lib/*.c)
-SHEEP_SRCS := $(wildcard sheep/*.c sheep/cluster/*.c sheep/store/*.c)
+SHEEP_SRCS := $(wildcard sheep/*.c sheep/*/*.c)
 DOG_SRCS := $(wildcard dog/*.c)
 SHEEPFS_SRCS := $(wildcard sheepfs/*.c)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)

@@ -15,14 +15,21 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "cluster.h"
-#include "nbd.h"
 #include "proto.h"
-#include "sheep.h"
-#include "store.h"
 #include "util.h"
-
-struct sheep_state sys;
+#include "core/core.h"
+#include "core/request.h"
+#include "front/front.h"
+#include "front/nbd.h"
+#include "group/group.h"
+#include "gw/gw.h"
+#include "net/peer.h"
+#include "ops/ops.h"
+#include "recovery/recovery.h"
+#include "state/cluster.h"
+#include "state/epoch.h"
+#include "state/vdi.h"
+#include "store/store.h"
 
 static const char *pidfile;
 static int ready_fd = -1;
@@ -117,13 +124,6 @@ static int parse_log_opts(char *arg, int *level, char **dir)
 	return 0;
 }
 
-void sheep_exit(int code)
-{
-	if (pidfile)
-		unlink(pidfile);
-	exit(code);
-}
-
 static void signal_handler(int fd, uint32_t events, void *data)
 {
 	struct signalfd_siginfo si;
@@ -131,8 +131,7 @@ static void signal_handler(int fd, uint32_t events, void *data)
 	if (read(fd, &si, sizeof(si)) != sizeof(si))
 		return;
 	sd_notice("signal %u: stopping", si.ssi_signo);
-	if (sys.cdrv && sys.joined)
-		sys.cdrv->leave();
+	group_leave();
 	sheep_exit(0);
 }
 
@@ -207,6 +206,7 @@ static int write_pidfile(void)
 
 	if (!pidfile)
 		return 0;
+	sheep_set_pidfile(pidfile);
 	fd = open(pidfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -1;
@@ -258,6 +258,12 @@ static int init_self(const char *myaddr, long zone, bool local)
 		n->space = 0;
 	return 0;
 }
+
+/* what the lower layers call up through (design.md §2) */
+static const struct group_hooks group_hooks = {
+	.op_lookup = get_sd_op,
+	.stop_listening = listen_stop,
+};
 
 int main(int argc, char **argv)
 {
@@ -354,6 +360,7 @@ int main(int argc, char **argv)
 		  sys.base, sys.port);
 	sys.loop = event_loop_create();
 	sys.io_wq = wq_create("io", SD_IO_THREADS, SD_IO_QUEUE, sys.loop);
+	request_set_dispatch(queue_request);
 	flush_init();
 	vdi_init_bitmaps();
 	refcount_init();
@@ -370,7 +377,7 @@ int main(int argc, char **argv)
 	if (nbd_init(bindaddr))
 		goto fail;
 	peer_init();
-	if (group_init(driver))
+	if (group_init(driver, &group_hooks))
 		goto fail;
 	if (write_pidfile())
 		goto fail;

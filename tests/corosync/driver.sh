@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# Multi-process tests of the corosync cluster driver (sheep/cluster/corosync.c)
+# Multi-process tests of the corosync cluster driver (sheep/group/corosync.c)
 # with the stand-alone cluster member of tests/unit/local_driver_harness.c,
 # built against the corosync driver (-Dcdrv_local=cdrv_corosync; its -p
 # option becomes the CPG group name).  Every scenario uses its own group on
@@ -55,7 +55,7 @@ mkdir -p build
 $CC -std=gnu11 -D_GNU_SOURCE -Iinclude -Isheep -Wall -Wextra -Werror \
 	-Wno-unused-parameter -fsanitize=address,undefined -g \
 	-Dcdrv_local=cdrv_corosync -o "$BIN" tests/unit/local_driver_harness.c \
-	sheep/cluster/corosync.c lib/event.c lib/util.c lib/hash.c \
+	sheep/group/corosync.c lib/event.c lib/util.c lib/hash.c \
 	lib/proto.c -lcpg -lquorum -lpthread -lm || {
 	echo "build failed"
 	echo "0 passed, 1 failed"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# Multi-process tests of the "local" cluster driver (sheep/cluster/local.c).
+# Multi-process tests of the "local" cluster driver (sheep/group/local.c).
 # Builds tests/unit/local_driver_harness.c by hand (it defines the daemon
 # callbacks itself, so it cannot go through the Makefile's unit-test rule),
 # runs scenarios with several harness processes sharing one cluster
@@ -40,7 +40,7 @@ trap cleanup EXIT
 exec 3>&2
 $CC -std=gnu11 -D_GNU_SOURCE -Iinclude -Isheep -Wall -Wextra -Werror \
 	-Wno-unused-parameter -fsanitize=address,undefined -g -o "$BIN" \
-	tests/unit/local_driver_harness.c sheep/cluster/local.c lib/event.c \
+	tests/unit/local_driver_harness.c sheep/group/local.c lib/event.c \
 	lib/util.c lib/hash.c lib/proto.c -lpthread -lm || {
 	echo "build failed"
 	echo "0 passed, 1 failed"

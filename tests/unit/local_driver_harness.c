@@ -2,7 +2,7 @@
 /*
  * A stand-alone member of a "local" driver cluster, for
  * tests/unit/local_driver.sh.  It defines the five daemon callbacks itself,
- * so it is built by hand from sheep/cluster/local.c and lib/, not by make.
+ * so it is built by hand from sheep/group/local.c and lib/, not by make.
  *
  * Every totally ordered event goes to OUT as one line:
  *
@@ -44,7 +44,7 @@
 #include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
-#include "cluster.h"
+#include "group/driver.h"
 #include "event.h"
 #include "hash.h"
 #include "util.h"
@@ -131,7 +131,7 @@ static bool contains(const struct sd_node *n, size_t nr,
 	return false;
 }
 
-bool sd_join_handler(const struct sd_node *joining,
+static bool sd_join_handler(const struct sd_node *joining,
 		     const struct sd_node *members, size_t nr_members,
 		     void *opaque, size_t *len, size_t max_len)
 {
@@ -163,7 +163,7 @@ bool sd_join_handler(const struct sd_node *joining,
 
 static void maybe_start_work(size_t nr_members);
 
-void sd_accept_handler(const struct sd_node *joined,
+static void sd_accept_handler(const struct sd_node *joined,
 		       const struct sd_node *members, size_t nr_members,
 		       const void *opaque, size_t len)
 {
@@ -178,7 +178,7 @@ void sd_accept_handler(const struct sd_node *joined,
 	maybe_start_work(nr_members);
 }
 
-void sd_leave_handler(const struct sd_node *left,
+static void sd_leave_handler(const struct sd_node *left,
 		      const struct sd_node *members, size_t nr_members)
 {
 	char buf[1024];
@@ -190,7 +190,7 @@ void sd_leave_handler(const struct sd_node *left,
 		out("#BUG bad member list on leave");
 }
 
-void sd_notify_handler(const struct sd_node *sender, const void *msg,
+static void sd_notify_handler(const struct sd_node *sender, const void *msg,
 		       size_t len)
 {
 	char buf[64];
@@ -213,7 +213,7 @@ void sd_notify_handler(const struct sd_node *sender, const void *msg,
 
 static void hold_fn(struct timer *t);
 
-void sd_block_handler(const struct sd_node *sender)
+static void sd_block_handler(const struct sd_node *sender)
 {
 	char buf[64];
 	int n;
@@ -362,6 +362,14 @@ static void parse(int argc, char **argv)
 	}
 }
 
+static const struct cluster_handlers handlers = {
+	.join = sd_join_handler,
+	.accept = sd_accept_handler,
+	.leave = sd_leave_handler,
+	.notify = sd_notify_handler,
+	.block = sd_block_handler,
+};
+
 int main(int argc, char **argv)
 {
 	char hello[64];
@@ -382,7 +390,7 @@ int main(int argc, char **argv)
 	me.nid.port = (uint16_t)opt.port;
 	me.nr_vnodes = SD_DEFAULT_VNODES;
 	loop = event_loop_create();
-	if (!loop || cdrv_local.init(opt.path, loop)) {
+	if (!loop || cdrv_local.init(opt.path, loop, &handlers)) {
 		fprintf(stderr, "init failed\n");
 		return 1;
 	}

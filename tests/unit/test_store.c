@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "sheepdog_proto.h"
-#include "store.h"
+#include "store/store.h"
 
 #define OBJ	(4u << 20)
 #define OID	UINT64_C(0x00abcdef00000007)	/* a data object */

@@ -30,7 +30,7 @@
 #include <unistd.h>
 #include "nbd.h"
 #include "net.h"
-#include "sheep.h"
+#include "core/core.h"
 #include "util.h"
 
 #define NBD_INIT_MAGIC		0x4e42444d41474943ULL /* "NBDMAGIC" */

@@ -14,12 +14,19 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "cluster.h"
 #include "net.h"
 #include "proto.h"
-#include "sheep.h"
-#include "store.h"
 #include "util.h"
+#include "core/core.h"
+#include "core/request.h"
+#include "net/peer.h"
+#include "recovery/recovery.h"
+#include "state/cluster.h"
+#include "state/epoch.h"
+#include "state/vdi.h"
+#include "store/store.h"
+#include "group/driver.h"
+#include "group/group.h"
 
 #define CMSG_HDR_SIZE	(8 + SD_REQ_SIZE + SD_RSP_SIZE)
 
@@ -27,256 +34,23 @@ static LIST_HEAD(pending_block);	/* waiting for the block grant */
 static LIST_HEAD(pending_reply);	/* waiting for our own message */
 static uint32_t cluster_seq;
 static struct work_queue *cluster_wq;
-static bool shutdown_clean;
 static uint32_t recover_from;	/* epoch to recover from, 0 = none */
+static struct cluster_state *cs;	/* the state we own (state/cluster.h) */
+static struct cluster_driver *cdrv;
+static struct group_hooks hooks;
 
-/* ---- the published view ---- */
-
-static void free_view_rcu(struct rcu_head *head)
-{
-	struct cluster_view *v = caa_container_of(head, struct cluster_view,
-						  rcu);
-
-	ring_free(&v->ring);
-	free(v);
-}
-
-void publish_view(void)
-{
-	struct cluster_view *v = xzalloc(sizeof(*v)), *old = sys.view;
-
-	v->epoch = sys.epoch;
-	v->status = sys.status;
-	if (ring_build(&v->ring, sys.members, sys.nr_members)) {
-		sd_emerg("out of memory building the ring");
-		abort();
-	}
-	rcu_assign_pointer(sys.view, v);
-	if (old)
-		call_rcu(&old->rcu, free_view_rcu);
-}
-
-/* main thread only: the updater may read its own pointer directly */
-struct cluster_view *current_view(void)
-{
-	return sys.view;
-}
-
-bool node_is_self(const struct sd_node *n)
-{
-	return node_id_eq(&n->nid, &sys.self.nid);
-}
-
-/* ---- config file (cluster.md §11.3) ---- */
-
-static void base_path(char *buf, size_t len, const char *name)
-{
-	snprintf(buf, len, "%s/%s", sys.base, name);
-}
-
-static int write_file_atomic(const char *path, const void *buf, size_t len)
-{
-	char tmp[4200];
-	int fd;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_SYNC | O_CLOEXEC,
-		  0644);
-	if (fd < 0)
-		return -1;
-	if (xwrite(fd, buf, len) < 0) {
-		close(fd);
-		unlink(tmp);
-		return -1;
-	}
-	close(fd);
-	if (rename(tmp, path))
-		return -1;
-	return 0;
-}
-
-int config_save(void)
-{
-	struct sheepdog_config c = { 0 };
-	uint8_t buf[sizeof(c)];
-	char path[4200];
-
-	c.ctime = sys.ctime;
-	c.flags = sys.flags;
-	c.copies = sys.copies;
-	memcpy(c.store, sys.store, sizeof(c.store));
-	c.shutdown = shutdown_clean;
-	c.copy_policy = sys.copy_policy;
-	c.block_size_shift = sys.block_size_shift;
-	c.version = SD_FORMAT_VERSION;
-	c.space = sys.self.space;
-	config_encode(&c, buf);
-	base_path(path, sizeof(path), "config");
-	if (write_file_atomic(path, buf, sizeof(buf))) {
-		sd_err("cannot write %s: %m", path);
-		return -1;
-	}
-	return 0;
-}
-
-int config_load(void)
-{
-	struct sheepdog_config c;
-	uint8_t buf[sizeof(c)];
-	char path[4200];
-	int fd;
-
-	base_path(path, sizeof(path), "config.tmp");
-	unlink(path);
-	base_path(path, sizeof(path), "config");
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -1;
-	if (xread(fd, buf, sizeof(buf)) < 0) {
-		close(fd);
-		sd_err("%s is truncated", path);
-		return -1;
-	}
-	close(fd);
-	config_decode(&c, buf);
-	if (c.version != SD_FORMAT_VERSION) {
-		sd_err("%s has format version %u, expected %u", path,
-		       c.version, SD_FORMAT_VERSION);
-		return -1;
-	}
-	sys.ctime = c.ctime;
-	sys.flags = c.flags;
-	sys.copies = c.copies;
-	memcpy(sys.store, c.store, sizeof(sys.store));
-	sys.store[sizeof(sys.store) - 1] = 0;
-	shutdown_clean = c.shutdown;
-	sys.copy_policy = c.copy_policy;
-	sys.block_size_shift = c.block_size_shift;
-	if (c.space)
-		sys.self.space = c.space;
-	return 0;
-}
-
-/* ---- epoch log (cluster.md §3.4) ---- */
-
-static void epoch_path(char *buf, size_t len, uint32_t epoch)
-{
-	snprintf(buf, len, "%s/epoch/%08u", sys.base, epoch);
-}
-
-static int epoch_log_write(uint32_t epoch, const struct sd_node *nodes,
-			   size_t nr)
-{
-	size_t len = nr * sizeof(struct sd_node) + 8;
-	uint8_t *buf = xmalloc(len);
-	char path[4200];
-	int ret;
-
-	sd_nodes_encode(nodes, nr, buf);
-	put_le64(buf + len - 8, (uint64_t)time(NULL));
-	epoch_path(path, sizeof(path), epoch);
-	ret = write_file_atomic(path, buf, len);
-	if (ret)
-		sd_err("cannot write epoch %u: %m", epoch);
-	free(buf);
-	return ret;
-}
-
-int epoch_log_read(uint32_t epoch, struct sd_node *nodes, size_t max,
-		   uint64_t *t)
-{
-	char path[4200];
-	struct stat st;
-	uint8_t *buf;
-	size_t nr;
-	int fd;
-
-	epoch_path(path, sizeof(path), epoch);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, &st) || st.st_size < 8 ||
-	    (st.st_size - 8) % sizeof(struct sd_node) ||
-	    (size_t)(st.st_size - 8) / sizeof(struct sd_node) > max) {
-		close(fd);
-		return -1;
-	}
-	buf = xmalloc((size_t)st.st_size);
-	if (xread(fd, buf, (size_t)st.st_size) < 0) {
-		free(buf);
-		close(fd);
-		return -1;
-	}
-	close(fd);
-	nr = (size_t)(st.st_size - 8) / sizeof(struct sd_node);
-	sd_nodes_decode(nodes, nr, buf);
-	if (t)
-		*t = get_le64(buf + st.st_size - 8);
-	free(buf);
-	return (int)nr;
-}
-
-uint32_t epoch_log_latest(void)
-{
-	char path[4200];
-	struct dirent *de;
-	uint32_t latest = 0;
-	DIR *d;
-
-	base_path(path, sizeof(path), "epoch");
-	d = opendir(path);
-	if (!d)
-		return 0;
-	while ((de = readdir(d))) {
-		char *end;
-		unsigned long e;
-
-		if (strlen(de->d_name) != 8)
-			continue;
-		e = strtoul(de->d_name, &end, 10);
-		if (!*end && e > latest)
-			latest = (uint32_t)e;
-	}
-	closedir(d);
-	return latest;
-}
-
-static void epoch_log_clear(void)
-{
-	char path[4200];
-
-	base_path(path, sizeof(path), "epoch");
-	rmdir_r(path);
-	mkdir_p(path);
-}
-
-static void set_epoch_nodes(const struct sd_node *nodes, size_t nr)
-{
-	free(sys.epoch_nodes);
-	sys.epoch_nodes = xmalloc((nr ? nr : 1) * sizeof(*nodes));
-	memcpy(sys.epoch_nodes, nodes, nr * sizeof(*nodes));
-	sys.nr_epoch_nodes = nr;
-}
-
-static void set_members(const struct sd_node *nodes, size_t nr)
-{
-	free(sys.members);
-	sys.members = xmalloc((nr ? nr : 1) * sizeof(*nodes));
-	memcpy(sys.members, nodes, nr * sizeof(*nodes));
-	sys.nr_members = nr;
-	nodes_sort(sys.members, nr);
-}
+/* ---- epochs ---- */
 
 static void new_epoch(void)
 {
-	if (sys.epoch && sys.status == SD_STATUS_OK)
-		recover_from = sys.epoch;
-	sys.epoch++;
-	set_epoch_nodes(sys.members, sys.nr_members);
-	epoch_log_write(sys.epoch, sys.members, sys.nr_members);
-	sd_notice("epoch %u: %zu node(s)", sys.epoch, sys.nr_members);
-	if (shutdown_clean) {
-		shutdown_clean = false;
+	if (cs->epoch && cs->status == SD_STATUS_OK)
+		recover_from = cs->epoch;
+	cs->epoch++;
+	set_epoch_nodes(cs->members, cs->nr_members);
+	epoch_log_write(cs->epoch, cs->members, cs->nr_members);
+	sd_notice("epoch %u: %zu node(s)", cs->epoch, cs->nr_members);
+	if (cs->shutdown_clean) {
+		cs->shutdown_clean = false;
 		config_save();
 	}
 }
@@ -295,11 +69,11 @@ static bool same_nodes(const struct sd_node *a, size_t na,
 /* are all nodes of the latest epoch among @members? */
 static bool epoch_nodes_present(const struct sd_node *members, size_t nr)
 {
-	for (size_t i = 0; i < sys.nr_epoch_nodes; i++) {
+	for (size_t i = 0; i < cs->nr_epoch_nodes; i++) {
 		bool found = false;
 
 		for (size_t j = 0; j < nr; j++)
-			if (node_id_eq(&sys.epoch_nodes[i].nid,
+			if (node_id_eq(&cs->epoch_nodes[i].nid,
 				       &members[j].nid))
 				found = true;
 		if (!found)
@@ -341,10 +115,10 @@ static void epoch_fetch_done(struct peer_req *pr, int result)
 
 static void epoch_fetch_next(struct epoch_fetch *f)
 {
-	while (f->next < sys.nr_members &&
-	       node_is_self(&sys.members[f->next]))
+	while (f->next < cs->nr_members &&
+	       node_is_self(&cs->members[f->next]))
 		f->next++;
-	if (f->next >= sys.nr_members) {
+	if (f->next >= cs->nr_members) {
 		sd_warn("no member has epoch %u", f->epoch);
 		free(f->pr.rbuf);
 		free(f);
@@ -355,7 +129,7 @@ static void epoch_fetch_next(struct epoch_fetch *f)
 	f->pr.rq.obj.tgt_epoch = f->epoch;
 	f->pr.rq.data_length = f->pr.rbuf_len;
 	f->pr.done = epoch_fetch_done;
-	peer_submit(&sys.members[f->next++].nid, &f->pr);
+	peer_submit(&cs->members[f->next++].nid, &f->pr);
 }
 
 /* fetch every epoch log entry this node lacks from the members */
@@ -363,7 +137,7 @@ static void fetch_missing_epochs(void)
 {
 	char path[4200];
 
-	for (uint32_t e = 1; e < sys.epoch; e++) {
+	for (uint32_t e = 1; e < cs->epoch; e++) {
 		struct epoch_fetch *f;
 
 		epoch_path(path, sizeof(path), e);
@@ -442,9 +216,9 @@ static void exchange_vdi_state(const struct sd_node *joined, bool me,
 		pull_vdi_state(&joined->nid, 1024, false);
 		return;
 	}
-	for (size_t i = 0; i < sys.nr_members; i++)
-		if (!node_is_self(&sys.members[i]))
-			pull_vdi_state(&sys.members[i].nid, 1024, running);
+	for (size_t i = 0; i < cs->nr_members; i++)
+		if (!node_is_self(&cs->members[i]))
+			pull_vdi_state(&cs->members[i].nid, 1024, running);
 }
 
 static void start_pending_recovery(void)
@@ -452,7 +226,7 @@ static void start_pending_recovery(void)
 	uint32_t from = recover_from;
 
 	recover_from = 0;
-	if (from && sys.status == SD_STATUS_OK)
+	if (from && cs->status == SD_STATUS_OK)
 		recovery_start(from);
 }
 
@@ -461,24 +235,24 @@ static void start_pending_recovery(void)
 size_t cinfo_encode(void *buf, size_t max, uint8_t status)
 {
 	struct cluster_info_hdr h = { 0 };
-	size_t nr = sys.nr_epoch_nodes;
+	size_t nr = cs->nr_epoch_nodes;
 
 	if (sizeof(h) + nr * sizeof(struct sd_node) > max)
 		nr = (max - sizeof(h)) / sizeof(struct sd_node);
 	h.proto_ver = SD_SHEEP_PROTO_VER;
-	h.disable_recovery = sys.disable_recovery;
+	h.disable_recovery = cs->disable_recovery;
 	h.nr_nodes = (int16_t)nr;
-	h.epoch = sys.epoch;
-	h.ctime = sys.ctime;
+	h.epoch = cs->epoch;
+	h.ctime = cs->ctime;
 	/* vnode counts are always automatic in Kelpie (no -V yet) */
-	h.flags = sys.flags | SD_CLUSTER_FLAG_AUTO_VNODES;
-	h.nr_copies = sys.copies;
-	h.copy_policy = sys.copy_policy;
+	h.flags = cs->flags | SD_CLUSTER_FLAG_AUTO_VNODES;
+	h.nr_copies = cs->copies;
+	h.copy_policy = cs->copy_policy;
 	h.status = status;
-	h.block_size_shift = sys.block_size_shift;
-	memcpy(h.default_store, sys.store, sizeof(h.default_store));
+	h.block_size_shift = cs->block_size_shift;
+	memcpy(h.default_store, cs->store, sizeof(h.default_store));
 	cinfo_hdr_encode(&h, buf);
-	sd_nodes_encode(sys.epoch_nodes, nr, (uint8_t *)buf + sizeof(h));
+	sd_nodes_encode(cs->epoch_nodes, nr, (uint8_t *)buf + sizeof(h));
 	return sizeof(h) + nr * sizeof(struct sd_node);
 }
 
@@ -500,40 +274,40 @@ static int cinfo_decode(const void *buf, size_t len,
 static void adopt_cinfo(const struct cluster_info_hdr *h,
 			const struct sd_node *nodes)
 {
-	sys.epoch = h->epoch;
-	sys.ctime = h->ctime;
-	sys.flags = h->flags;
-	sys.copies = h->nr_copies;
-	sys.copy_policy = h->copy_policy;
-	sys.block_size_shift = h->block_size_shift;
-	sys.disable_recovery = h->disable_recovery;
-	memcpy(sys.store, h->default_store, sizeof(sys.store));
-	sys.store[sizeof(sys.store) - 1] = 0;
+	cs->epoch = h->epoch;
+	cs->ctime = h->ctime;
+	cs->flags = h->flags;
+	cs->copies = h->nr_copies;
+	cs->copy_policy = h->copy_policy;
+	cs->block_size_shift = h->block_size_shift;
+	cs->disable_recovery = h->disable_recovery;
+	memcpy(cs->store, h->default_store, sizeof(cs->store));
+	cs->store[sizeof(cs->store) - 1] = 0;
 	set_epoch_nodes(nodes, (size_t)h->nr_nodes);
 }
 
-bool sd_join_handler(const struct sd_node *joining,
+static bool sd_join_handler(const struct sd_node *joining,
 		     const struct sd_node *members, size_t nr_members,
 		     void *opaque, size_t *len, size_t max_len)
 {
 	struct cluster_info_hdr jh;
 	struct sd_node *jnodes = NULL, *all;
-	uint8_t status = sys.status;
-	bool self = node_is_self(joining) && !sys.joined;
+	uint8_t status = cs->status;
+	bool self = node_is_self(joining) && !cs->joined;
 
 	if (cinfo_decode(opaque, *len, &jh, &jnodes)) {
 		sd_err("malformed join message");
 		return false;
 	}
 	if (!self && status == SD_STATUS_WAIT) {
-		if (jh.epoch > 0 && sys.epoch > 0 && jh.ctime != sys.ctime) {
+		if (jh.epoch > 0 && cs->epoch > 0 && jh.ctime != cs->ctime) {
 			/* the joiner notices the mismatch and leaves */
 			goto out;
 		}
-		if (jh.epoch > sys.epoch)
+		if (jh.epoch > cs->epoch)
 			adopt_cinfo(&jh, jnodes);
 	}
-	if (status == SD_STATUS_WAIT && sys.ctime && sys.epoch) {
+	if (status == SD_STATUS_WAIT && cs->ctime && cs->epoch) {
 		all = xmalloc((nr_members + 1) * sizeof(*all));
 		memcpy(all, members, nr_members * sizeof(*all));
 		all[nr_members] = *joining;
@@ -558,20 +332,20 @@ static bool in_nodes(const struct sd_node *nodes, size_t nr)
 static void joiner_accepted(const struct cluster_info_hdr *h,
 			    const struct sd_node *nodes)
 {
-	uint32_t my_epoch = sys.epoch;
+	uint32_t my_epoch = cs->epoch;
 
 	if (h->proto_ver != SD_SHEEP_PROTO_VER) {
 		sd_emerg("cluster speaks protocol %u, not %u", h->proto_ver,
 			 SD_SHEEP_PROTO_VER);
 		sheep_exit(1);
 	}
-	if (h->epoch && sys.epoch && h->ctime != sys.ctime) {
+	if (h->epoch && cs->epoch && h->ctime != cs->ctime) {
 		sd_emerg("this node belongs to another cluster (creation "
 			 "time %" PRIx64 ", cluster's %" PRIx64 "): leaving",
-			 sys.ctime, h->ctime);
+			 cs->ctime, h->ctime);
 		sheep_exit(1);
 	}
-	sys.joined = true;
+	cs->joined = true;
 	/*
 	 * The cluster moved on without us: what we hold may be out of date.
 	 * Keep it only as stale copies, tagged with the epoch we last knew.
@@ -583,19 +357,19 @@ static void joiner_accepted(const struct cluster_info_hdr *h,
 			  "become stale copies", h->epoch, my_epoch);
 		recovery_stale_everything(my_epoch);
 	}
-	if (h->epoch >= sys.epoch || h->status == SD_STATUS_OK)
+	if (h->epoch >= cs->epoch || h->status == SD_STATUS_OK)
 		adopt_cinfo(h, nodes);
-	if (sys.ctime)
+	if (cs->ctime)
 		config_save();
 }
 
-void sd_accept_handler(const struct sd_node *joined,
+static void sd_accept_handler(const struct sd_node *joined,
 		       const struct sd_node *members, size_t nr_members,
 		       const void *opaque, size_t len)
 {
 	struct cluster_info_hdr h;
 	struct sd_node *nodes = NULL;
-	bool me = node_is_self(joined) && !sys.joined;
+	bool me = node_is_self(joined) && !cs->joined;
 	char name[128];
 
 	if (cinfo_decode(opaque, len, &h, &nodes)) {
@@ -605,29 +379,29 @@ void sd_accept_handler(const struct sd_node *joined,
 	sd_info("%s joined", node_to_str(joined, name, sizeof(name)));
 	if (me)
 		joiner_accepted(&h, nodes);
-	else if (sys.status == SD_STATUS_WAIT && h.epoch > sys.epoch)
+	else if (cs->status == SD_STATUS_WAIT && h.epoch > cs->epoch)
 		adopt_cinfo(&h, nodes);
 	set_members(members, nr_members);
-	if (sys.status != SD_STATUS_SHUTDOWN)
-		sys.status = h.status == SD_STATUS_OK ? SD_STATUS_OK :
-			     sys.status;
-	if (sys.status == SD_STATUS_WAIT && sys.ctime && sys.epoch &&
-	    epoch_nodes_present(sys.members, sys.nr_members))
-		sys.status = SD_STATUS_OK;
-	if (sys.status == SD_STATUS_OK &&
-	    !same_nodes(sys.members, sys.nr_members, sys.epoch_nodes,
-			sys.nr_epoch_nodes))
+	if (cs->status != SD_STATUS_SHUTDOWN)
+		cs->status = h.status == SD_STATUS_OK ? SD_STATUS_OK :
+			     cs->status;
+	if (cs->status == SD_STATUS_WAIT && cs->ctime && cs->epoch &&
+	    epoch_nodes_present(cs->members, cs->nr_members))
+		cs->status = SD_STATUS_OK;
+	if (cs->status == SD_STATUS_OK &&
+	    !same_nodes(cs->members, cs->nr_members, cs->epoch_nodes,
+			cs->nr_epoch_nodes))
 		new_epoch();
 	free(nodes);
 	publish_view();
 	/* a node that came back, or adopted a newer history, fills gaps */
-	if (sys.status == SD_STATUS_OK)
+	if (cs->status == SD_STATUS_OK)
 		fetch_missing_epochs();
 	exchange_vdi_state(joined, me, h.status == SD_STATUS_OK);
 	start_pending_recovery();
 }
 
-void sd_leave_handler(const struct sd_node *left,
+static void sd_leave_handler(const struct sd_node *left,
 		      const struct sd_node *members, size_t nr_members)
 {
 	char name[128];
@@ -636,7 +410,7 @@ void sd_leave_handler(const struct sd_node *left,
 	set_members(members, nr_members);
 	peer_drop(&left->nid);
 	vdi_release_node_locks(&left->nid);
-	if (sys.status == SD_STATUS_OK)
+	if (cs->status == SD_STATUS_OK)
 		new_epoch();
 	publish_view();
 	start_pending_recovery();
@@ -680,7 +454,7 @@ static void block_work_done(struct request *req)
 	req->rp.opcode = req->rq.opcode;
 	msg = build_msg(req, &len);
 	list_add_tail(&req->list, &pending_reply);
-	if (sys.cdrv->unblock(msg, len)) {
+	if (cdrv->unblock(msg, len)) {
 		list_del(&req->list);
 		req->rp.result = SD_RES_CLUSTER_ERROR;
 		request_done(req);
@@ -717,7 +491,7 @@ int cluster_op_submit(struct request *req)
 	req->cseq = ++cluster_seq;
 	if (req->op->work_fn) {
 		list_add_tail(&req->list, &pending_block);
-		if (sys.cdrv->block()) {
+		if (cdrv->block()) {
 			list_del(&req->list);
 			return SD_RES_CLUSTER_ERROR;
 		}
@@ -725,7 +499,7 @@ int cluster_op_submit(struct request *req)
 	}
 	msg = build_msg(req, &len);
 	list_add_tail(&req->list, &pending_reply);
-	if (sys.cdrv->notify(msg, len)) {
+	if (cdrv->notify(msg, len)) {
 		list_del(&req->list);
 		free(msg);
 		return SD_RES_CLUSTER_ERROR;
@@ -734,7 +508,7 @@ int cluster_op_submit(struct request *req)
 	return SD_RES_SUCCESS;
 }
 
-void sd_block_handler(const struct sd_node *sender)
+static void sd_block_handler(const struct sd_node *sender)
 {
 	struct request *req;
 
@@ -758,7 +532,7 @@ static struct request *find_pending(uint32_t seq)
 	return NULL;
 }
 
-void sd_notify_handler(const struct sd_node *sender, const void *msg,
+static void sd_notify_handler(const struct sd_node *sender, const void *msg,
 		       size_t len)
 {
 	const uint8_t *m = msg;
@@ -778,7 +552,7 @@ void sd_notify_handler(const struct sd_node *sender, const void *msg,
 	seq = get_le32(m);
 	sd_req_decode(&rq, m + 8);
 	sd_rsp_decode(&rp, m + 8 + SD_REQ_SIZE);
-	op = get_sd_op(rq.opcode);
+	op = hooks.op_lookup(rq.opcode);
 	if (!op || !op->cluster_fn) {
 		sd_err("unknown cluster op %x", rq.opcode);
 		return;
@@ -808,26 +582,26 @@ int group_format(const struct sd_req *req, const char *store)
 	recovery_reset();
 	epoch_log_clear();
 	vdi_reset();
-	sys.ctime = req->cluster.ctime;
-	sys.flags = req->cluster.flags;
-	sys.copies = req->cluster.copies ? req->cluster.copies :
+	cs->ctime = req->cluster.ctime;
+	cs->flags = req->cluster.flags;
+	cs->copies = req->cluster.copies ? req->cluster.copies :
 		     SD_DEFAULT_COPIES;
-	sys.copy_policy = req->cluster.copy_policy;
-	sys.block_size_shift = req->cluster.block_size_shift ?
+	cs->copy_policy = req->cluster.copy_policy;
+	cs->block_size_shift = req->cluster.block_size_shift ?
 			       req->cluster.block_size_shift :
 			       SD_DEFAULT_BLOCK_SIZE_SHIFT;
-	memset(sys.store, 0, sizeof(sys.store));
-	strncpy(sys.store, store, sizeof(sys.store) - 1);
-	sys.disable_recovery = 0;
-	sys.epoch = 0;
-	shutdown_clean = false;
-	sys.status = SD_STATUS_OK;
+	memset(cs->store, 0, sizeof(cs->store));
+	strncpy(cs->store, store, sizeof(cs->store) - 1);
+	cs->disable_recovery = 0;
+	cs->epoch = 0;
+	cs->shutdown_clean = false;
+	cs->status = SD_STATUS_OK;
 	new_epoch();
 	recover_from = 0;
 	config_save();
 	publish_view();
-	sd_notice("cluster formatted: %u copies, store %s", sys.copies,
-		  sys.store);
+	sd_notice("cluster formatted: %u copies, store %s", cs->copies,
+		  cs->store);
 	return SD_RES_SUCCESS;
 }
 
@@ -841,73 +615,111 @@ static void shutdown_now(struct timer *t)
 
 void group_shutdown(void)
 {
-	sys.status = SD_STATUS_SHUTDOWN;
-	shutdown_clean = true;
-	if (sys.ctime)
+	cs->status = SD_STATUS_SHUTDOWN;
+	cs->shutdown_clean = true;
+	if (cs->ctime)
 		config_save();
-	listen_stop();
+	hooks.stop_listening();
 	/* leave time for the originator's reply to reach the client */
 	shutdown_timer.fn = shutdown_now;
 	timer_add(sys.loop, &shutdown_timer, 500);
 }
 
+/* ---- cluster state changes asked for by ops ---- */
+
+void group_set_recovery(bool disabled)
+{
+	cs->disable_recovery = disabled;
+}
+
+int group_alter_copies(uint8_t copies)
+{
+	cs->copies = copies;
+	return config_save();
+}
+
+void group_set_killed(void)
+{
+	cs->status = SD_STATUS_KILLED;
+}
+
 /* ---- start-up ---- */
 
-int group_init(const char *driver)
+static const struct cluster_handlers handlers = {
+	.join = sd_join_handler,
+	.accept = sd_accept_handler,
+	.leave = sd_leave_handler,
+	.notify = sd_notify_handler,
+	.block = sd_block_handler,
+};
+
+static struct cluster_driver *find_driver(const char *driver,
+					  const char **opt)
 {
-	char name[64], path[4200];
-	const char *opt = NULL, *colon = strchr(driver, ':');
+	const char *colon = strchr(driver, ':');
 	size_t n = colon ? (size_t)(colon - driver) : strlen(driver);
-	uint32_t latest;
 
-	if (n >= sizeof(name))
-		return -1;
-	memcpy(name, driver, n);
-	name[n] = 0;
-	if (colon)
-		opt = colon + 1;
-	if (!strcmp(name, "local")) {
-		sys.cdrv = &cdrv_local;
-	} else if (!strcmp(name, "corosync")) {
-		sys.cdrv = &cdrv_corosync;
-	} else {
-		sd_err("unknown cluster driver '%s'", name);
-		return -1;
-	}
-	cluster_wq = wq_create("cluster", 1, 4096, sys.loop);
+	*opt = colon ? colon + 1 : NULL;
+	if (n == 5 && !strncmp(driver, "local", n))
+		return &cdrv_local;
+	if (n == 8 && !strncmp(driver, "corosync", n))
+		return &cdrv_corosync;
+	sd_err("unknown cluster driver '%.*s'", (int)n, driver);
+	return NULL;
+}
 
-	base_path(path, sizeof(path), "epoch");
-	if (mkdir_p(path)) {
-		sd_err("cannot create %s: %m", path);
-		return -1;
-	}
-	latest = epoch_log_latest();
-	if (latest) {
-		struct sd_node *nodes = xmalloc(SD_MAX_NODES * sizeof(*nodes));
-		int nr = epoch_log_read(latest, nodes, SD_MAX_NODES, NULL);
+static int load_latest_epoch(void)
+{
+	uint32_t latest = epoch_log_latest();
+	struct sd_node *nodes;
+	int nr;
 
-		if (nr < 0) {
-			sd_err("cannot read epoch %u", latest);
-			free(nodes);
-			return -1;
-		}
-		sys.epoch = latest;
-		set_epoch_nodes(nodes, (size_t)nr);
+	if (!latest)
+		return 0;
+	nodes = xmalloc(SD_MAX_NODES * sizeof(*nodes));
+	nr = epoch_log_read(latest, nodes, SD_MAX_NODES, NULL);
+	if (nr < 0) {
+		sd_err("cannot read epoch %u", latest);
 		free(nodes);
+		return -1;
 	}
-	sys.status = SD_STATUS_WAIT;
+	cs->epoch = latest;
+	set_epoch_nodes(nodes, (size_t)nr);
+	free(nodes);
+	return 0;
+}
+
+int group_init(const char *driver, const struct group_hooks *h)
+{
+	const char *opt;
+
+	cs = cstate_mut();
+	hooks = *h;
+	cdrv = find_driver(driver, &opt);
+	if (!cdrv)
+		return -1;
+	cluster_wq = wq_create("cluster", 1, 4096, sys.loop);
+	if (epoch_log_init() || load_latest_epoch())
+		return -1;
+	cs->status = SD_STATUS_WAIT;
 	publish_view();
-	return sys.cdrv->init(opt, sys.loop);
+	return cdrv->init(opt, sys.loop, &handlers);
 }
 
 void group_join(void)
 {
 	uint8_t *buf = xmalloc(SD_MAX_EVENT_BUF_SIZE);
-	size_t len = cinfo_encode(buf, SD_MAX_EVENT_BUF_SIZE, sys.status);
+	size_t len = cinfo_encode(buf, SD_MAX_EVENT_BUF_SIZE, cs->status);
 
-	if (sys.cdrv->join(&sys.self, buf, len)) {
+	if (cdrv->join(&sys.self, buf, len)) {
 		sd_emerg("cannot join the cluster");
 		sheep_exit(1);
 	}
 	free(buf);
+}
+
+void group_leave(void)
+{
+	if (cdrv && cs->joined)
+		cdrv->leave();
 }

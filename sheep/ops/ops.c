@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * The opcode table (protocol.md §7) and the handlers of local and peer
- * ops, plus admission (§10.1) and dispatch of every request by class.
+ * ops; dispatch.c runs requests by it.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -9,14 +9,23 @@
 #include <openssl/evp.h>
 #include "net.h"
 #include "proto.h"
-#include "sheep.h"
-#include "store.h"
 #include "util.h"
+#include "core/request.h"
+#include "group/group.h"
+#include "gw/gw.h"
+#include "net/peer.h"
+#include "ops/ops.h"
+#include "recovery/recovery.h"
+#include "state/cluster.h"
+#include "state/epoch.h"
+#include "state/vdi.h"
+#include "store/store.h"
+#include "vdi/vdi.h"
 
 
 /* ---- peer ops: the store half ---- */
 
-int store_exec(const struct sd_req *rq, void *data, struct sd_rsp *rp,
+static int store_exec(const struct sd_req *rq, void *data, struct sd_rsp *rp,
 	       uint32_t obj_size)
 {
 	bool sync = !(rq->flags & SD_FLAG_CMD_CACHE);
@@ -126,24 +135,6 @@ static int peer_work(struct request *req)
 	return store_exec(&req->rq, req->data, &req->rp, req->obj_size);
 }
 
-uint8_t gateway_to_peer_opcode(uint8_t opcode)
-{
-	switch (opcode) {
-	case SD_OP_CREATE_AND_WRITE_OBJ:
-		return SD_OP_CREATE_AND_WRITE_PEER;
-	case SD_OP_READ_OBJ:
-		return SD_OP_READ_PEER;
-	case SD_OP_WRITE_OBJ:
-		return SD_OP_WRITE_PEER;
-	case SD_OP_REMOVE_OBJ:
-		return SD_OP_REMOVE_PEER;
-	case SD_OP_DECREF_OBJ:
-		return SD_OP_DECREF_PEER;
-	default:
-		return opcode;
-	}
-}
-
 /* ---- REPAIR_REPLICA: copy an object from another node to here ---- */
 
 struct repair {
@@ -166,7 +157,7 @@ static void repair_store_done(struct work *w)
 {
 	struct request *req = container_of(w, struct request, work);
 
-	sys.inflight_bytes -= req->obj_size;
+	budget_release(req->obj_size);
 	free(req->priv);
 	req->priv = NULL;
 	request_done(req);
@@ -179,7 +170,7 @@ static void repair_read_done(struct peer_req *pr, int result)
 
 	free(r);
 	if (result != SD_RES_SUCCESS) {
-		sys.inflight_bytes -= req->obj_size;
+		budget_release(req->obj_size);
 		free(req->priv);
 		req->priv = NULL;
 		req->rp.result = (uint32_t)result;
@@ -207,14 +198,14 @@ static int repair_replica(struct request *req)
 	req->rq.obj.oid = oid;
 	req->obj_size = sd_obj_size(oid, vdi_shift(oid_to_vid(oid)));
 	req->priv = xmalloc(req->obj_size);
-	sys.inflight_bytes += req->obj_size;
+	budget_charge(req->obj_size);
 	r = xzalloc(sizeof(*r));
 	r->req = req;
 	sd_init_req(&r->pr.rq, SD_OP_READ_PEER);
-	r->pr.rq.epoch = sys.epoch;
+	r->pr.rq.epoch = cstate->epoch;
 	r->pr.rq.flags = SD_FLAG_CMD_RECOVERY;
 	r->pr.rq.obj.oid = oid;
-	r->pr.rq.obj.tgt_epoch = sys.epoch;
+	r->pr.rq.obj.tgt_epoch = cstate->epoch;
 	r->pr.rq.data_length = req->obj_size;
 	r->pr.rbuf = req->priv;
 	r->pr.rbuf_len = req->obj_size;
@@ -227,11 +218,11 @@ static int repair_replica(struct request *req)
 
 static int local_get_node_list(struct request *req)
 {
-	size_t n = sys.nr_members;
+	size_t n = cstate->nr_members;
 
 	if (n * sizeof(struct sd_node) > req->data_len)
 		return SD_RES_BUFFER_SMALL;
-	sd_nodes_encode(sys.members, n, req->data);
+	sd_nodes_encode(cstate->members, n, req->data);
 	req->rp.data_length = (uint32_t)(n * sizeof(struct sd_node));
 	req->rp.node.nr_nodes = (uint32_t)n;
 	return SD_RES_SUCCESS;
@@ -250,7 +241,7 @@ static int local_stat_sheep(struct request *req)
 
 static uint32_t status_result(void)
 {
-	switch (sys.status) {
+	switch (cstate->status) {
 	case SD_STATUS_OK:
 		return SD_RES_SUCCESS;
 	case SD_STATUS_SHUTDOWN:
@@ -258,7 +249,7 @@ static uint32_t status_result(void)
 	case SD_STATUS_KILLED:
 		return SD_RES_KILLED;
 	default:
-		return sys.ctime ? SD_RES_WAIT_FOR_JOIN : SD_RES_WAIT_FOR_FORMAT;
+		return cstate->ctime ? SD_RES_WAIT_FOR_JOIN : SD_RES_WAIT_FOR_FORMAT;
 	}
 }
 
@@ -272,7 +263,7 @@ static int local_stat_cluster(struct request *req)
 	int ret = SD_RES_SUCCESS;
 
 	memset(req->data, 0, req->data_len);
-	for (uint32_t e = sys.epoch; e >= 1 && k < max; e--) {
+	for (uint32_t e = cstate->epoch; e >= 1 && k < max; e--) {
 		struct epoch_log_hdr h = { 0 };
 		uint8_t *p = (uint8_t *)req->data + k * rec;
 		uint64_t t = 0;
@@ -288,12 +279,12 @@ static int local_stat_cluster(struct request *req)
 		h.epoch = e;
 		h.nr_nodes = (uint32_t)n;
 		if (!k) {
-			h.ctime = sys.ctime;
-			h.disable_recovery = sys.disable_recovery;
-			h.nr_copies = sys.copies;
-			h.copy_policy = sys.copy_policy;
-			h.flags = sys.flags;
-			memcpy(h.drv_name, sys.store, sizeof(h.drv_name));
+			h.ctime = cstate->ctime;
+			h.disable_recovery = cstate->disable_recovery;
+			h.nr_copies = cstate->copies;
+			h.copy_policy = cstate->copy_policy;
+			h.flags = cstate->flags;
+			memcpy(h.drv_name, cstate->store, sizeof(h.drv_name));
 		}
 		epoch_log_hdr_encode(&h, p);
 		sd_nodes_encode(nodes, (size_t)n, p + sizeof(h));
@@ -308,41 +299,41 @@ static int local_stat_cluster(struct request *req)
 
 static int local_get_cluster_default(struct request *req)
 {
-	req->rp.cluster_default.nr_copies = sys.copies;
-	req->rp.cluster_default.copy_policy = sys.copy_policy;
-	req->rp.cluster_default.block_size_shift = sys.block_size_shift;
+	req->rp.cluster_default.nr_copies = cstate->copies;
+	req->rp.cluster_default.copy_policy = cstate->copy_policy;
+	req->rp.cluster_default.block_size_shift = cstate->block_size_shift;
 	return SD_RES_SUCCESS;
 }
 
-static int read_bitmap(struct request *req, const uint8_t *bitmap)
+static int read_bitmap(struct request *req, bool deleted)
 {
 	if (req->rq.data_length != SD_NR_VDIS / 8)
 		return SD_RES_INVALID_PARMS;
-	memcpy(req->data, bitmap, SD_NR_VDIS / 8);
+	vdi_bitmap_read(deleted, req->data);
 	req->rp.data_length = SD_NR_VDIS / 8;
 	return SD_RES_SUCCESS;
 }
 
 static int local_read_vdis(struct request *req)
 {
-	return read_bitmap(req, sys.vdi_inuse);
+	return read_bitmap(req, false);
 }
 
 static int local_read_del_vdis(struct request *req)
 {
-	return read_bitmap(req, sys.vdi_deleted);
+	return read_bitmap(req, true);
 }
 
 static int local_cluster_info(struct request *req)
 {
 	/* the whole struct goes out whatever the client asked for (§8.3) */
 	if (req->data_len < SD_CLUSTER_INFO_SIZE) {
-		sys.inflight_bytes += SD_CLUSTER_INFO_SIZE - req->data_len;
+		budget_charge(SD_CLUSTER_INFO_SIZE - req->data_len);
 		req->data = xrealloc(req->data, SD_CLUSTER_INFO_SIZE);
 		req->data_len = SD_CLUSTER_INFO_SIZE;
 	}
 	memset(req->data, 0, SD_CLUSTER_INFO_SIZE);
-	cinfo_encode(req->data, SD_CLUSTER_INFO_SIZE, sys.status);
+	cinfo_encode(req->data, SD_CLUSTER_INFO_SIZE, cstate->status);
 	req->rp.data_length = SD_CLUSTER_INFO_SIZE;
 	return SD_RES_SUCCESS;
 }
@@ -368,7 +359,7 @@ static void kill_now(struct timer *t)
 
 static int local_kill_node(struct request *req)
 {
-	sys.status = SD_STATUS_KILLED;
+	group_set_killed();
 	kill_timer.fn = kill_now;
 	timer_add(sys.loop, &kill_timer, 100);
 	return SD_RES_SUCCESS;
@@ -417,9 +408,12 @@ static int local_get_vdi_copies(struct request *req)
 
 static int local_stat(struct request *req)
 {
+	struct sd_stat st;
+
 	if (req->data_len < sizeof(struct sd_stat))
 		return SD_RES_BUFFER_SMALL;
-	sd_stat_encode(&sys.stat, req->data);
+	stat_read(&st);
+	sd_stat_encode(&st, req->data);
 	req->rp.data_length = sizeof(struct sd_stat);
 	return SD_RES_SUCCESS;
 }
@@ -574,8 +568,8 @@ static int cluster_nop(const struct sd_req *req, struct sd_rsp *rsp,
 static int cluster_recover_flag(const struct sd_req *req, struct sd_rsp *rsp,
 				void *data, const struct cluster_ctx *ctx)
 {
-	sys.disable_recovery = req->opcode == SD_OP_DISABLE_RECOVER;
-	if (!sys.disable_recovery)
+	group_set_recovery(req->opcode == SD_OP_DISABLE_RECOVER);
+	if (!cstate->disable_recovery)
 		recovery_resume();
 	return SD_RES_SUCCESS;
 }
@@ -586,8 +580,7 @@ static int cluster_alter_copy(const struct sd_req *req, struct sd_rsp *rsp,
 	if (req->cluster.copy_policy || !req->cluster.copies ||
 	    req->cluster.copies > SD_MAX_COPIES)
 		return SD_RES_INVALID_PARMS;
-	sys.copies = req->cluster.copies;
-	config_save();
+	group_alter_copies(req->cluster.copies);
 	return SD_RES_SUCCESS;
 }
 
@@ -739,139 +732,4 @@ static int cluster_shutdown(const struct sd_req *req, struct sd_rsp *rsp,
 {
 	group_shutdown();
 	return SD_RES_SUCCESS;
-}
-
-/* ---- admission and dispatch ---- */
-
-static void count_stat(struct request *req)
-{
-	bool wr = req->rq.flags & SD_FLAG_CMD_WRITE;
-
-	switch (req->op->type) {
-	case OP_GATEWAY:
-		sys.stat.gway_active++;
-		req->stat_active = 1;
-		sys.stat.gway_total++;
-		if (wr)
-			sys.stat.gway_bytes_in += req->rq.data_length;
-		else
-			sys.stat.gway_bytes_out += req->rq.data_length;
-		if (req->rq.opcode == SD_OP_READ_OBJ)
-			sys.stat.gway_reads++;
-		else if (req->rq.opcode == SD_OP_REMOVE_OBJ)
-			sys.stat.gway_removes++;
-		else
-			sys.stat.gway_writes++;
-		break;
-	case OP_PEER:
-		sys.stat.peer_active++;
-		req->stat_active = 2;
-		sys.stat.peer_total++;
-		if (wr)
-			sys.stat.peer_bytes_in += req->rq.data_length;
-		else
-			sys.stat.peer_bytes_out += req->rq.data_length;
-		if (req->rq.opcode == SD_OP_READ_PEER)
-			sys.stat.peer_reads++;
-		else if (req->rq.opcode == SD_OP_REMOVE_PEER)
-			sys.stat.peer_removes++;
-		else
-			sys.stat.peer_writes++;
-		break;
-	default:
-		/* a client's flush is a gateway request in the statistics */
-		if (req->rq.opcode == SD_OP_FLUSH_VDI) {
-			sys.stat.gway_active++;
-			req->stat_active = 1;
-			sys.stat.gway_flushes++;
-		}
-		break;
-	}
-}
-
-static uint32_t admission(const struct request *req)
-{
-	if (sys.status == SD_STATUS_KILLED)
-		return SD_RES_KILLED;
-	if (sys.status == SD_STATUS_SHUTDOWN)
-		return SD_RES_SHUTDOWN;
-	if (sys.status != SD_STATUS_OK && !req->op->force)
-		return sys.ctime ? SD_RES_WAIT_FOR_JOIN :
-		       SD_RES_WAIT_FOR_FORMAT;
-	return SD_RES_SUCCESS;
-}
-
-static uint32_t check_peer_epoch(struct request *req)
-{
-	/* recovery reads name the epoch they want in tgt_epoch */
-	if (req->rq.flags & SD_FLAG_CMD_RECOVERY)
-		return SD_RES_SUCCESS;
-	if (req->rq.epoch < sys.epoch)
-		return SD_RES_OLD_NODE_VER;
-	if (req->rq.epoch > sys.epoch)
-		return SD_RES_NEW_NODE_VER;
-	return SD_RES_SUCCESS;
-}
-
-void queue_request(struct request *req)
-{
-	uint32_t ret = admission(req);
-
-	if (ret != SD_RES_SUCCESS)
-		goto done;
-	count_stat(req);
-	switch (req->op->type) {
-	case OP_GATEWAY:
-		gateway_submit(req);
-		return;
-	case OP_PEER:
-		ret = check_peer_epoch(req);
-		if (ret != SD_RES_SUCCESS)
-			goto done;
-		req->obj_size = sd_obj_size(req->rq.obj.oid,
-					    vdi_shift(oid_to_vid(
-						    req->rq.obj.oid)));
-		if (req->rq.opcode == SD_OP_CREATE_AND_WRITE_PEER &&
-		    (uint64_t)req->rq.obj.offset + req->rq.data_length >
-		    req->obj_size) {
-			ret = SD_RES_INVALID_PARMS;
-			goto done;
-		}
-		if (req->rq.opcode == SD_OP_CREATE_AND_WRITE_PEER &&
-		    recovery_supersede(req))
-			return;
-		if (req->rq.opcode == SD_OP_FLUSH_PEER) {
-			flush_submit(req);
-			return;
-		}
-		submit_io(req);
-		return;
-	case OP_LOCAL:
-		if (req->rq.opcode == SD_OP_FLUSH_VDI) {
-			gateway_flush(req);
-			return;
-		}
-		if (req->op->work_fn) {
-			req->obj_size_shift = vdi_shift(oid_to_vid(
-						req->rq.obj.oid));
-			submit_io(req);
-			return;
-		}
-		ret = (uint32_t)req->op->main_fn(req);
-		if (ret == SD_RES_ASYNC)
-			return;
-		goto done;
-	case OP_CLUSTER:
-		ret = (uint32_t)cluster_op_submit(req);
-		if (ret == SD_RES_SUCCESS)
-			return;
-		goto done;
-	}
-done:
-	req->rp.result = ret;
-	if (ret != SD_RES_SUCCESS && ret != SD_RES_WAIT_FOR_FORMAT &&
-	    ret != SD_RES_WAIT_FOR_JOIN && ret != SD_RES_SHUTDOWN &&
-	    req->rq.opcode != SD_OP_STAT_CLUSTER)
-		req->rp.data_length = 0;
-	request_done(req);
 }

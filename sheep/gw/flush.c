@@ -9,10 +9,11 @@
  */
 #include <inttypes.h>
 #include <stdlib.h>
-#include "sheep.h"
-#include "store.h"
 #include "util.h"
 #include "work.h"
+#include "core/request.h"
+#include "gw/gw.h"
+#include "store/store.h"
 
 static struct work_queue *flush_wq;
 static LIST_HEAD(flush_waiting);	/* arrived, not covered yet */

@@ -28,7 +28,7 @@
  *
  * Joins: JOIN(joiner, opaque) is appended by the joiner.  The decider of a
  * pending join is the first member in node order, or the joiner itself when
- * there are no members.  It calls sd_join_handler and appends
+ * there are no members.  It calls handlers->join and appends
  * ACCEPT(joiner, mver, opaque).  An ACCEPT counts only if its mver equals the
  * reader's mver when it is read and the join is still pending; otherwise it
  * is stale (membership changed after the decision) or a duplicate, and is
@@ -51,11 +51,14 @@
 #include <sys/stat.h>
 #include <dirent.h>
 #include <unistd.h>
-#include "../cluster.h"
+#include "driver.h"
 #include "event.h"
 #include "hash.h"
 #include "proto.h"
 #include "util.h"
+
+/* where events go: the daemon's handlers, given at init */
+static const struct cluster_handlers *handlers;
 
 #define LOCAL_DEFAULT_PATH	"/tmp/kelpie-local"
 
@@ -128,7 +131,7 @@ struct pending_join {
 
 struct block_req {
 	uint64_t token;
-	bool granted;		/* sd_block_handler called (own ones only) */
+	bool granted;		/* handlers->block called (own ones only) */
 };
 
 static struct local_state {
@@ -754,7 +757,7 @@ static int on_accept(const struct rec *r)
 		return -1;
 	sd_info("%s joined, %zu members", nstr(&node), st.nr_members);
 	nodes = members_copy(&nr);
-	sd_accept_handler(&node, nodes, nr, opaque, r->len);
+	handlers->accept(&node, nodes, nr, opaque, r->len);
 	free(nodes);
 	free(opaque);
 	return 0;
@@ -793,7 +796,7 @@ static void on_leave(const struct rec *r)
 		return;
 	sd_info("%s left, %zu members", nstr(&node), st.nr_members);
 	nodes = members_copy(&nr);
-	sd_leave_handler(&node, nodes, nr);
+	handlers->leave(&node, nodes, nr);
 	free(nodes);
 }
 
@@ -808,7 +811,7 @@ static int on_message(const struct rec *r)
 	msg = rec_payload(r, 0);
 	if (!msg)
 		return -1;
-	sd_notify_handler(&r->node, msg, r->len);
+	handlers->notify(&r->node, msg, r->len);
 	free(msg);
 	return 0;
 }
@@ -856,7 +859,7 @@ static void check_grant(void)
 		return;
 	st.blks[0].granted = true;
 	st.holding++;
-	sd_block_handler(&st.me);
+	handlers->block(&st.me);
 }
 
 /* record that @token is gone: append its LEAVE unless one is on the way */
@@ -964,7 +967,7 @@ static void decide(uint64_t token, const struct sd_node *node, uint64_t off)
 	}
 	len = r.len;
 	nodes = members_copy(&nr);
-	ok = sd_join_handler(node, nodes, nr, opaque, &len,
+	ok = handlers->join(node, nodes, nr, opaque, &len,
 			     SD_MAX_EVENT_BUF_SIZE);
 	free(nodes);
 	if (len > SD_MAX_EVENT_BUF_SIZE) {
@@ -1165,13 +1168,15 @@ fail:
 	       POLL_MS_NO_INOTIFY);
 }
 
-static int local_init(const char *option, struct event_loop *loop)
+static int local_init(const char *option, struct event_loop *loop,
+		      const struct cluster_handlers *h)
 {
 	const char *path = option && *option ? option : LOCAL_DEFAULT_PATH;
 
 	if (st.inited || !loop)
 		return -1;
 	st.loop = loop;
+	handlers = h;
 	if (open_dirs(path) < 0)
 		goto fail;
 	st.log_fd = open(st.log_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);

@@ -12,8 +12,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 #include "net.h"
+#include "hash.h"
 #include "proto.h"
-#include "sheep.h"
+#include "core/core.h"
+#include "net/peer.h"
 #include "util.h"
 
 struct peer {

@@ -13,8 +13,12 @@
 #include "inode.h"
 #include "net.h"
 #include "proto.h"
-#include "sheep.h"
 #include "util.h"
+#include "core/request.h"
+#include "gw/gw.h"
+#include "net/peer.h"
+#include "state/cluster.h"
+#include "state/vdi.h"
 
 struct gw_sub {
 	struct peer_req pr;
@@ -23,6 +27,31 @@ struct gw_sub {
 };
 
 static void gw_start(struct request *req);
+static void (*index_update)(struct request *req);
+
+void gateway_set_index_update(void (*fn)(struct request *req))
+{
+	index_update = fn;
+}
+
+/* the peer opcode that carries a gateway opcode to a target */
+static uint8_t gateway_to_peer_opcode(uint8_t opcode)
+{
+	switch (opcode) {
+	case SD_OP_CREATE_AND_WRITE_OBJ:
+		return SD_OP_CREATE_AND_WRITE_PEER;
+	case SD_OP_READ_OBJ:
+		return SD_OP_READ_PEER;
+	case SD_OP_WRITE_OBJ:
+		return SD_OP_WRITE_PEER;
+	case SD_OP_REMOVE_OBJ:
+		return SD_OP_REMOVE_PEER;
+	case SD_OP_DECREF_OBJ:
+		return SD_OP_DECREF_PEER;
+	default:
+		return opcode;
+	}
+}
 
 /*
  * One write per object in flight: later writes to the same object wait
@@ -122,7 +151,7 @@ static void gw_retry_timer(struct timer *t)
 static void gw_finish(struct request *req, uint32_t result)
 {
 	if (retriable(result) && req->nr_retries < SD_GW_MAX_RETRIES &&
-	    sys.status == SD_STATUS_OK) {
+	    cstate->status == SD_STATUS_OK) {
 		req->nr_retries++;
 		sd_debug("retry %x oid %" PRIx64 " (%s), attempt %d",
 			 req->rq.opcode, req->rq.obj.oid,
@@ -165,12 +194,11 @@ static void sub_submit(struct gw_sub *s, const struct sd_node *n)
 	r = xzalloc(sizeof(*r));
 	INIT_LIST_HEAD(&r->list);
 	r->rq = s->pr.rq;
-	r->op = get_sd_op(r->rq.opcode);
 	r->data = s->pr.rbuf ? s->pr.rbuf : (void *)s->pr.wbuf;
 	r->internal = true;
 	r->complete = sub_local_complete;
 	r->caller = s;
-	queue_request(r);
+	request_submit(r);
 }
 
 static void build_peer_req(struct request *req, struct gw_sub *s, int idx)
@@ -178,7 +206,7 @@ static void build_peer_req(struct request *req, struct gw_sub *s, int idx)
 	s->pr.rq = req->rq;
 	s->pr.rq.opcode = gateway_to_peer_opcode(req->rq.opcode);
 	s->pr.rq.proto_ver = SD_SHEEP_PROTO_VER;
-	s->pr.rq.epoch = sys.epoch;
+	s->pr.rq.epoch = cstate->epoch;
 	s->pr.rq.obj.ec_index = (uint8_t)idx;
 	s->req = req;
 }
@@ -295,8 +323,8 @@ static void gw_start(struct request *req)
 	int tgt[SD_MAX_COPIES];
 	int nr;
 
-	if (sys.status != SD_STATUS_OK) {
-		gw_finish(req, sys.ctime ? SD_RES_WAIT_FOR_JOIN :
+	if (cstate->status != SD_STATUS_OK) {
+		gw_finish(req, cstate->ctime ? SD_RES_WAIT_FOR_JOIN :
 			  SD_RES_WAIT_FOR_FORMAT);
 		return;
 	}
@@ -306,7 +334,7 @@ static void gw_start(struct request *req)
 		return;
 	}
 	if (is_write_op(req->rq.opcode) &&
-	    (sys.flags & SD_CLUSTER_FLAG_STRICT) && nr < copies) {
+	    (cstate->flags & SD_CLUSTER_FLAG_STRICT) && nr < copies) {
 		gw_finish(req, SD_RES_HALT);
 		return;
 	}
@@ -343,8 +371,8 @@ static void cow_read_done(struct request *r2)
 	}
 	memcpy((char *)r2->data + req->rq.obj.offset, req->data,
 	       req->rq.data_length);
-	sys.inflight_bytes += size;
-	sys.inflight_bytes -= req->data_len;
+	budget_charge(size);
+	budget_release(req->data_len);
 	free(req->data);
 	req->data = r2->data;
 	req->data_len = size;
@@ -402,7 +430,7 @@ void gateway_submit(struct request *req)
 	}
 	if (op == SD_OP_WRITE_OBJ && !req->internal && is_vdi_obj(oid) &&
 	    inode_range_in_index(req->rq.obj.offset, req->rq.data_length)) {
-		index_update_submit(req);
+		index_update(req);
 		return;
 	}
 	gw_begin(req);
@@ -434,7 +462,7 @@ static void flush_sub_done(struct peer_req *pr, int result)
 		return;
 	res = req->gw_result;
 	if (retriable(res) && req->nr_retries < SD_GW_MAX_RETRIES &&
-	    sys.status == SD_STATUS_OK) {
+	    cstate->status == SD_STATUS_OK) {
 		req->nr_retries++;
 		sd_debug("retry flush (%s), attempt %d", sd_strerror(res),
 			 req->nr_retries);
@@ -471,7 +499,7 @@ void gateway_flush(struct request *req)
 		s = xzalloc(sizeof(*s));
 		s->req = req;
 		sd_init_req(&s->pr.rq, SD_OP_FLUSH_PEER);
-		s->pr.rq.epoch = sys.epoch;
+		s->pr.rq.epoch = cstate->epoch;
 		s->pr.done = flush_sub_done;
 		sub_submit(s, &v->ring.nodes[i]);
 	}

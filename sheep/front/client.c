@@ -15,8 +15,11 @@
 #include <unistd.h>
 #include "net.h"
 #include "proto.h"
-#include "sheep.h"
 #include "util.h"
+#include "core/request.h"
+#include "front/front.h"
+#include "ops/ops.h"
+#include "state/cluster.h"
 
 struct client {
 	int fd;
@@ -45,49 +48,17 @@ struct client {
 static int listen_fds[2] = { -1, -1 };
 static int nr_clients;
 static LIST_HEAD(paused_clients);
-static LIST_HEAD(io_backlog);
 
 static void client_update_events(struct client *c);
 static void client_read(struct client *c);
-
-struct request *alloc_request(uint32_t data_len)
-{
-	struct request *req = xzalloc(sizeof(*req));
-
-	INIT_LIST_HEAD(&req->list);
-	if (data_len) {
-		req->data = xzalloc(data_len);
-		req->data_len = data_len;
-		sys.inflight_bytes += data_len;
-	}
-	return req;
-}
+static void client_req_done(struct request *req);
 
 static struct timer resume_timer;
 
-/*
- * A request whose buffer the socket or the handler fills: not zeroed, as
- * zeroing megabytes per request cost more than the I/O itself.
- */
-static struct request *alloc_payload_request(uint32_t data_len)
+/* budget came back: resume paused clients from the loop, never from
+ * inside another client's I/O */
+static void budget_released(void)
 {
-	struct request *req = xzalloc(sizeof(*req));
-
-	INIT_LIST_HEAD(&req->list);
-	if (data_len) {
-		req->data = xmalloc(data_len);
-		req->data_len = data_len;
-		sys.inflight_bytes += data_len;
-	}
-	return req;
-}
-
-void free_request(struct request *req)
-{
-	sys.inflight_bytes -= req->data_len;
-	free(req->data);
-	free(req);
-	/* resume from the loop, never from inside another client's I/O */
 	if (!list_empty(&paused_clients) && !resume_timer.armed)
 		timer_add(sys.loop, &resume_timer, 0);
 }
@@ -126,12 +97,6 @@ static void client_close(struct client *c)
 	}
 	nr_clients--;
 	client_put(c);
-}
-
-static bool over_budget(uint32_t len)
-{
-	return sys.inflight_bytes &&
-	       sys.inflight_bytes + len > SD_MAX_INFLIGHT_BYTES;
 }
 
 static void client_pause(struct client *c)
@@ -205,7 +170,8 @@ static void reply_error(struct client *c, const struct sd_req *rq,
 	struct request *req = alloc_request(0);
 
 	req->rq = *rq;
-	req->cl = c;
+	req->caller = c;
+	req->complete = client_req_done;
 	c->refcnt++;
 	c->nr_inflight++;
 	req->rp.result = result;
@@ -253,14 +219,15 @@ static void got_header(struct client *c)
 			c->discard = len;
 		return;
 	}
-	if (over_budget(len)) {
+	if (budget_over(len)) {
 		client_pause(c);
 		return;		/* header kept; retried on resume */
 	}
 	req = alloc_payload_request(len);
 	req->rq = rq;
 	req->op = op;
-	req->cl = c;
+	req->caller = c;
+	req->complete = client_req_done;
 	c->refcnt++;
 	c->nr_inflight++;
 	if (c->nr_inflight >= SD_CONN_MAX_INFLIGHT)
@@ -428,6 +395,7 @@ static void accept_handler(int fd, uint32_t events, void *data)
 int listen_init(const char *bindaddr, int port, const char *sock_path)
 {
 	resume_timer.fn = resume_paused;
+	budget_set_release_hook(budget_released);
 	listen_fds[0] = net_listen_tcp(bindaddr, port);
 	if (listen_fds[0] < 0) {
 		sd_err("cannot listen on port %d: %m", port);
@@ -498,28 +466,14 @@ static bool track_locks(struct client *c, struct request *req)
 	return false;
 }
 
-void request_done(struct request *req)
+/* a client's request is done: its reply goes out in completion order */
+static void client_req_done(struct request *req)
 {
-	struct client *c = req->cl;
+	struct client *c = req->caller;
 
-	if (req->stat_active == 1)
-		sys.stat.gway_active--;
-	else if (req->stat_active == 2)
-		sys.stat.peer_active--;
-	req->stat_active = 0;
-	if (c && track_locks(c, req))
+	if (track_locks(c, req))
 		return;
-	req->rp.opcode = req->rq.opcode;
-	req->rp.id = req->rq.id;
-	req->rp.proto_ver = 0;
-	req->rp.flags = 0;
-	req->rp.epoch = sys.epoch;
-	if (req->rp.data_length > req->data_len)
-		req->rp.data_length = req->data_len;
-	if (!c) {
-		req->complete(req);
-		return;
-	}
+	req->rp.epoch = cstate->epoch;
 	if (c->dead) {
 		free_request(req);
 		client_put(c);
@@ -527,39 +481,4 @@ void request_done(struct request *req)
 	}
 	list_add_tail(&req->list, &c->txq);
 	client_write(c);
-}
-
-static void io_work(struct work *w)
-{
-	struct request *req = container_of(w, struct request, work);
-
-	req->rp.result = req->op->work_fn(req);
-}
-
-static void io_done(struct work *w)
-{
-	struct request *req = container_of(w, struct request, work);
-	uint8_t op = req->rq.opcode;
-
-	if (!list_empty(&io_backlog)) {
-		struct request *next = list_first_entry(&io_backlog,
-							struct request, list);
-
-		list_del(&next->list);
-		submit_io(next);
-	}
-	/* an object that recovery has yet to bring here: wait for it */
-	if (req->rp.result == SD_RES_NO_OBJ &&
-	    (op == SD_OP_READ_PEER || op == SD_OP_WRITE_PEER) &&
-	    recovery_park(req))
-		return;
-	request_done(req);
-}
-
-void submit_io(struct request *req)
-{
-	req->work.fn = io_work;
-	req->work.done = io_done;
-	if (wq_queue(sys.io_wq, &req->work))
-		list_add_tail(&req->list, &io_backlog);
 }

@@ -30,7 +30,10 @@
 #include "inode.h"
 #include "nbd.h"
 #include "proto.h"
-#include "sheep.h"
+#include "core/request.h"
+#include "ops/ops.h"
+#include "state/cluster.h"
+#include "state/vdi.h"
 #include "util.h"
 
 #define NBD_IO_WINDOW		8	/* object requests per command */

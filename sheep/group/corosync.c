@@ -17,7 +17,7 @@
  * Joining.  A process joins the group, then multicasts JOIN with its sd_node
  * and the opaque join payload.  The decider -- the first member in node
  * order, or, when there are no members, the oldest pending process for
- * itself -- calls sd_join_handler and multicasts ACCEPT (the decided payload
+ * itself -- calls handlers->join and multicasts ACCEPT (the decided payload
  * plus a snapshot of the state at the decision) or REFUSE.  A decider has at
  * most one decision in flight and takes the next one only after its own
  * decision came back, so no other membership change can be accepted between
@@ -45,7 +45,7 @@
  * Callbacks start with our own ACCEPT.
  *
  * Blocks.  BLOCK(seq) from a member is appended to the queue; the process at
- * the head gets sd_block_handler; its UNBLOCK(seq, msg) removes the entry
+ * the head gets handlers->block; its UNBLOCK(seq, msg) removes the entry
  * and is delivered like a notify.  A member that leaves loses its entries.
  *
  * Failures.  Corosync reports a dead process within milliseconds: its
@@ -64,12 +64,15 @@
 #include <unistd.h>
 #include <corosync/cpg.h>
 #include <corosync/quorum.h>
-#include "cluster.h"
+#include "driver.h"
 #include "event.h"
 #include "hash.h"
 #include "list.h"
 #include "proto.h"
 #include "util.h"
+
+/* where events go: the daemon's handlers, given at init */
+static const struct cluster_handlers *handlers;
 
 #define CS_DEFAULT_GROUP	"sheepdog"
 
@@ -97,7 +100,7 @@ enum msg_type {
 	M_ACCEPT,	/* subject accepted: node, snapshot, payload */
 	M_REFUSE,	/* subject refused */
 	M_LEAVE,	/* sender leaves */
-	M_NOTIFY,	/* payload for sd_notify_handler */
+	M_NOTIFY,	/* payload for handlers->notify */
 	M_BLOCK,	/* sender queues block request seq */
 	M_UNBLOCK,	/* sender releases block seq: payload as a notify */
 	M_RESEND,	/* subject: please send your JOIN again */
@@ -865,7 +868,7 @@ static void proc_left(struct cpgid id)
 	if (!st.joined)
 		return;
 	nodes = member_nodes(&nr);
-	sd_leave_handler(&node, nodes, nr);
+	handlers->leave(&node, nodes, nr);
 	free(nodes);
 }
 
@@ -977,7 +980,7 @@ static void apply_accept(struct proc *j, const struct msg *m)
 		return;
 	sd_info("%s joined, %zu members", nstr(&j->node), nr_members());
 	nodes = member_nodes(&nr);
-	sd_accept_handler(&j->node, nodes, nr, m->payload, m->len);
+	handlers->accept(&j->node, nodes, nr, m->payload, m->len);
 	free(nodes);
 }
 
@@ -1055,14 +1058,14 @@ static void on_leave(struct proc *p)
 	if (!st.joined)
 		return;
 	nodes = member_nodes(&nr);
-	sd_leave_handler(&p->node, nodes, nr);
+	handlers->leave(&p->node, nodes, nr);
 	free(nodes);
 }
 
 static void on_notify(const struct proc *p, const struct msg *m)
 {
 	if (st.synced && st.joined && p->state == PS_MEMBER)
-		sd_notify_handler(&p->node, m->payload, m->len);
+		handlers->notify(&p->node, m->payload, m->len);
 }
 
 static void on_block(const struct proc *p, const struct msg *m)
@@ -1150,7 +1153,7 @@ static void check_grant(void)
 		return;
 	st.granted_seq = st.blks[0].seq;
 	st.unblock_sent = false;
-	sd_block_handler(&st.my_node);
+	handlers->block(&st.my_node);
 }
 
 static void decide_one(struct cpgid id, const struct sd_node *node,
@@ -1163,7 +1166,7 @@ static void decide_one(struct cpgid id, const struct sd_node *node,
 	bool ok;
 
 	memcpy(buf, join, len);
-	ok = sd_join_handler(&joiner, nodes, nr, buf, &len, MAX_PAYLOAD);
+	ok = handlers->join(&joiner, nodes, nr, buf, &len, MAX_PAYLOAD);
 	free(nodes);
 	if (len > MAX_PAYLOAD) {
 		sd_err("join handler returned %zu bytes", len);
@@ -1421,7 +1424,8 @@ static int set_group(const char *option)
 	return 0;
 }
 
-static int cs_init(const char *option, struct event_loop *loop)
+static int cs_init(const char *option, struct event_loop *loop,
+		   const struct cluster_handlers *h)
 {
 	cpg_model_v1_data_t model = {
 		.model = CPG_MODEL_V1,
@@ -1434,6 +1438,7 @@ static int cs_init(const char *option, struct event_loop *loop)
 	if (st.inited || !loop || set_group(option))
 		return -1;
 	st.loop = loop;
+	handlers = h;
 	r = cpg_model_initialize(&st.cpg, CPG_MODEL_V1,
 				 (cpg_model_data_t *)&model, NULL);
 	if (r != CS_OK) {

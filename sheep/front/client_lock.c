@@ -10,7 +10,9 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include "sheep.h"
+#include "core/request.h"
+#include "front/front.h"
+#include "ops/ops.h"
 #include "util.h"
 
 struct pending_release {

@@ -15,9 +15,14 @@
 #include <string.h>
 #include "net.h"
 #include "proto.h"
-#include "sheep.h"
-#include "store.h"
 #include "util.h"
+#include "core/request.h"
+#include "net/peer.h"
+#include "recovery/recovery.h"
+#include "state/cluster.h"
+#include "state/epoch.h"
+#include "state/vdi.h"
+#include "store/store.h"
 
 #define RHASH		4096
 #define MAX_INFLIGHT	4
@@ -156,10 +161,9 @@ static void send_complete(struct recovery *rw)
 	req->rq.data_length = sizeof(struct sd_node);
 	req->rq.obj.tgt_epoch = rw->epoch;
 	sd_node_encode(&sys.self, req->data);
-	req->op = get_sd_op(SD_OP_COMPLETE_RECOVERY);
 	req->internal = true;
 	req->complete = free_request;
-	queue_request(req);
+	request_submit(req);
 }
 
 static void rec_finish(struct recovery *rw)
@@ -349,7 +353,7 @@ static void robj_fetch(struct robj *ro)
 		ro->buf = xmalloc(ro->size);
 	memset(&ro->pr, 0, sizeof(ro->pr));
 	sd_init_req(&ro->pr.rq, SD_OP_READ_PEER);
-	ro->pr.rq.epoch = sys.epoch;
+	ro->pr.rq.epoch = cstate->epoch;
 	ro->pr.rq.flags = SD_FLAG_CMD_RECOVERY |
 			  (ro->pass == 2 ? SD_FLAG_CMD_WILDCARD : 0);
 	ro->pr.rq.obj.oid = ro->oid;
@@ -409,7 +413,7 @@ static void rec_pump(struct recovery *rw)
 			rw->next++;
 			continue;
 		}
-		if (sys.disable_recovery)
+		if (cstate->disable_recovery)
 			return;
 		if (throttled()) {
 			rw->timer.fn = rec_timer;
@@ -545,7 +549,7 @@ static void fetch_list(struct recovery *rw, const struct sd_node *n,
 	rw->refs++;
 	rw->lists_pending++;
 	sd_init_req(&lf->pr.rq, SD_OP_GET_OBJ_LIST);
-	lf->pr.rq.epoch = sys.epoch;
+	lf->pr.rq.epoch = cstate->epoch;
 	lf->pr.rq.data_length = size;
 	lf->pr.rbuf = xmalloc(size);
 	lf->pr.rbuf_len = size;
@@ -582,7 +586,7 @@ void recovery_start(uint32_t old_epoch)
 		return;
 	rw = xzalloc(sizeof(*rw));
 	rw->refs = 1;
-	rw->epoch = sys.epoch;
+	rw->epoch = cstate->epoch;
 	rw->old_epoch = old_epoch;
 	rw->state = RS_PREPARING;
 	INIT_LIST_HEAD(&rw->parked);
@@ -592,7 +596,7 @@ void recovery_start(uint32_t old_epoch)
 	if (nr > 0)
 		ring_build(&rw->old_ring, nodes, (size_t)nr);
 	free(nodes);
-	ring_build(&rw->cur_ring, sys.members, sys.nr_members);
+	ring_build(&rw->cur_ring, cstate->members, cstate->nr_members);
 	if (rec)
 		rec_cancel(rec);
 	rec = rw;
@@ -618,11 +622,11 @@ void recovery_start(uint32_t old_epoch)
  */
 void recovery_restart(void)
 {
-	if (sys.gateway || sys.status != SD_STATUS_OK || !sys.epoch)
+	if (sys.gateway || cstate->status != SD_STATUS_OK || !cstate->epoch)
 		return;
 	nr_completed = 0;
-	completed_epoch = sys.epoch;
-	recovery_start(sys.epoch);
+	completed_epoch = cstate->epoch;
+	recovery_start(cstate->epoch);
 }
 
 /* ---- hooks for the request path ---- */
@@ -754,7 +758,7 @@ int recovery_complete_main(const struct sd_req *req, struct sd_rsp *rsp,
 	uint32_t epoch = req->obj.tgt_epoch;
 	size_t storage = 0, done = 0;
 
-	if (epoch != sys.epoch)
+	if (epoch != cstate->epoch)
 		return SD_RES_SUCCESS;
 	if (completed_epoch != epoch) {
 		nr_completed = 0;
@@ -763,12 +767,12 @@ int recovery_complete_main(const struct sd_req *req, struct sd_rsp *rsp,
 	completed = xrealloc(completed, (nr_completed + 1) *
 			     sizeof(*completed));
 	completed[nr_completed++] = ctx->sender->nid;
-	for (size_t i = 0; i < sys.nr_members; i++) {
-		if (!sys.members[i].nr_vnodes)
+	for (size_t i = 0; i < cstate->nr_members; i++) {
+		if (!cstate->members[i].nr_vnodes)
 			continue;
 		storage++;
 		for (size_t j = 0; j < nr_completed; j++)
-			if (node_id_eq(&completed[j], &sys.members[i].nid)) {
+			if (node_id_eq(&completed[j], &cstate->members[i].nid)) {
 				done++;
 				break;
 			}

@@ -15,15 +15,18 @@
 #include <string.h>
 #include "inode.h"
 #include "proto.h"
-#include "sheep.h"
-#include "store.h"
 #include "util.h"
+#include "core/request.h"
+#include "gw/gw.h"
+#include "store/store.h"
 
 static struct work_queue *index_wq;
+static void index_update_submit(struct request *req);
 
 void refcount_init(void)
 {
 	index_wq = wq_create("index", 1, 4096, sys.loop);
+	gateway_set_index_update(index_update_submit);
 }
 
 static int drop_ref(uint32_t vid, uint32_t idx, int32_t generation,
@@ -150,7 +153,7 @@ static void index_done(struct work *w)
 	request_done(req);
 }
 
-void index_update_submit(struct request *req)
+static void index_update_submit(struct request *req)
 {
 	req->work.fn = index_work;
 	req->work.done = index_done;

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The life cycle of a request: allocation against the payload budget,
+ * store work on the bounded I/O pool (with a backlog when the pool is
+ * full) and completion.  Everything here runs on the main loop except
+ * op->work_fn, which runs on an I/O worker.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "util.h"
+#include "core/request.h"
+
+static uint64_t inflight_bytes;
+static void (*release_hook)(void);
+static void (*dispatch_fn)(struct request *req);
+static LIST_HEAD(io_backlog);
+
+void budget_charge(uint64_t bytes)
+{
+	inflight_bytes += bytes;
+}
+
+void budget_release(uint64_t bytes)
+{
+	inflight_bytes -= bytes;
+	/* also for 0 bytes: a finished request frees a connection's slot */
+	if (release_hook)
+		release_hook();
+}
+
+bool budget_over(uint64_t bytes)
+{
+	return inflight_bytes &&
+	       inflight_bytes + bytes > SD_MAX_INFLIGHT_BYTES;
+}
+
+void budget_set_release_hook(void (*fn)(void))
+{
+	release_hook = fn;
+}
+
+static struct request *request_new(uint32_t data_len, bool zero)
+{
+	struct request *req = xzalloc(sizeof(*req));
+
+	INIT_LIST_HEAD(&req->list);
+	if (data_len) {
+		req->data = zero ? xzalloc(data_len) : xmalloc(data_len);
+		req->data_len = data_len;
+		budget_charge(data_len);
+	}
+	return req;
+}
+
+struct request *alloc_request(uint32_t data_len)
+{
+	return request_new(data_len, true);
+}
+
+struct request *alloc_payload_request(uint32_t data_len)
+{
+	return request_new(data_len, false);
+}
+
+void free_request(struct request *req)
+{
+	uint32_t len = req->data_len;
+
+	free(req->data);
+	free(req);
+	budget_release(len);
+}
+
+void request_done(struct request *req)
+{
+	stat_request_end(req);
+	req->rp.opcode = req->rq.opcode;
+	req->rp.id = req->rq.id;
+	req->rp.proto_ver = 0;
+	req->rp.flags = 0;
+	if (req->rp.data_length > req->data_len)
+		req->rp.data_length = req->data_len;
+	req->complete(req);
+}
+
+void request_set_dispatch(void (*dispatch)(struct request *req))
+{
+	dispatch_fn = dispatch;
+}
+
+void request_submit(struct request *req)
+{
+	dispatch_fn(req);
+}
+
+static void io_work(struct work *w)
+{
+	struct request *req = container_of(w, struct request, work);
+
+	req->rp.result = req->op->work_fn(req);
+}
+
+static void io_done(struct work *w)
+{
+	struct request *req = container_of(w, struct request, work);
+
+	if (!list_empty(&io_backlog)) {
+		struct request *next = list_first_entry(&io_backlog,
+							struct request, list);
+
+		list_del(&next->list);
+		submit_io(next);
+	}
+	if (req->io_done)
+		req->io_done(req);
+	else
+		request_done(req);
+}
+
+void submit_io(struct request *req)
+{
+	req->work.fn = io_work;
+	req->work.done = io_done;
+	if (wq_queue(sys.io_wq, &req->work))
+		list_add_tail(&req->list, &io_backlog);
+}

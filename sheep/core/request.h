@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * A request, from the network or issued by the daemon itself, and the
+ * opcode descriptions the dispatcher (ops/) runs it by.  request.c owns
+ * the life cycle: allocation against the payload budget, the hand-off of
+ * store work to the I/O pool, and completion through req->complete.
+ */
+#ifndef SHEEP_CORE_REQUEST_H
+#define SHEEP_CORE_REQUEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "internal_proto.h"
+#include "list.h"
+#include "work.h"
+#include "core/core.h"
+
+/* a main_fn that will complete the request later */
+#define SD_RES_ASYNC		0x10000
+
+struct request;
+
+enum op_type { OP_GATEWAY, OP_PEER, OP_LOCAL, OP_CLUSTER };
+
+/* what a cluster op's main part knows besides the request */
+struct cluster_ctx {
+	const struct sd_node *sender;
+	bool originator;
+	uint32_t aux;		/* a value the work part passed along */
+};
+
+struct sd_op {
+	const char *name;
+	enum op_type type;
+	bool force;		/* served while the cluster is not running */
+	/* local op on the main thread */
+	int (*main_fn)(struct request *req);
+	/* peer / local op on an I/O worker, or cluster work part */
+	int (*work_fn)(struct request *req);
+	/* cluster op main part, on every node in total order */
+	int (*cluster_fn)(const struct sd_req *req, struct sd_rsp *rsp,
+			  void *data, const struct cluster_ctx *ctx);
+};
+
+struct request {
+	struct sd_req rq;
+	struct sd_rsp rp;
+	void *data;
+	uint32_t data_len;		/* bytes allocated at data */
+	const struct sd_op *op;
+	struct list_head list;
+	struct work work;
+	uint32_t obj_size;		/* store ops: size of a new object */
+	uint8_t obj_size_shift;		/* local ops: the object's VDI shift */
+	uint32_t cseq;			/* cluster ops: our message number */
+	uint32_t aux;			/* cluster ops: work part -> main part */
+	bool internal;			/* issued by the daemon itself */
+	bool slot_held;			/* holds its object's write slot */
+	uint8_t stat_active;		/* counted active: 1 gateway, 2 peer */
+	/* gateway fan-out */
+	int nr_pending;
+	int nr_retries;
+	uint32_t gw_result;
+	struct timer retry_timer;
+	/* store work done: NULL to finish the request (request_done) */
+	void (*io_done)(struct request *req);
+	/* called on the main thread when the response is final */
+	void (*complete)(struct request *req);
+	void *caller;			/* owned by the submitter */
+	void *priv;			/* owned by the executing module */
+};
+
+/* a request with a zeroed payload buffer of @data_len bytes */
+struct request *alloc_request(uint32_t data_len);
+/*
+ * The same, but the buffer is not zeroed: the socket or the handler fills
+ * it (zeroing megabytes per request cost more than the I/O itself).
+ */
+struct request *alloc_payload_request(uint32_t data_len);
+void free_request(struct request *req);
+/* the response is final: count it and call req->complete */
+void request_done(struct request *req);
+/* run op->work_fn on the I/O pool, back-pressured when the pool is full */
+void submit_io(struct request *req);
+
+/*
+ * Run a request through the dispatcher (ops/queue_request), which fills
+ * req->op when it is NULL.  For layers below ops/; ops/ hands its
+ * dispatcher over at start-up.
+ */
+void request_submit(struct request *req);
+void request_set_dispatch(void (*dispatch)(struct request *req));
+
+/* the budget of payload bytes held by requests (SD_MAX_INFLIGHT_BYTES) */
+void budget_charge(uint64_t bytes);
+void budget_release(uint64_t bytes);
+/* would @bytes more pass the budget?  An idle daemon takes anything. */
+bool budget_over(uint64_t bytes);
+/* @fn runs on the loop after budget was released, to resume readers */
+void budget_set_release_hook(void (*fn)(void));
+
+/* stats.c: the counters of dog node stat */
+void stat_request_start(struct request *req);
+void stat_request_end(struct request *req);
+void stat_read(struct sd_stat *st);
+
+#endif

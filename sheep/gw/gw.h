@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * gw/: the gateway (a client's object request becomes peer requests to
+ * the object's targets), the group commit of FLUSH_PEER, and the index
+ * updates that keep data object references (objects.md §9).
+ */
+#ifndef SHEEP_GW_GW_H
+#define SHEEP_GW_GW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "core/request.h"
+
+/* gateway.c */
+void gateway_submit(struct request *req);
+void gateway_flush(struct request *req);
+/* inode index writes from clients go to @fn instead (refcount.c) */
+void gateway_set_index_update(void (*fn)(struct request *req));
+/* blocking gateway I/O for worker threads (never the main thread) */
+int gw_exec_req(const struct sd_req *rq, void *buf);
+int gw_exec_sync(uint8_t opcode, uint64_t oid, void *buf, uint32_t len,
+		 uint32_t offset, uint8_t copies, uint16_t flags);
+
+/* flush.c: FLUSH_PEER as a group commit */
+void flush_init(void);
+void flush_submit(struct request *req);
+
+/* refcount.c: index updates and generational references (objects.md §9) */
+void refcount_init(void);
+int ledger_decref(uint64_t oid, uint32_t generation, uint32_t count,
+		  bool sync);
+
+#endif

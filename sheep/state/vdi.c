@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The VDI table of this node: the in-use and deleted bitmaps (objects.md
+ * §6.2) and per-VDI state (§14: copies, shift, snapshot, lock), rebuilt
+ * at start-up from local inodes and merged from other nodes at join.
+ * Main thread, except the bitmap tests the cluster worker makes during
+ * lookups.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "inode.h"
+#include "proto.h"
+#include "util.h"
+#include "core/core.h"
+#include "state/cluster.h"
+#include "state/vdi.h"
+#include "store/store.h"
+
+#define VDI_HASH_BUCKETS 4096
+
+struct vdi_entry {
+	uint32_t vid;
+	struct vdi_info info;
+	struct vdi_entry *next;
+};
+
+static struct vdi_entry *vdi_hash[VDI_HASH_BUCKETS];
+/* objects.md §6.2: bit per VDI id */
+static uint8_t *vdi_inuse, *vdi_deleted;
+
+static void bit_set(uint8_t *bm, uint32_t nr, bool on)
+{
+	if (on)
+		bm[nr / 8] |= (uint8_t)(1 << (nr % 8));
+	else
+		bm[nr / 8] &= (uint8_t)~(1 << (nr % 8));
+}
+
+static bool bit_test(const uint8_t *bm, uint32_t nr)
+{
+	return bm[nr / 8] & (1 << (nr % 8));
+}
+
+void vdi_set_inuse(uint32_t vid, bool on)
+{
+	bit_set(vdi_inuse, vid, on);
+}
+
+void vdi_set_deleted(uint32_t vid, bool on)
+{
+	bit_set(vdi_deleted, vid, on);
+}
+
+bool vdi_test_inuse(uint32_t vid)
+{
+	return bit_test(vdi_inuse, vid);
+}
+
+bool vdi_test_deleted(uint32_t vid)
+{
+	return bit_test(vdi_deleted, vid);
+}
+
+int vdi_init_bitmaps(void)
+{
+	vdi_inuse = xzalloc(SD_NR_VDIS / 8);
+	vdi_deleted = xzalloc(SD_NR_VDIS / 8);
+	return 0;
+}
+
+struct vdi_info *vdi_get(uint32_t vid, bool create)
+{
+	struct vdi_entry *e;
+	uint32_t b = vid % VDI_HASH_BUCKETS;
+
+	for (e = vdi_hash[b]; e; e = e->next)
+		if (e->vid == vid)
+			return &e->info;
+	if (!create)
+		return NULL;
+	e = xzalloc(sizeof(*e));
+	e->vid = vid;
+	e->info.lock_state = LOCK_STATE_UNLOCKED;
+	e->next = vdi_hash[b];
+	vdi_hash[b] = e;
+	return &e->info;
+}
+
+void vdi_for_each(void (*fn)(uint32_t vid, struct vdi_info *vi, void *arg),
+		  void *arg)
+{
+	for (int b = 0; b < VDI_HASH_BUCKETS; b++)
+		for (struct vdi_entry *e = vdi_hash[b]; e; e = e->next)
+			fn(e->vid, &e->info, arg);
+}
+
+void vdi_reset(void)
+{
+	for (int b = 0; b < VDI_HASH_BUCKETS; b++) {
+		struct vdi_entry *e = vdi_hash[b];
+
+		while (e) {
+			struct vdi_entry *n = e->next;
+
+			free(e);
+			e = n;
+		}
+		vdi_hash[b] = NULL;
+	}
+	memset(vdi_inuse, 0, SD_NR_VDIS / 8);
+	memset(vdi_deleted, 0, SD_NR_VDIS / 8);
+}
+
+uint32_t vdi_copies(uint32_t vid)
+{
+	struct vdi_info *vi = vdi_get(vid, false);
+
+	return vi && vi->nr_copies ? vi->nr_copies : cstate->copies;
+}
+
+uint8_t vdi_shift(uint32_t vid)
+{
+	struct vdi_info *vi = vdi_get(vid, false);
+
+	if (vi && vi->block_size_shift)
+		return vi->block_size_shift;
+	return cstate->block_size_shift ? cstate->block_size_shift :
+	       SD_DEFAULT_BLOCK_SIZE_SHIFT;
+}
+
+static void vdi_from_header(const struct sd_inode_header *h)
+{
+	struct vdi_info *vi = vdi_get(h->vdi_id, true);
+
+	vi->nr_copies = h->nr_copies;
+	vi->copy_policy = h->copy_policy;
+	vi->block_size_shift = h->block_size_shift;
+	vi->snapshot = !!h->snap_ctime;
+	vi->parent_vid = h->parent_vdi_id;
+	vi->deleted = !h->name[0];
+	vdi_set_inuse(h->vdi_id, true);
+	if (vi->deleted)
+		vdi_set_deleted(h->vdi_id, true);
+}
+
+/*
+ * Merge a VDI state record another node exported.  A known VDI keeps its
+ * values, except that a member of a running cluster (@running) knows its
+ * current number of copies better than a local inode written before an
+ * ALTER_VDI_COPY that this node missed.
+ */
+void vdi_merge_state(const struct vdi_state *vs, bool running)
+{
+	struct vdi_info *vi;
+
+	if (!vs->vid || vs->vid >= SD_NR_VDIS)
+		return;
+	vdi_set_inuse(vs->vid, true);
+	if (vs->deleted)
+		vdi_set_deleted(vs->vid, true);
+	vi = vdi_get(vs->vid, false);
+	if (vs->lock_state == LOCK_STATE_LOCKED) {
+		struct vdi_info *l = vdi_get(vs->vid, true);
+
+		l->lock_state = LOCK_STATE_LOCKED;
+		l->lock_owner = vs->lock_owner;
+	}
+	if (vi) {
+		vi->snapshot |= vs->snapshot;
+		vi->deleted |= vs->deleted;
+		if (running && vs->nr_copies &&
+		    (vi->nr_copies != vs->nr_copies ||
+		     vi->copy_policy != vs->copy_policy)) {
+			sd_info("VDI %" PRIx32 ": %u copies, as the cluster "
+				"says (the local inode says %u)", vs->vid,
+				vs->nr_copies, vi->nr_copies);
+			vi->nr_copies = vs->nr_copies;
+			vi->copy_policy = vs->copy_policy;
+		}
+		return;
+	}
+	vi = vdi_get(vs->vid, true);
+	vi->nr_copies = vs->nr_copies;
+	vi->copy_policy = vs->copy_policy;
+	vi->block_size_shift = vs->block_size_shift;
+	vi->snapshot = vs->snapshot;
+	vi->deleted = vs->deleted;
+	vi->parent_vid = vs->parent_vid;
+}
+
+static int scan_one(uint64_t oid, void *arg)
+{
+	uint8_t buf[SD_INODE_HEADER_SIZE];
+	struct sd_inode_header h;
+
+	if (!is_vdi_obj(oid))
+		return 0;
+	if (store_read(oid, buf, sizeof(buf), 0) != SD_RES_SUCCESS)
+		return 0;
+	inode_header_decode(&h, buf);
+	if (h.vdi_id != oid_to_vid(oid) || h.vdi_id >= SD_NR_VDIS)
+		return 0;
+	vdi_from_header(&h);
+	return 0;
+}
+
+/* start-up: rebuild the bitmaps and VDI state from local inodes (§11.5) */
+void vdi_scan_local(void)
+{
+	if (!sys.gateway)
+		store_for_each(scan_one, NULL);
+}
+
+static void unlock_owned(uint32_t vid, struct vdi_info *vi, void *arg)
+{
+	const struct node_id *nid = arg;
+
+	if (vi->lock_state == LOCK_STATE_LOCKED &&
+	    node_id_eq(&vi->lock_owner, nid)) {
+		sd_info("VDI %x unlocked: its owner left", vid);
+		vi->lock_state = LOCK_STATE_UNLOCKED;
+		memset(&vi->lock_owner, 0, sizeof(vi->lock_owner));
+	}
+}
+
+/* a node that leaves gives up its locks (every node, in event order) */
+void vdi_release_node_locks(const struct node_id *nid)
+{
+	vdi_for_each(unlock_owned, (void *)nid);
+}
+
+/* a copy of the in-use (or deleted) bitmap, SD_NR_VDIS / 8 bytes */
+void vdi_bitmap_read(bool deleted, void *buf)
+{
+	memcpy(buf, deleted ? vdi_deleted : vdi_inuse, SD_NR_VDIS / 8);
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The VDI table of this node (state/vdi.c). */
+#ifndef SHEEP_STATE_VDI_H
+#define SHEEP_STATE_VDI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "internal_proto.h"
+
+struct vdi_info {
+	uint8_t nr_copies;
+	uint8_t copy_policy;
+	uint8_t block_size_shift;
+	uint8_t snapshot;
+	uint8_t deleted;
+	uint32_t parent_vid;
+	uint32_t lock_state;
+	struct node_id lock_owner;
+};
+
+int vdi_init_bitmaps(void);
+/* start-up: rebuild the bitmaps and VDI state from local inodes */
+void vdi_scan_local(void);
+void vdi_set_inuse(uint32_t vid, bool on);
+void vdi_set_deleted(uint32_t vid, bool on);
+bool vdi_test_inuse(uint32_t vid);
+bool vdi_test_deleted(uint32_t vid);
+void vdi_bitmap_read(bool deleted, void *buf);
+struct vdi_info *vdi_get(uint32_t vid, bool create);
+/* the VDI's copies and object size shift, or the cluster's defaults */
+uint32_t vdi_copies(uint32_t vid);
+uint8_t vdi_shift(uint32_t vid);
+void vdi_reset(void);
+void vdi_merge_state(const struct vdi_state *vs, bool running);
+void vdi_release_node_locks(const struct node_id *nid);
+void vdi_for_each(void (*fn)(uint32_t vid, struct vdi_info *vi, void *arg),
+		  void *arg);
+
+#endif
