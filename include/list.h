@@ -55,6 +55,19 @@ static inline int list_empty(const struct list_head *h)
 	return h->next == h;
 }
 
+/* move every entry of @from to the end of @to; @from is left empty */
+static inline void list_splice_tail_init(struct list_head *from,
+					 struct list_head *to)
+{
+	if (list_empty(from))
+		return;
+	from->next->prev = to->prev;
+	to->prev->next = from->next;
+	from->prev->next = to;
+	to->prev = from->prev;
+	INIT_LIST_HEAD(from);
+}
+
 #define list_entry(ptr, type, member) container_of(ptr, type, member)
 #define list_first_entry(head, type, member) \
 	list_entry((head)->next, type, member)

@@ -1,59 +1,59 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Client connections: framing, admission and replies.  Every connection is
- * non-blocking and served by the main loop.  Requests are read one at a
- * time, then run concurrently; responses go out in completion order.
- * Back-pressure: a connection stops being read while it has too many
- * requests in flight or the daemon holds too many payload bytes.
+ * Client connections (dog, QEMU, other sheep) over the transport
+ * interface: framing, admission and replies.  A connection reads one
+ * request at a time, runs many at once and answers in completion order.
+ * Back-pressure: no header is read while the connection has too many
+ * requests in flight or the daemon holds too many payload bytes (the
+ * header that found the budget spent waits, decoded, for its release).
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/uio.h>
-#include <unistd.h>
-#include "net.h"
 #include "proto.h"
 #include "util.h"
 #include "core/request.h"
 #include "front/front.h"
+#include "net/transport.h"
 #include "ops/ops.h"
 #include "state/cluster.h"
 
+enum rx_state {
+	RX_HDR,		/* a header is posted (or, paused, will be) */
+	RX_PAYLOAD,	/* c->rx's payload is posted */
+	RX_DISCARD,	/* the payload of a refused request is posted */
+	RX_PARKED,	/* a decoded header waits for budget */
+	RX_STOPPED,	/* nothing more is read (hang-up after an answer) */
+};
+
 struct client {
-	int fd;
+	struct xconn *xc;
 	int refcnt;
 	bool dead;
-	bool paused;
-	int nr_inflight;
-	/* receive side */
+	bool paused;		/* on paused_clients */
+	enum rx_state rx_state;
+	int nr_inflight;	/* requests whose reply is not written yet */
 	uint8_t hdr[SD_REQ_SIZE];
-	size_t hdr_got;
-	struct request *rx;
-	uint32_t rx_got;
-	uint32_t discard;	/* payload bytes to drop (rejected request) */
-	/* send side */
-	struct list_head txq;
-	struct request *tx;
-	uint8_t tx_hdr[SD_RSP_SIZE];
-	size_t tx_off;
+	struct request *rx;	/* the request whose payload is read */
 	struct list_head paused_list;
-	uint32_t events;	/* what epoll watches now */
 	/* VDIs locked with KLOCK on this connection (client_lock.c) */
 	uint32_t locks[SD_MAX_CLIENT_LOCKS];
 	int nr_locks;
 };
 
-static int listen_fds[2] = { -1, -1 };
-static int nr_clients;
+/* a reply on the wire: its header and the request that owns the data */
+struct reply {
+	struct xmsg msg;
+	uint8_t hdr[SD_RSP_SIZE];
+	struct request *req;
+};
+
+static struct xlistener *listeners[2];
 static LIST_HEAD(paused_clients);
-
-static void client_update_events(struct client *c);
-static void client_read(struct client *c);
-static void client_req_done(struct request *req);
-
 static struct timer resume_timer;
+
+static void client_req_done(struct request *req);
+static void read_next(struct client *c);
 
 /* budget came back: resume paused clients from the loop, never from
  * inside another client's I/O */
@@ -70,33 +70,12 @@ static void client_put(struct client *c)
 	free(c);
 }
 
-static void client_close(struct client *c)
+static void client_unpause(struct client *c)
 {
-	struct request *req, *n;
-
-	if (c->dead)
+	if (!c->paused)
 		return;
-	c->dead = true;
-	for (int i = 0; i < c->nr_locks; i++)
-		client_lock_release(c->locks[i]);
-	c->nr_locks = 0;
-	event_del(sys.loop, c->fd);
-	close(c->fd);
-	if (c->paused)
-		list_del(&c->paused_list);
-	if (c->rx)
-		free_request(c->rx);
-	c->rx = NULL;
-	if (c->tx)
-		list_add(&c->tx->list, &c->txq);
-	c->tx = NULL;
-	list_for_each_entry_safe(req, n, &c->txq, list) {
-		list_del(&req->list);
-		free_request(req);
-		client_put(c);
-	}
-	nr_clients--;
-	client_put(c);
+	c->paused = false;
+	list_del(&c->paused_list);
 }
 
 static void client_pause(struct client *c)
@@ -105,7 +84,33 @@ static void client_pause(struct client *c)
 		return;
 	c->paused = true;
 	list_add_tail(&c->paused_list, &paused_clients);
-	client_update_events(c);
+}
+
+/* the end of the connection; the transport is gone or asked to go */
+static void client_gone(struct client *c, bool close_xconn)
+{
+	if (c->dead)
+		return;
+	c->dead = true;
+	for (int i = 0; i < c->nr_locks; i++)
+		client_lock_release(c->locks[i]);
+	c->nr_locks = 0;
+	client_unpause(c);
+	if (c->rx) {
+		free_request(c->rx);
+		c->rx = NULL;
+		c->nr_inflight--;
+		client_put(c);
+	}
+	if (close_xconn)
+		xconn_close(c->xc);	/* queued replies: reply_sent(-1) */
+	c->xc = NULL;
+	client_put(c);
+}
+
+static void client_close(struct client *c)
+{
+	client_gone(c, true);
 }
 
 static void resume_paused(struct timer *t)
@@ -118,34 +123,15 @@ static void resume_paused(struct timer *t)
 			continue;
 		list_del(&c->paused_list);
 		c->paused = false;
-		client_update_events(c);
-		if (c->hdr_got == SD_REQ_SIZE) {
-			c->refcnt++;
-			list_add_tail(&c->paused_list, &ready);
-		}
+		c->refcnt++;
+		list_add_tail(&c->paused_list, &ready);
 	}
-	/* a header parked for budget may have no more bytes behind it */
 	list_for_each_entry_safe(c, n, &ready, paused_list) {
 		list_del(&c->paused_list);
 		INIT_LIST_HEAD(&c->paused_list);
-		client_read(c);
+		if (!c->dead)
+			read_next(c);
 		client_put(c);
-	}
-}
-
-static void client_update_events(struct client *c)
-{
-	uint32_t ev = 0;
-
-	if (c->dead)
-		return;
-	if (!c->paused)
-		ev |= EPOLLIN;
-	if (c->tx || !list_empty(&c->txq))
-		ev |= EPOLLOUT;
-	if (ev != c->events) {
-		event_mod(sys.loop, c->fd, ev);
-		c->events = ev;
 	}
 }
 
@@ -164,25 +150,29 @@ static int check_header(const struct sd_req *rq, const struct sd_op **op)
 	return SD_RES_SUCCESS;
 }
 
-static void reply_error(struct client *c, const struct sd_req *rq,
-			uint32_t result)
+static struct request *client_request(struct client *c, uint32_t len)
 {
-	struct request *req = alloc_request(0);
+	struct request *req = alloc_payload_request(len);
 
-	req->rq = *rq;
 	req->caller = c;
 	req->complete = client_req_done;
 	c->refcnt++;
 	c->nr_inflight++;
+	return req;
+}
+
+static void reply_error(struct client *c, const struct sd_req *rq,
+			uint32_t result)
+{
+	struct request *req = client_request(c, 0);
+
+	req->rq = *rq;
 	req->rp.result = result;
 	request_done(req);
 }
 
 static void start_request(struct client *c, struct request *req)
 {
-	c->rx = NULL;
-	c->rx_got = 0;
-	c->hdr_got = 0;
 	/*
 	 * Object reads fill their whole buffer or send nothing; other
 	 * replies may be shorter than the buffer and must not leak memory.
@@ -193,11 +183,12 @@ static void start_request(struct client *c, struct request *req)
 	queue_request(req);
 }
 
+/* a header is decoded in c->hdr: refuse it, park it, or start it */
 static void got_header(struct client *c)
 {
-	struct sd_req rq;
 	const struct sd_op *op = NULL;
 	struct request *req;
+	struct sd_req rq;
 	uint32_t len;
 	int ret;
 
@@ -207,219 +198,131 @@ static void got_header(struct client *c)
 	if (len > SD_MAX_PAYLOAD) {
 		/* cannot skip an unbounded payload: answer and hang up */
 		sd_warn("request %x: data_length %u too large", rq.opcode, len);
+		c->rx_state = RX_STOPPED;
 		reply_error(c, &rq, SD_RES_INVALID_PARMS);
-		c->hdr_got = 0;
-		c->discard = UINT32_MAX;
 		return;
 	}
 	if (ret != SD_RES_SUCCESS) {
 		reply_error(c, &rq, ret);
-		c->hdr_got = 0;
-		if (rq.flags & SD_FLAG_CMD_WRITE)
-			c->discard = len;
+		if ((rq.flags & SD_FLAG_CMD_WRITE) && len) {
+			c->rx_state = RX_DISCARD;
+			xconn_recv(c->xc, NULL, len);
+			return;
+		}
+		c->rx_state = RX_HDR;
+		read_next(c);
 		return;
 	}
 	if (budget_over(len)) {
+		c->rx_state = RX_PARKED;
 		client_pause(c);
 		return;		/* header kept; retried on resume */
 	}
-	req = alloc_payload_request(len);
+	req = client_request(c, len);
 	req->rq = rq;
 	req->op = op;
-	req->caller = c;
-	req->complete = client_req_done;
-	c->refcnt++;
-	c->nr_inflight++;
-	if (c->nr_inflight >= SD_CONN_MAX_INFLIGHT)
-		client_pause(c);
 	if ((rq.flags & SD_FLAG_CMD_WRITE) && len) {
 		c->rx = req;
-		c->rx_got = 0;
+		c->rx_state = RX_PAYLOAD;
+		xconn_recv(c->xc, req->data, len);
 		return;
 	}
+	c->rx_state = RX_HDR;
 	start_request(c, req);
+	read_next(c);
 }
 
-static int client_discard(struct client *c)
+/* post the next header, unless the connection must wait */
+static void read_next(struct client *c)
 {
-	char buf[65536];
-
-	while (c->discard) {
-		ssize_t n = read(c->fd, buf, MIN(sizeof(buf), c->discard));
-
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return 1;
-		if (n <= 0)
-			return -1;
-		if (c->discard != UINT32_MAX)
-			c->discard -= (uint32_t)n;
+	if (c->dead)
+		return;
+	if (c->rx_state == RX_PARKED) {
+		got_header(c);
+		return;
 	}
+	if (c->rx_state != RX_HDR)
+		return;
+	if (c->nr_inflight >= SD_CONN_MAX_INFLIGHT) {
+		client_pause(c);
+		return;
+	}
+	xconn_recv(c->xc, c->hdr, SD_REQ_SIZE);
+}
+
+static void client_recv_done(struct xconn *xc, void *arg)
+{
+	struct client *c = arg;
+	struct request *req;
+
+	switch (c->rx_state) {
+	case RX_HDR:
+		got_header(c);
+		break;
+	case RX_PAYLOAD:
+		req = c->rx;
+		c->rx = NULL;
+		c->rx_state = RX_HDR;
+		start_request(c, req);
+		read_next(c);
+		break;
+	case RX_DISCARD:
+		c->rx_state = RX_HDR;
+		read_next(c);
+		break;
+	default:
+		break;
+	}
+}
+
+static void client_closed(struct xconn *xc, void *arg)
+{
+	client_gone(arg, false);
+}
+
+static const struct xconn_ops client_ops = {
+	.recv_done = client_recv_done,
+	.closed = client_closed,
+};
+
+static int client_accept(struct xconn *xc, void *arg)
+{
+	struct client *c = xzalloc(sizeof(*c));
+
+	c->xc = xc;
+	c->refcnt = 1;
+	c->rx_state = RX_HDR;
+	INIT_LIST_HEAD(&c->paused_list);
+	xconn_set_ops(xc, &client_ops, c);
+	read_next(c);
 	return 0;
-}
-
-static void client_read(struct client *c)
-{
-	for (;;) {
-		ssize_t n;
-
-		if (c->dead || (c->paused && !c->rx))
-			return;
-		if (c->discard) {
-			int r = client_discard(c);
-
-			if (r < 0)
-				goto close;
-			if (r > 0)
-				return;
-			continue;
-		}
-		if (c->rx) {
-			n = read(c->fd, (char *)c->rx->data + c->rx_got,
-				 c->rx->rq.data_length - c->rx_got);
-			if (n > 0) {
-				c->rx_got += (uint32_t)n;
-				if (c->rx_got == c->rx->rq.data_length)
-					start_request(c, c->rx);
-				continue;
-			}
-		} else if (c->hdr_got == SD_REQ_SIZE) {
-			/* a header waiting for memory budget */
-			got_header(c);
-			if (c->hdr_got == SD_REQ_SIZE)
-				return;
-			continue;
-		} else {
-			n = read(c->fd, c->hdr + c->hdr_got,
-				 SD_REQ_SIZE - c->hdr_got);
-			if (n > 0) {
-				c->hdr_got += (size_t)n;
-				if (c->hdr_got == SD_REQ_SIZE)
-					got_header(c);
-				continue;
-			}
-		}
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return;
-		goto close;
-	}
-close:
-	client_close(c);
-}
-
-static void client_write(struct client *c)
-{
-	while (!c->dead) {
-		struct request *req = c->tx;
-		struct iovec iov[2];
-		size_t total;
-		ssize_t n;
-
-		if (!req) {
-			if (list_empty(&c->txq))
-				break;
-			req = list_first_entry(&c->txq, struct request, list);
-			list_del(&req->list);
-			c->tx = req;
-			c->tx_off = 0;
-			sd_rsp_encode(&req->rp, c->tx_hdr);
-		}
-		total = SD_RSP_SIZE + req->rp.data_length;
-		if (c->tx_off < SD_RSP_SIZE) {
-			iov[0].iov_base = c->tx_hdr + c->tx_off;
-			iov[0].iov_len = SD_RSP_SIZE - c->tx_off;
-			iov[1].iov_base = req->data;
-			iov[1].iov_len = req->rp.data_length;
-			n = writev(c->fd, iov, req->rp.data_length ? 2 : 1);
-		} else {
-			size_t off = c->tx_off - SD_RSP_SIZE;
-
-			n = write(c->fd, (char *)req->data + off,
-				  req->rp.data_length - off);
-		}
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			break;
-		if (n < 0) {
-			client_close(c);
-			return;
-		}
-		c->tx_off += (size_t)n;
-		if (c->tx_off < total)
-			continue;
-		c->tx = NULL;
-		c->nr_inflight--;
-		free_request(req);
-		client_put(c);
-	}
-	client_update_events(c);
-}
-
-static void client_handler(int fd, uint32_t events, void *data)
-{
-	struct client *c = data;
-
-	c->refcnt++;
-	if (events & (EPOLLERR | EPOLLHUP))
-		client_read(c);
-	if (events & EPOLLIN)
-		client_read(c);
-	if (!c->dead && (events & EPOLLOUT))
-		client_write(c);
-	if (!c->dead && c->discard == UINT32_MAX && !c->tx &&
-	    list_empty(&c->txq))
-		client_close(c);
-	client_put(c);
-}
-
-static void accept_handler(int fd, uint32_t events, void *data)
-{
-	int cfd;
-
-	while ((cfd = net_accept_bounded(fd, nr_clients, SD_MAX_CLIENTS,
-					 "client")) >= 0) {
-		struct client *c = xzalloc(sizeof(*c));
-
-		c->fd = cfd;
-		c->refcnt = 1;
-		c->events = EPOLLIN;
-		INIT_LIST_HEAD(&c->txq);
-		INIT_LIST_HEAD(&c->paused_list);
-		if (event_add(sys.loop, cfd, EPOLLIN, client_handler, c)) {
-			close(cfd);
-			free(c);
-			continue;
-		}
-		nr_clients++;
-	}
 }
 
 int listen_init(const char *bindaddr, int port, const char *sock_path)
 {
 	resume_timer.fn = resume_paused;
 	budget_set_release_hook(budget_released);
-	listen_fds[0] = net_listen_tcp(bindaddr, port);
-	if (listen_fds[0] < 0) {
+	listeners[0] = tcp_listen(sys.loop, bindaddr, port, SD_MAX_CLIENTS,
+				  "client", client_accept, NULL);
+	if (!listeners[0]) {
 		sd_err("cannot listen on port %d: %m", port);
 		return -1;
 	}
-	listen_fds[1] = net_listen_unix(sock_path);
-	if (listen_fds[1] < 0) {
+	listeners[1] = unix_listen(sys.loop, sock_path, SD_MAX_CLIENTS,
+				   "client", client_accept, NULL);
+	if (!listeners[1]) {
 		sd_err("cannot listen on %s: %m", sock_path);
 		return -1;
 	}
-	for (int i = 0; i < 2; i++)
-		event_add(sys.loop, listen_fds[i], EPOLLIN, accept_handler,
-			  NULL);
 	return 0;
 }
 
 void listen_stop(void)
 {
 	for (int i = 0; i < 2; i++) {
-		if (listen_fds[i] < 0)
-			continue;
-		event_del(sys.loop, listen_fds[i]);
-		close(listen_fds[i]);
-		listen_fds[i] = -1;
+		if (listeners[i])
+			xlistener_close(listeners[i]);
+		listeners[i] = NULL;
 	}
 }
 
@@ -466,19 +369,44 @@ static bool track_locks(struct client *c, struct request *req)
 	return false;
 }
 
+/* the reply is written (or dropped with the connection) */
+static void reply_sent(struct xmsg *m, int err)
+{
+	struct reply *r = container_of(m, struct reply, msg);
+	struct client *c = r->req->caller;
+
+	free_request(r->req);
+	free(r);
+	c->nr_inflight--;
+	/* hang up once the answer to a request we cannot read is out */
+	if (!err && !c->dead && c->rx_state == RX_STOPPED && !c->nr_inflight)
+		client_close(c);
+	client_put(c);
+}
+
 /* a client's request is done: its reply goes out in completion order */
 static void client_req_done(struct request *req)
 {
 	struct client *c = req->caller;
+	struct reply *r;
 
 	if (track_locks(c, req))
 		return;
 	req->rp.epoch = cstate->epoch;
 	if (c->dead) {
 		free_request(req);
+		c->nr_inflight--;
 		client_put(c);
 		return;
 	}
-	list_add_tail(&req->list, &c->txq);
-	client_write(c);
+	r = xzalloc(sizeof(*r));
+	r->req = req;
+	sd_rsp_encode(&req->rp, r->hdr);
+	r->msg.iov[0].iov_base = r->hdr;
+	r->msg.iov[0].iov_len = SD_RSP_SIZE;
+	r->msg.iov[1].iov_base = req->data;
+	r->msg.iov[1].iov_len = req->rp.data_length;
+	r->msg.nr_iov = req->rp.data_length ? 2 : 1;
+	r->msg.done = reply_sent;
+	xconn_send(c->xc, &r->msg);
 }

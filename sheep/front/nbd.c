@@ -16,22 +16,18 @@
  * The lock goes with RELEASE_VDI once the connection and its commands are
  * gone, or with the node if it dies.  Snapshot exports take no lock.
  *
- * Everything runs on the main loop with non-blocking sockets.  Every
+ * Everything runs on the main loop, over the transport interface.  Every
  * length from the network is bounded before anything is allocated: option
  * data (NBD_MAX_OPT_LEN), payloads (NBD_MAX_PAYLOAD), commands in flight
  * per connection, and payload bytes per connection and in total, beyond
  * which a connection is no longer read until commands complete.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/uio.h>
-#include <unistd.h>
 #include "nbd.h"
-#include "net.h"
-#include "core/core.h"
 #include "util.h"
+#include "core/core.h"
+#include "net/transport.h"
 
 #define NBD_INIT_MAGIC		0x4e42444d41474943ULL /* "NBDMAGIC" */
 #define NBD_OPTS_MAGIC		0x49484156454f5054ULL /* "IHAVEOPT" */
@@ -96,7 +92,7 @@ enum rx_state {
 struct nbd_cmd;
 
 struct nbd_conn {
-	int fd;
+	struct xconn *xc;
 	int refcnt;
 	bool dead;
 	bool no_zeroes;
@@ -106,7 +102,8 @@ struct nbd_conn {
 	/* receive side */
 	uint8_t hdr[28];
 	uint8_t *rxbuf;
-	uint32_t rxlen, rxgot;
+	uint32_t rxlen;
+	bool rx_posted;		/* a receive is posted for the state */
 	uint32_t opt, optlen;
 	uint8_t *optdata;
 	uint64_t discard;
@@ -121,8 +118,7 @@ struct nbd_conn {
 	int nr_cmds;		/* requests whose reply is not sent yet */
 	uint64_t bytes;		/* payload buffers held */
 	struct list_head cmds;	/* submitted */
-	struct list_head txq;
-	int nr_tx;
+	int nr_tx;		/* messages queued on the transport */
 	struct list_head blocked_list;
 	struct timer hs_timer;
 };
@@ -136,26 +132,25 @@ struct nbd_cmd {
 };
 
 struct nbd_tx {
-	struct list_head list;
+	struct xmsg msg;
+	struct nbd_conn *c;
 	uint8_t hdr[32];
 	uint32_t hlen;
 	uint8_t *data;		/* owned */
 	uint32_t dlen;
-	uint32_t off;
 	uint32_t bytes;		/* payload budget to give back */
 	bool is_reply;		/* ends a request: counts in nr_cmds */
 };
 
 static char nbd_addr[256];
 static int nbd_port;
-static int listen_fd = -1;
-static int nr_conns;
+static struct xlistener *listener;
 static uint64_t nbd_bytes;
 static LIST_HEAD(blocked_conns);
 static struct timer resume_timer;
 
-static void conn_read(struct nbd_conn *c);
-static void conn_write(struct nbd_conn *c);
+static void conn_pump(struct nbd_conn *c);
+static void maybe_close_idle(struct nbd_conn *c);
 static void conn_close(struct nbd_conn *c);
 
 /* ---- big-endian fields ---- */
@@ -201,7 +196,6 @@ static void conn_put(struct nbd_conn *c)
 		return;
 	if (c->ex)
 		nbd_export_close(c->ex);
-	nr_conns--;
 	free(c);
 }
 
@@ -230,19 +224,6 @@ static bool can_read(const struct nbd_conn *c)
 	}
 }
 
-static void conn_update_events(struct nbd_conn *c)
-{
-	uint32_t ev = 0;
-
-	if (c->dead)
-		return;
-	if (can_read(c))
-		ev |= EPOLLIN;
-	if (!list_empty(&c->txq))
-		ev |= EPOLLOUT;
-	event_mod(sys.loop, c->fd, ev);
-}
-
 static void conn_block(struct nbd_conn *c)
 {
 	if (!c->blocked) {
@@ -261,7 +242,6 @@ static void conn_unblock(struct nbd_conn *c)
 
 static void tx_free(struct nbd_conn *c, struct nbd_tx *tx)
 {
-	list_del(&tx->list);
 	c->nr_tx--;
 	free(tx->data);
 	bytes_put(c, tx->bytes);
@@ -274,11 +254,35 @@ static void tx_free(struct nbd_conn *c, struct nbd_tx *tx)
 	free(tx);
 }
 
+/* written, or dropped with the connection */
+static void tx_done(struct xmsg *m, int err)
+{
+	struct nbd_tx *tx = container_of(m, struct nbd_tx, msg);
+	struct nbd_conn *c = tx->c;
+
+	c->refcnt++;
+	tx_free(c, tx);
+	if (!err && !c->dead) {
+		/*
+		 * Reading may have waited for replies to drain.  Pump from
+		 * the loop: this may run inside xconn_send(), in the middle
+		 * of a state change.
+		 */
+		if (!c->rx_posted && !c->blocked) {
+			conn_block(c);
+			timer_add(sys.loop, &resume_timer, 0);
+		}
+		maybe_close_idle(c);
+	}
+	conn_put(c);
+}
+
 static struct nbd_tx *tx_new(struct nbd_conn *c, const void *hdr,
 			     uint32_t hlen, const void *data, uint32_t dlen)
 {
 	struct nbd_tx *tx = xzalloc(sizeof(*tx));
 
+	tx->c = c;
 	memcpy(tx->hdr, hdr, hlen);
 	tx->hlen = hlen;
 	if (dlen) {
@@ -286,9 +290,24 @@ static struct nbd_tx *tx_new(struct nbd_conn *c, const void *hdr,
 		memcpy(tx->data, data, dlen);
 		tx->dlen = dlen;
 	}
-	list_add_tail(&tx->list, &c->txq);
 	c->nr_tx++;
 	return tx;
+}
+
+/* hand @tx to the transport; it goes out after those before it */
+static void tx_send(struct nbd_conn *c, struct nbd_tx *tx)
+{
+	tx->msg.iov[0].iov_base = tx->hdr;
+	tx->msg.iov[0].iov_len = tx->hlen;
+	tx->msg.iov[1].iov_base = tx->data;
+	tx->msg.iov[1].iov_len = tx->dlen;
+	tx->msg.nr_iov = tx->dlen ? 2 : 1;
+	tx->msg.done = tx_done;
+	if (c->dead) {
+		tx_free(c, tx);
+		return;
+	}
+	xconn_send(c->xc, &tx->msg);
 }
 
 static void cmd_free(struct nbd_cmd *cmd)
@@ -300,16 +319,15 @@ static void cmd_free(struct nbd_cmd *cmd)
 	free(cmd);
 }
 
-static void conn_close(struct nbd_conn *c)
+/* the end of the connection; the transport is gone or asked to go */
+static void conn_gone(struct nbd_conn *c, bool close_xconn)
 {
-	struct nbd_tx *tx, *ntx;
 	struct nbd_cmd *cmd;
 
 	if (c->dead)
 		return;
 	c->dead = true;
-	event_del(sys.loop, c->fd);
-	close(c->fd);
+	c->refcnt++;
 	timer_del(&c->hs_timer);
 	conn_unblock(c);
 	free(c->optdata);
@@ -321,13 +339,20 @@ static void conn_close(struct nbd_conn *c)
 		c->rx_cmd = NULL;
 		conn_put(c);
 	}
-	list_for_each_entry_safe(tx, ntx, &c->txq, list)
-		tx_free(c, tx);
+	if (close_xconn)
+		xconn_close(c->xc);	/* queued replies: tx_done(-1) */
+	c->xc = NULL;
 	list_for_each_entry(cmd, &c->cmds, list)
 		cmd->io.cancelled = true;
 	if (c->ex)
 		nbd_export_detach(c->ex);
+	c->refcnt--;	/* the connection's: ours keeps c until here */
 	conn_put(c);
+}
+
+static void conn_close(struct nbd_conn *c)
+{
+	conn_gone(c, true);
 }
 
 /* connections that wait for budget or for their replies to drain */
@@ -346,16 +371,15 @@ static void resume_blocked(struct timer *t)
 		c = list_first_entry(&todo, struct nbd_conn, blocked_list);
 		list_del(&c->blocked_list);
 		INIT_LIST_HEAD(&c->blocked_list);
-		conn_update_events(c);
-		conn_read(c);
+		conn_pump(c);
 		conn_put(c);
 	}
 }
 
 static void maybe_close_idle(struct nbd_conn *c)
 {
-	if (!c->dead && c->close_when_idle && !c->nr_cmds &&
-	    list_empty(&c->txq) && !c->rx_cmd)
+	if (!c->dead && c->close_when_idle && !c->nr_cmds && !c->nr_tx &&
+	    !c->rx_cmd)
 		conn_close(c);
 }
 
@@ -370,7 +394,7 @@ static void opt_reply(struct nbd_conn *c, uint32_t opt, uint32_t type,
 	put_be32(h + 8, opt);
 	put_be32(h + 12, type);
 	put_be32(h + 16, len);
-	tx_new(c, h, sizeof(h), data, len);
+	tx_send(c, tx_new(c, h, sizeof(h), data, len));
 }
 
 static void opt_error(struct nbd_conn *c, uint32_t opt, uint32_t type,
@@ -412,7 +436,6 @@ static void start_transmission(struct nbd_conn *c)
 	c->state = RX_REQ_HDR;
 	c->rxbuf = c->hdr;
 	c->rxlen = 28;
-	c->rxgot = 0;
 }
 
 static void next_option(struct nbd_conn *c)
@@ -420,7 +443,6 @@ static void next_option(struct nbd_conn *c)
 	c->state = RX_OPT_HDR;
 	c->rxbuf = c->hdr;
 	c->rxlen = 16;
-	c->rxgot = 0;
 }
 
 static const char *open_error(uint32_t res)
@@ -468,7 +490,7 @@ static void opened(struct nbd_export *ex, uint32_t res, void *arg)
 	if (opt == NBD_OPT_EXPORT_NAME) {
 		put_be64(r, nbd_export_size(ex));
 		put_be16(r + 8, export_flags(ex));
-		tx_new(c, r, 10, r + 10, c->no_zeroes ? 0 : 124);
+		tx_send(c, tx_new(c, r, 10, r + 10, c->no_zeroes ? 0 : 124));
 		start_transmission(c);
 	} else if (opt == NBD_OPT_GO) {
 		send_info(c, opt);
@@ -480,8 +502,7 @@ static void opened(struct nbd_export *ex, uint32_t res, void *arg)
 		next_option(c);
 	}
 out:
-	conn_update_events(c);
-	conn_write(c);
+	conn_pump(c);
 	conn_put(c);
 }
 
@@ -522,8 +543,7 @@ static void list_done_cb(void *arg)
 	if (!c->dead) {
 		opt_reply(c, NBD_OPT_LIST, NBD_REP_ACK, NULL, 0);
 		next_option(c);
-		conn_update_events(c);
-		conn_write(c);
+		conn_pump(c);
 	}
 	conn_put(c);
 }
@@ -629,7 +649,6 @@ static void got_option_header(struct nbd_conn *c)
 	c->state = RX_OPT_DATA;
 	c->rxbuf = c->optdata;
 	c->rxlen = c->optlen;
-	c->rxgot = 0;
 }
 
 /* ---- transmission phase ---- */
@@ -648,6 +667,7 @@ static void simple_reply(struct nbd_conn *c, uint64_t handle, int err,
 	tx->dlen = dlen;
 	tx->bytes = bytes;
 	tx->is_reply = true;
+	tx_send(c, tx);
 }
 
 static void cmd_done(struct nbd_io *io)
@@ -674,7 +694,8 @@ static void cmd_done(struct nbd_io *io)
 		     data ? io->len : 0, cmd->bytes);
 	free(cmd);
 	c->refcnt++;
-	conn_write(c);
+	conn_pump(c);
+	maybe_close_idle(c);
 	conn_put(c);
 }
 
@@ -801,7 +822,6 @@ static void got_request(struct nbd_conn *c)
 	c->req_handle = get_be64(h + 8);
 	c->req_off = get_be64(h + 16);
 	c->req_len = get_be32(h + 24);
-	c->rxgot = 0;
 	if (c->req_type == NBD_CMD_DISC) {
 		c->state = RX_DONE;
 		c->close_when_idle = true;
@@ -863,121 +883,56 @@ static void rx_complete(struct nbd_conn *c)
 	}
 }
 
-/* drop the payload of a refused WRITE, then answer it */
-static int conn_discard(struct nbd_conn *c)
+/* post the receive the state asks for, unless the connection must wait */
+static void conn_pump(struct nbd_conn *c)
 {
-	uint8_t buf[65536];
-
-	while (c->discard) {
-		ssize_t n = read(c->fd, buf, MIN(sizeof(buf), c->discard));
-
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return 1;
-		if (n <= 0)
-			return -1;
-		c->discard -= (uint64_t)n;
-	}
-	start_transmission(c);
-	reply_now(c, c->req_handle, c->req_err);
-	return 0;
-}
-
-static void conn_read(struct nbd_conn *c)
-{
-	for (;;) {
-		ssize_t n;
-
-		if (c->dead)
+	if (c->dead || c->rx_posted)
+		return;
+	if (c->state == RX_PARKED) {
+		start_cmd(c);
+		if (c->state == RX_PARKED || c->dead || c->rx_posted)
 			return;
-		if (c->state == RX_PARKED) {
-			start_cmd(c);
-			if (c->state == RX_PARKED)
-				return;
-			continue;
-		}
-		if (!can_read(c)) {
-			if (c->state == RX_REQ_HDR)
-				conn_block(c);	/* too many in flight */
-			break;
-		}
-		if (c->state == RX_DISCARD) {
-			int r = conn_discard(c);
-
-			if (r < 0)
-				goto close;
-			if (r > 0)
-				break;
-			continue;
-		}
-		n = read(c->fd, c->rxbuf + c->rxgot, c->rxlen - c->rxgot);
-		if (n > 0) {
-			c->rxgot += (uint32_t)n;
-			if (c->rxgot == c->rxlen)
-				rx_complete(c);
-			continue;
-		}
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			break;
-		goto close;
 	}
-	conn_update_events(c);
-	conn_write(c);
-	return;
-close:
-	conn_close(c);
+	if (!can_read(c)) {
+		if (c->state == RX_REQ_HDR)
+			conn_block(c);	/* too many in flight */
+		return;
+	}
+	c->rx_posted = true;
+	if (c->state == RX_DISCARD)
+		xconn_recv(c->xc, NULL, c->discard);
+	else
+		xconn_recv(c->xc, c->rxbuf, c->rxlen);
 }
 
-static void conn_write(struct nbd_conn *c)
+static void conn_recv_done(struct xconn *xc, void *arg)
 {
-	while (!c->dead && !list_empty(&c->txq)) {
-		struct nbd_tx *tx = list_first_entry(&c->txq, struct nbd_tx,
-						     list);
-		uint32_t total = tx->hlen + tx->dlen;
-		struct iovec iov[2];
-		int nr = 0;
-		ssize_t n;
-
-		if (tx->off < tx->hlen) {
-			iov[nr].iov_base = tx->hdr + tx->off;
-			iov[nr++].iov_len = tx->hlen - tx->off;
-			if (tx->dlen) {
-				iov[nr].iov_base = tx->data;
-				iov[nr++].iov_len = tx->dlen;
-			}
-		} else {
-			iov[nr].iov_base = tx->data + (tx->off - tx->hlen);
-			iov[nr++].iov_len = total - tx->off;
-		}
-		n = writev(c->fd, iov, nr);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			break;
-		if (n < 0) {
-			conn_close(c);
-			return;
-		}
-		tx->off += (uint32_t)n;
-		if (tx->off == total)
-			tx_free(c, tx);
-	}
-	maybe_close_idle(c);
-	conn_update_events(c);
-}
-
-static void conn_handler(int fd, uint32_t events, void *data)
-{
-	struct nbd_conn *c = data;
+	struct nbd_conn *c = arg;
 
 	c->refcnt++;
-	/* a peer that hung up while we are not reading: nobody to answer */
-	if ((events & (EPOLLERR | EPOLLHUP)) && !can_read(c))
-		conn_close(c);
-	else if (events & (EPOLLIN | EPOLLERR | EPOLLHUP))
-		conn_read(c);
-	if (!c->dead && (events & EPOLLOUT))
-		conn_write(c);
+	c->rx_posted = false;
+	if (c->state == RX_DISCARD) {
+		/* the payload of a refused WRITE is gone: answer it */
+		c->discard = 0;
+		start_transmission(c);
+		reply_now(c, c->req_handle, c->req_err);
+	} else {
+		rx_complete(c);
+	}
+	conn_pump(c);
 	maybe_close_idle(c);
 	conn_put(c);
 }
+
+static void conn_closed(struct xconn *xc, void *arg)
+{
+	conn_gone(arg, false);
+}
+
+static const struct xconn_ops nbd_conn_ops = {
+	.recv_done = conn_recv_done,
+	.closed = conn_closed,
+};
 
 static void handshake_timeout(struct timer *t)
 {
@@ -996,36 +951,28 @@ static void greet(struct nbd_conn *c)
 	put_be64(g, NBD_INIT_MAGIC);
 	put_be64(g + 8, NBD_OPTS_MAGIC);
 	put_be16(g + 16, NBD_FLAG_FIXED_NEWSTYLE | NBD_FLAG_NO_ZEROES);
-	tx_new(c, g, sizeof(g), NULL, 0);
+	tx_send(c, tx_new(c, g, sizeof(g), NULL, 0));
 	c->state = RX_CFLAGS;
 	c->rxbuf = c->hdr;
 	c->rxlen = 4;
-	c->rxgot = 0;
+	conn_pump(c);
 }
 
-static void accept_handler(int fd, uint32_t events, void *data)
+static int nbd_accept(struct xconn *xc, void *arg)
 {
-	int cfd;
+	struct nbd_conn *c = xzalloc(sizeof(*c));
 
-	while ((cfd = net_accept_bounded(fd, nr_conns, NBD_MAX_CONNS,
-					 "NBD")) >= 0) {
-		struct nbd_conn *c = xzalloc(sizeof(*c));
-
-		c->fd = cfd;
-		c->refcnt = 1;
-		INIT_LIST_HEAD(&c->cmds);
-		INIT_LIST_HEAD(&c->txq);
-		INIT_LIST_HEAD(&c->blocked_list);
-		if (event_add(sys.loop, cfd, EPOLLOUT, conn_handler, c)) {
-			close(cfd);
-			free(c);
-			continue;
-		}
-		greet(c);
-		c->hs_timer.fn = handshake_timeout;
-		timer_add(sys.loop, &c->hs_timer, NBD_HANDSHAKE_MS);
-		nr_conns++;
-	}
+	c->xc = xc;
+	c->refcnt = 1;
+	INIT_LIST_HEAD(&c->cmds);
+	INIT_LIST_HEAD(&c->blocked_list);
+	c->hs_timer.fn = handshake_timeout;
+	timer_add(sys.loop, &c->hs_timer, NBD_HANDSHAKE_MS);
+	xconn_set_ops(xc, &nbd_conn_ops, c);
+	c->refcnt++;
+	greet(c);
+	conn_put(c);
+	return 0;
 }
 
 /* ---- configuration ---- */
@@ -1065,14 +1012,13 @@ int nbd_init(const char *default_addr)
 	if (!nbd_port)
 		return 0;
 	resume_timer.fn = resume_blocked;
-	listen_fd = net_listen_tcp(addr, nbd_port);
-	if (listen_fd < 0) {
+	listener = tcp_listen(sys.loop, addr, nbd_port, NBD_MAX_CONNS, "NBD",
+			      nbd_accept, NULL);
+	if (!listener) {
 		sd_err("NBD: cannot listen on %s:%d: %m", addr ? addr : "*",
 		       nbd_port);
 		return -1;
 	}
-	if (event_add(sys.loop, listen_fd, EPOLLIN, accept_handler, NULL))
-		return -1;
 	sd_notice("NBD export listening on %s:%d", addr ? addr : "*",
 		  nbd_port);
 	return 0;

@@ -25,7 +25,7 @@ struct peer_req {
 	/* private to peer.c */
 	uint8_t hdr[SD_REQ_SIZE];
 	struct xmsg msg;
-	size_t sent;
+	void *priv_peer;
 };
 
 /* @pr->rq is filled by the caller; id and epoch are assigned here */
