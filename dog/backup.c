@@ -341,7 +341,7 @@ static int read_header(struct in_stream *s, struct backup_hdr *bh)
 	if (bh->flags)
 		return bad_stream("unknown flags");
 	if (bh->shift < SD_MIN_BLOCK_SIZE_SHIFT ||
-	    bh->shift > SD_MAX_BLOCK_SIZE_SHIFT)
+	    bh->shift > KELPIE_MAX_BLOCK_SIZE_SHIFT)
 		return bad_stream("invalid object size");
 	if (bh->vdi_size > ((uint64_t)1 << bh->shift) * SD_INODE_DATA_INDEX)
 		return bad_stream("invalid VDI size");

@@ -650,10 +650,10 @@ int parse_block_shift(const char *s, uint8_t *shift)
 	unsigned long v;
 
 	if (parse_uint(s, 255, &v) || v < SD_MIN_BLOCK_SIZE_SHIFT ||
-	    v > SD_MAX_BLOCK_SIZE_SHIFT) {
+	    v > KELPIE_MAX_BLOCK_SIZE_SHIFT) {
 		fprintf(stderr, "Invalid block size shift '%s': the object "
 			"size is 2^N bytes with N from %d to %d\n", s,
-			SD_MIN_BLOCK_SIZE_SHIFT, SD_MAX_BLOCK_SIZE_SHIFT);
+			SD_MIN_BLOCK_SIZE_SHIFT, KELPIE_MAX_BLOCK_SIZE_SHIFT);
 		return EXIT_USAGE;
 	}
 	*shift = (uint8_t)v;

@@ -8,7 +8,12 @@
 
 int net_set_nonblock(int fd);
 int net_set_nodelay(int fd);
-int net_set_keepalive(int fd);
+/*
+ * TCP keepalive: a peer silent for @idle_sec is probed every
+ * @interval_sec, and dropped after @count unanswered probes; unacknowledged
+ * data times out after the same total.  Fails on non-TCP sockets.
+ */
+int net_set_keepalive(int fd, int idle_sec, int interval_sec, int count);
 /* listening sockets, non-blocking; -1 with errno on failure */
 int net_listen_tcp(const char *bindaddr, int port);
 int net_listen_unix(const char *path);

@@ -95,7 +95,12 @@
 
 #define SD_DEFAULT_BLOCK_SIZE_SHIFT	22
 #define SD_MIN_BLOCK_SIZE_SHIFT		20
-#define SD_MAX_BLOCK_SIZE_SHIFT		31
+#define SD_MAX_BLOCK_SIZE_SHIFT		31	/* the protocol's */
+/*
+ * Kelpie's largest object: recovery, repair and copy-on-write move an
+ * object in one message of at most 64 MiB (SD_MAX_PAYLOAD).
+ */
+#define KELPIE_MAX_BLOCK_SIZE_SHIFT	26
 #define SD_DATA_OBJ_SIZE		(UINT32_C(1) << 22)
 #define SD_INODE_DATA_INDEX		(UINT32_C(1) << 20)
 #define SD_INODE_HEADER_SIZE		4664

@@ -30,11 +30,22 @@ int net_set_nodelay(int fd)
 	return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
 }
 
-int net_set_keepalive(int fd)
+int net_set_keepalive(int fd, int idle_sec, int interval_sec, int count)
 {
 	int on = 1;
+	/* unacknowledged data gives up on the same schedule */
+	unsigned int user_ms = (unsigned int)(idle_sec +
+					      interval_sec * count) * 1000;
 
-	return setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+	if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_sec,
+		       sizeof(idle_sec)) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval_sec,
+		       sizeof(interval_sec)) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count)))
+		return -1;
+	return setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms,
+			  sizeof(user_ms));
 }
 
 int net_accept_bounded(int lfd, int nr_open, int max, const char *what)

@@ -19,6 +19,7 @@
 #include "util.h"
 #include "core/core.h"
 #include "core/request.h"
+#include "front/access.h"
 #include "front/front.h"
 #include "front/nbd.h"
 #include "group/group.h"
@@ -35,7 +36,7 @@ static const char *pidfile;
 static int ready_fd = -1;
 static int lock_fd = -1;
 
-enum { OPT_NBD = 256 };	/* long-only options */
+enum { OPT_NBD = 256, OPT_ADMIN_FROM };	/* long-only options */
 
 static const struct option long_opts[] = {
 	{ "bindaddr", required_argument, NULL, 'b' },
@@ -52,6 +53,7 @@ static const struct option long_opts[] = {
 	{ "myaddr", required_argument, NULL, 'y' },
 	{ "zone", required_argument, NULL, 'z' },
 	{ "nbd", required_argument, NULL, OPT_NBD },
+	{ "admin-from", required_argument, NULL, OPT_ADMIN_FROM },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -60,6 +62,10 @@ static void usage(FILE *f)
 	fprintf(f,
 "Usage: sheep [OPTION]... [BASE_DIR]\n"
 "Kelpie storage daemon (Sheepdog compatible).\n\n"
+"      --admin-from CIDR[,CIDR...]  serve admin requests (format, shutdown,\n"
+"                         kill, copies, recovery control, log level) only\n"
+"                         to these networks and local clients (default:\n"
+"                         everybody)\n"
 "  -b, --bindaddr ADDR    listen on ADDR (default: all addresses)\n"
 "  -c, --cluster DRIVER   cluster driver: local[:PATH] (default local)\n"
 "  -f, --foreground       do not daemonise; log to stderr too\n"
@@ -291,6 +297,13 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'n': sys.nosync = true; break;
+		case OPT_ADMIN_FROM:
+			if (access_set_admin_from(optarg)) {
+				fprintf(stderr, "invalid --admin-from '%s'\n",
+					optarg);
+				return 1;
+			}
+			break;
 		case OPT_NBD:
 			if (nbd_configure(optarg)) {
 				fprintf(stderr, "invalid --nbd '%s'\n", optarg);

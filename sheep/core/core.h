@@ -19,7 +19,10 @@
 /* bounds on what the network can make us allocate */
 #define SD_MAX_PAYLOAD		(64U << 20)
 #define SD_MAX_INFLIGHT_BYTES	(512ULL << 20)
+#define SD_PEER_RESERVED_BYTES	(128ULL << 20)	/* of the above */
+#define SD_CONN_MAX_BYTES	(128ULL << 20)	/* one connection's share */
 #define SD_CONN_MAX_INFLIGHT	64
+#define SD_CLIENT_STALL_MS	30000	/* replies unread: disconnect */
 #define SD_MAX_CLIENTS		4096
 #define SD_IO_THREADS		8
 #define SD_IO_QUEUE		1024

@@ -28,10 +28,13 @@ void budget_release(uint64_t bytes)
 		release_hook();
 }
 
-bool budget_over(uint64_t bytes)
+bool budget_over(uint64_t bytes, bool peer)
 {
-	return inflight_bytes &&
-	       inflight_bytes + bytes > SD_MAX_INFLIGHT_BYTES;
+	uint64_t limit = SD_MAX_INFLIGHT_BYTES;
+
+	if (!peer)
+		limit -= SD_PEER_RESERVED_BYTES;
+	return inflight_bytes && inflight_bytes + bytes > limit;
 }
 
 void budget_set_release_hook(void (*fn)(void))

@@ -33,6 +33,8 @@ struct sd_op {
 	const char *name;
 	enum op_type type;
 	bool force;		/* served while the cluster is not running */
+	uint16_t checks;	/* what ops/validate.c checks: OPV_* */
+	uint32_t max_len;	/* bound of data_length; 0: SD_MAX_PAYLOAD */
 	/* local op on the main thread */
 	int (*main_fn)(struct request *req);
 	/* peer / local op on an I/O worker, or cluster work part */
@@ -51,7 +53,6 @@ struct request {
 	struct list_head list;
 	struct work work;
 	uint32_t obj_size;		/* store ops: size of a new object */
-	uint8_t obj_size_shift;		/* local ops: the object's VDI shift */
 	uint32_t cseq;			/* cluster ops: our message number */
 	uint32_t aux;			/* cluster ops: work part -> main part */
 	bool internal;			/* issued by the daemon itself */
@@ -67,6 +68,7 @@ struct request {
 	/* called on the main thread when the response is final */
 	void (*complete)(struct request *req);
 	void *caller;			/* owned by the submitter */
+	uint64_t caller_bytes;		/* what the submitter counts for it */
 	void *priv;			/* owned by the executing module */
 };
 
@@ -94,8 +96,12 @@ void request_set_dispatch(void (*dispatch)(struct request *req));
 /* the budget of payload bytes held by requests (SD_MAX_INFLIGHT_BYTES) */
 void budget_charge(uint64_t bytes);
 void budget_release(uint64_t bytes);
-/* would @bytes more pass the budget?  An idle daemon takes anything. */
-bool budget_over(uint64_t bytes);
+/*
+ * Would @bytes more pass the budget?  Client traffic leaves
+ * SD_PEER_RESERVED_BYTES to replication and recovery between sheep
+ * (@peer).  An idle daemon takes anything.
+ */
+bool budget_over(uint64_t bytes, bool peer);
 /* @fn runs on the loop after budget was released, to resume readers */
 void budget_set_release_hook(void (*fn)(void));
 

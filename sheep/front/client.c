@@ -13,9 +13,11 @@
 #include "proto.h"
 #include "util.h"
 #include "core/request.h"
+#include "front/access.h"
 #include "front/front.h"
 #include "net/transport.h"
 #include "ops/ops.h"
+#include "ops/validate.h"
 #include "state/cluster.h"
 
 enum rx_state {
@@ -33,9 +35,15 @@ struct client {
 	bool paused;		/* on paused_clients */
 	enum rx_state rx_state;
 	int nr_inflight;	/* requests whose reply is not written yet */
+	uint64_t bytes;		/* payload bytes of those requests */
 	uint8_t hdr[SD_REQ_SIZE];
 	struct request *rx;	/* the request whose payload is read */
 	struct list_head paused_list;
+	struct client_access access;	/* who is at the other end */
+	struct list_head list;		/* all_clients */
+	uint64_t tx_progress_at;	/* last time replies moved (ms) */
+	size_t tx_backlog;		/* reply bytes queued then */
+	bool told_refused;	/* a refusal of this client was logged */
 	/* VDIs locked with KLOCK on this connection (client_lock.c) */
 	uint32_t locks[SD_MAX_CLIENT_LOCKS];
 	int nr_locks;
@@ -50,7 +58,9 @@ struct reply {
 
 static struct xlistener *listeners[2];
 static LIST_HEAD(paused_clients);
+static LIST_HEAD(all_clients);
 static struct timer resume_timer;
+static struct timer stall_timer;
 
 static void client_req_done(struct request *req);
 static void read_next(struct client *c);
@@ -92,11 +102,13 @@ static void client_gone(struct client *c, bool close_xconn)
 	if (c->dead)
 		return;
 	c->dead = true;
+	list_del(&c->list);
 	for (int i = 0; i < c->nr_locks; i++)
 		client_lock_release(c->locks[i]);
 	c->nr_locks = 0;
 	client_unpause(c);
 	if (c->rx) {
+		c->bytes -= c->rx->caller_bytes;
 		free_request(c->rx);
 		c->rx = NULL;
 		c->nr_inflight--;
@@ -135,9 +147,13 @@ static void resume_paused(struct timer *t)
 	}
 }
 
-/* protocol.md §3 and §10.1 admission checks on a fresh header */
-static int check_header(const struct sd_req *rq, const struct sd_op **op)
+/* protocol.md §3 and §10.1 admission checks, then the opcode's own */
+static int check_header(struct client *c, const struct sd_req *rq,
+			const struct sd_op **op)
 {
+	enum req_origin from;
+	uint32_t ret;
+
 	if (rq->opcode >= 0x80) {
 		if (rq->proto_ver != SD_SHEEP_PROTO_VER)
 			return SD_RES_VER_MISMATCH;
@@ -147,13 +163,27 @@ static int check_header(const struct sd_req *rq, const struct sd_op **op)
 	*op = get_sd_op(rq->opcode);
 	if (!*op)
 		return SD_RES_INVALID_PARMS;
-	return SD_RES_SUCCESS;
+	/* membership matters only to sheep-to-sheep opcodes */
+	from = ((*op)->checks & OPV_PEER) ? access_origin(&c->access) :
+		FROM_CLIENT;
+	ret = validate_request(rq, *op, from, c->access.admin);
+	if (ret != SD_RES_SUCCESS && !c->told_refused) {
+		c->told_refused = true;
+		sd_info("refused %s (flags %x, %u bytes) from a client: %s",
+			(*op)->name, rq->flags, rq->data_length,
+			sd_strerror(ret));
+	}
+	return (int)ret;
 }
 
-static struct request *client_request(struct client *c, uint32_t len)
+/* a request of @c with a @len-byte buffer, @cost counted for @c */
+static struct request *client_request(struct client *c, uint32_t len,
+				      uint64_t cost)
 {
 	struct request *req = alloc_payload_request(len);
 
+	c->bytes += cost;
+	req->caller_bytes = cost;
 	req->caller = c;
 	req->complete = client_req_done;
 	c->refcnt++;
@@ -164,7 +194,7 @@ static struct request *client_request(struct client *c, uint32_t len)
 static void reply_error(struct client *c, const struct sd_req *rq,
 			uint32_t result)
 {
-	struct request *req = client_request(c, 0);
+	struct request *req = client_request(c, 0, 0);
 
 	req->rq = *rq;
 	req->rp.result = result;
@@ -183,6 +213,20 @@ static void start_request(struct client *c, struct request *req)
 	queue_request(req);
 }
 
+/*
+ * The daemon's budget, of which client traffic leaves a share to the
+ * sheep-to-sheep ops, and this connection's share of it.
+ */
+static bool over_budget(struct client *c, const struct sd_req *rq,
+			const struct sd_op *op)
+{
+	uint64_t cost = request_cost(rq, op);
+
+	if (c->bytes && c->bytes + cost > SD_CONN_MAX_BYTES)
+		return true;
+	return budget_over(cost, op->type == OP_PEER);
+}
+
 /* a header is decoded in c->hdr: refuse it, park it, or start it */
 static void got_header(struct client *c)
 {
@@ -194,7 +238,7 @@ static void got_header(struct client *c)
 
 	sd_req_decode(&rq, c->hdr);
 	len = rq.data_length;
-	ret = check_header(&rq, &op);
+	ret = check_header(c, &rq, &op);
 	if (len > SD_MAX_PAYLOAD) {
 		/* cannot skip an unbounded payload: answer and hang up */
 		sd_warn("request %x: data_length %u too large", rq.opcode, len);
@@ -213,12 +257,12 @@ static void got_header(struct client *c)
 		read_next(c);
 		return;
 	}
-	if (budget_over(len)) {
+	if (over_budget(c, &rq, op)) {
 		c->rx_state = RX_PARKED;
 		client_pause(c);
 		return;		/* header kept; retried on resume */
 	}
-	req = client_request(c, len);
+	req = client_request(c, len, request_cost(&rq, op));
 	req->rq = rq;
 	req->op = op;
 	if ((rq.flags & SD_FLAG_CMD_WRITE) && len) {
@@ -288,8 +332,14 @@ static const struct xconn_ops client_ops = {
 static int client_accept(struct xconn *xc, void *arg)
 {
 	struct client *c = xzalloc(sizeof(*c));
+	struct sockaddr_storage ss = { 0 };
 
 	c->xc = xc;
+	list_add_tail(&c->list, &all_clients);
+	c->tx_progress_at = now_msec();
+	if (xconn_peer_addr(xc, &ss))
+		ss.ss_family = AF_UNSPEC;	/* trusted with nothing */
+	access_classify(&ss, &c->access);
 	c->refcnt = 1;
 	c->rx_state = RX_HDR;
 	INIT_LIST_HEAD(&c->paused_list);
@@ -298,10 +348,37 @@ static int client_accept(struct xconn *xc, void *arg)
 	return 0;
 }
 
+/*
+ * A client that stops reading its replies holds their buffers: once its
+ * replies have not moved for SD_CLIENT_STALL_MS, it is disconnected.
+ */
+static void check_stalled(struct timer *t)
+{
+	uint64_t now = now_msec();
+	struct client *c, *n;
+
+	list_for_each_entry_safe(c, n, &all_clients, list) {
+		size_t backlog = xconn_send_backlog(c->xc);
+
+		if (!backlog || backlog < c->tx_backlog)
+			c->tx_progress_at = now;
+		c->tx_backlog = backlog;
+		if (now - c->tx_progress_at < SD_CLIENT_STALL_MS)
+			continue;
+		sd_warn("a client has not read its replies for %d s (%zu "
+			"bytes): disconnecting it", SD_CLIENT_STALL_MS / 1000,
+			backlog);
+		client_close(c);
+	}
+	timer_add(sys.loop, t, 1000);
+}
+
 int listen_init(const char *bindaddr, int port, const char *sock_path)
 {
 	resume_timer.fn = resume_paused;
 	budget_set_release_hook(budget_released);
+	stall_timer.fn = check_stalled;
+	timer_add(sys.loop, &stall_timer, 1000);
 	listeners[0] = tcp_listen(sys.loop, bindaddr, port, SD_MAX_CLIENTS,
 				  "client", client_accept, NULL);
 	if (!listeners[0]) {
@@ -375,9 +452,12 @@ static void reply_sent(struct xmsg *m, int err)
 	struct reply *r = container_of(m, struct reply, msg);
 	struct client *c = r->req->caller;
 
+	c->bytes -= r->req->caller_bytes;
 	free_request(r->req);
 	free(r);
 	c->nr_inflight--;
+	if (!err)
+		c->tx_progress_at = now_msec();
 	/* hang up once the answer to a request we cannot read is out */
 	if (!err && !c->dead && c->rx_state == RX_STOPPED && !c->nr_inflight)
 		client_close(c);
@@ -394,6 +474,7 @@ static void client_req_done(struct request *req)
 		return;
 	req->rp.epoch = cstate->epoch;
 	if (c->dead) {
+		c->bytes -= req->caller_bytes;
 		free_request(req);
 		c->nr_inflight--;
 		client_put(c);

@@ -408,7 +408,8 @@ static uint32_t check_header(struct open_ctx *o,
 		return SD_RES_NO_SUPPORT;	/* hyper volume */
 	if (is_snapshot_export(o) != !!h->snap_ctime)
 		return is_snapshot_export(o) ? SD_RES_NO_TAG : SD_RES_NO_VDI;
-	if (shift < SD_MIN_BLOCK_SIZE_SHIFT || shift > SD_MAX_BLOCK_SIZE_SHIFT)
+	if (shift < SD_MIN_BLOCK_SIZE_SHIFT ||
+	    shift > KELPIE_MAX_BLOCK_SIZE_SHIFT)
 		return SD_RES_INVALID_PARMS;
 	if (h->vdi_size > inode_max_size(shift))
 		return SD_RES_NO_SUPPORT;

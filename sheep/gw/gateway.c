@@ -366,12 +366,12 @@ static void cow_read_done(struct request *r2)
 		req->rp.result = r2->rp.result;
 		free(r2->data);
 		free(r2);
+		budget_release(size);
 		request_done(req);
 		return;
 	}
 	memcpy((char *)r2->data + req->rq.obj.offset, req->data,
 	       req->rq.data_length);
-	budget_charge(size);
 	budget_release(req->data_len);
 	free(req->data);
 	req->data = r2->data;
@@ -392,7 +392,9 @@ static void gw_cow(struct request *req, uint32_t size)
 	r2->rq.proto_ver = SD_PROTO_VER;
 	r2->rq.data_length = size;
 	r2->rq.obj.oid = req->rq.obj.cow_oid;
+	/* admitted with this cost (ops/validate.c request_cost) */
 	r2->data = xzalloc(size);
+	budget_charge(size);
 	r2->internal = true;
 	r2->complete = cow_read_done;
 	r2->caller = req;

@@ -404,6 +404,7 @@ static struct xconn *tcp_connect(struct event_loop *loop,
 	if (fd < 0)
 		return NULL;
 	c = conn_new(loop, fd, false);
+	net_set_keepalive(fd, XPRT_KEEPIDLE, XPRT_KEEPINTVL, XPRT_KEEPCNT);
 	if (event_add(loop, fd, EPOLLOUT, conn_handler, c))
 		goto fail;
 	c->events = EPOLLOUT;
@@ -414,6 +415,16 @@ fail:
 	return NULL;
 }
 
+static int tcp_peer_addr(const struct xconn *x, struct sockaddr_storage *ss)
+{
+	const struct tcp_conn *c = (const struct tcp_conn *)x;
+	socklen_t len = sizeof(*ss);
+
+	if (c->dead)
+		return -1;
+	return getpeername(c->fd, (struct sockaddr *)ss, &len);
+}
+
 const struct transport tcp_transport = {
 	.name = "tcp",
 	.connect = tcp_connect,
@@ -422,6 +433,7 @@ const struct transport tcp_transport = {
 	.send = tcp_send,
 	.close = tcp_close,
 	.send_backlog = tcp_send_backlog,
+	.peer_addr = tcp_peer_addr,
 };
 
 /* ---- listeners ---- */
@@ -429,6 +441,9 @@ const struct transport tcp_transport = {
 static void accept_one(struct xlistener *l, int fd)
 {
 	struct tcp_conn *c = conn_new(l->loop, fd, true);
+
+	/* a dead host's connections go in bounded time (unix ones fail) */
+	net_set_keepalive(fd, XPRT_KEEPIDLE, XPRT_KEEPINTVL, XPRT_KEEPCNT);
 
 	/* no receive posted yet: only errors and hang-ups are reported */
 	if (event_add(l->loop, fd, 0, conn_handler, c)) {

@@ -28,11 +28,20 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include "event.h"
 #include "list.h"
 
 #define XMSG_MAX_IOV	4
+
+/*
+ * TCP keepalive of every connection: a silent peer is probed after 30 s,
+ * then every 10 s, and dropped after 3 unanswered probes (about 60 s).
+ */
+#define XPRT_KEEPIDLE	30
+#define XPRT_KEEPINTVL	10
+#define XPRT_KEEPCNT	3
 
 struct xconn;
 struct xlistener;
@@ -67,6 +76,8 @@ struct transport {
 	void (*close)(struct xconn *c);
 	/* bytes of posted sends not yet written */
 	size_t (*send_backlog)(const struct xconn *c);
+	/* the other end's address (AF_INET, AF_INET6 or AF_UNIX) */
+	int (*peer_addr)(const struct xconn *c, struct sockaddr_storage *ss);
 };
 
 /* every connection starts with its transport's table */
@@ -103,6 +114,12 @@ static inline void xconn_close(struct xconn *c)
 static inline size_t xconn_send_backlog(const struct xconn *c)
 {
 	return xconn_transport(c)->send_backlog(c);
+}
+
+static inline int xconn_peer_addr(const struct xconn *c,
+				  struct sockaddr_storage *ss)
+{
+	return xconn_transport(c)->peer_addr(c, ss);
 }
 
 /* TCP and unix-socket transport (tcp.c) */

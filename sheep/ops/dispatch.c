@@ -92,9 +92,8 @@ void queue_request(struct request *req)
 			gateway_flush(req);
 			return;
 		}
-		if (req->op->work_fn) {
-			req->obj_size_shift = vdi_shift(oid_to_vid(
-						req->rq.obj.oid));
+		/* a main part first, when there is one: it may submit work */
+		if (req->op->work_fn && !req->op->main_fn) {
 			submit_io(req);
 			return;
 		}

@@ -15,6 +15,7 @@
 #include "gw/gw.h"
 #include "net/peer.h"
 #include "ops/ops.h"
+#include "ops/validate.h"
 #include "recovery/recovery.h"
 #include "state/cluster.h"
 #include "state/epoch.h"
@@ -69,21 +70,41 @@ static int store_exec(const struct sd_req *rq, void *data, struct sd_rsp *rp,
 	}
 }
 
-/* SHA-1 of the whole stored object (cluster.md §10) */
+/*
+ * GET_HASH: SHA-1 of the whole stored object (cluster.md §10).  The
+ * object-sized buffer is taken on the main loop, against the budget.
+ */
+static int local_get_hash_work(struct request *req)
+{
+	uint64_t oid = req->rq.obj.oid;
+	unsigned int len = 0;
+	int ret = store_read(oid, req->priv, req->obj_size, 0);
+
+	if (ret == SD_RES_SUCCESS &&
+	    !EVP_Digest(req->priv, req->obj_size, req->rp.hash.digest, &len,
+			EVP_sha1(), NULL))
+		ret = SD_RES_SYSTEM_ERROR;
+	return ret;
+}
+
+static void local_get_hash_done(struct request *req)
+{
+	free(req->priv);
+	req->priv = NULL;
+	budget_release(req->obj_size);
+	request_done(req);
+}
+
 static int local_get_hash(struct request *req)
 {
 	uint64_t oid = req->rq.obj.oid;
-	uint32_t size = sd_obj_size(oid, req->obj_size_shift);
-	uint8_t *buf = xmalloc(size);
-	unsigned int len = 0;
-	int ret = store_read(oid, buf, size, 0);
 
-	if (ret == SD_RES_SUCCESS &&
-	    !EVP_Digest(buf, size, req->rp.hash.digest, &len, EVP_sha1(),
-			NULL))
-		ret = SD_RES_SYSTEM_ERROR;
-	free(buf);
-	return ret;
+	req->obj_size = sd_obj_size(oid, vdi_shift(oid_to_vid(oid)));
+	req->priv = xmalloc(req->obj_size);
+	budget_charge(req->obj_size);
+	req->io_done = local_get_hash_done;
+	submit_io(req);
+	return SD_RES_ASYNC;
 }
 
 struct obj_list_ctx {
@@ -622,36 +643,55 @@ static int cluster_alter_vdi_copy(const struct sd_req *req,
 	return SD_RES_SUCCESS;
 }
 
-#define GATEWAY(n)	{ .name = n, .type = OP_GATEWAY }
-#define PEER(n)		{ .name = n, .type = OP_PEER, .work_fn = peer_work }
+/* checks shared by an opcode class (ops/validate.h) */
+#define OBJ_IO		(OPV_OBJ | OPV_RANGE)
+#define OBJ_WRITE	(OPV_OBJ | OPV_RANGE | OPV_PAYLOAD)
+#define NAME_LEN	(SD_MAX_VDI_LEN + SD_MAX_VDI_TAG_LEN)
+
+#define GATEWAY(n, c)	{ .name = n, .type = OP_GATEWAY, .checks = (c) }
+#define PEER(n, c)	{ .name = n, .type = OP_PEER, .work_fn = peer_work, \
+			  .checks = OPV_PEER | (c) }
 #define LOCAL(n, f, fn)	{ .name = n, .type = OP_LOCAL, .force = f, .main_fn = fn }
 
 static const struct sd_op ops[256] = {
-	[SD_OP_CREATE_AND_WRITE_OBJ] = GATEWAY("CREATE_AND_WRITE_OBJ"),
-	[SD_OP_READ_OBJ] = GATEWAY("READ_OBJ"),
-	[SD_OP_WRITE_OBJ] = GATEWAY("WRITE_OBJ"),
-	[SD_OP_REMOVE_OBJ] = GATEWAY("REMOVE_OBJ"),
-	[SD_OP_DISCARD_OBJ] = LOCAL("DISCARD_OBJ", false, local_discard),
+	[SD_OP_CREATE_AND_WRITE_OBJ] = GATEWAY("CREATE_AND_WRITE_OBJ",
+					       OBJ_WRITE),
+	[SD_OP_READ_OBJ] = GATEWAY("READ_OBJ", OBJ_IO),
+	[SD_OP_WRITE_OBJ] = GATEWAY("WRITE_OBJ", OBJ_WRITE),
+	/* removal is the daemon's (deletion, ledgers): not for clients */
+	[SD_OP_REMOVE_OBJ] = GATEWAY("REMOVE_OBJ", OPV_OBJ | OPV_PEER),
+	[SD_OP_DISCARD_OBJ] = { .name = "DISCARD_OBJ", .type = OP_LOCAL,
+		.main_fn = local_discard, .checks = OPV_OBJ },
 	[SD_OP_NEW_VDI] = { .name = "NEW_VDI", .type = OP_CLUSTER,
-		.work_fn = vdi_new_work, .cluster_fn = vdi_notify_add },
+		.work_fn = vdi_new_work, .cluster_fn = vdi_notify_add,
+		.checks = OPV_PAYLOAD | OPV_NEW_VDI, .max_len = NAME_LEN },
 	[SD_OP_LOCK_VDI] = { .name = "LOCK_VDI", .type = OP_CLUSTER,
-		.work_fn = vdi_lookup_work, .cluster_fn = vdi_lock_main },
+		.work_fn = vdi_lookup_work, .cluster_fn = vdi_lock_main,
+		.checks = OPV_PAYLOAD, .max_len = NAME_LEN },
 	[SD_OP_RELEASE_VDI] = { .name = "RELEASE_VDI", .type = OP_CLUSTER,
-		.cluster_fn = vdi_release_main },
+		.cluster_fn = vdi_release_main, .max_len = NAME_LEN },
 	[SD_OP_GET_VDI_INFO] = { .name = "GET_VDI_INFO", .type = OP_CLUSTER,
-		.work_fn = vdi_lookup_work },
-	[SD_OP_READ_VDIS] = LOCAL("READ_VDIS", true, local_read_vdis),
+		.work_fn = vdi_lookup_work, .checks = OPV_PAYLOAD,
+		.max_len = NAME_LEN },
+	[SD_OP_READ_VDIS] = { .name = "READ_VDIS", .type = OP_LOCAL,
+		.force = true, .main_fn = local_read_vdis,
+		.max_len = SD_NR_VDIS / 8 },
 	[SD_OP_FLUSH_VDI] = { .name = "FLUSH_VDI", .type = OP_LOCAL },
 	[SD_OP_DEL_VDI] = { .name = "DEL_VDI", .type = OP_CLUSTER,
-		.work_fn = vdi_del_work, .cluster_fn = vdi_notify_del },
+		.work_fn = vdi_del_work, .cluster_fn = vdi_notify_del,
+		.checks = OPV_PAYLOAD, .max_len = NAME_LEN },
 	[SD_OP_GET_CLUSTER_DEFAULT] = LOCAL("GET_CLUSTER_DEFAULT", true,
 					    local_get_cluster_default),
-	[SD_OP_GET_NODE_LIST] = LOCAL("GET_NODE_LIST", true,
-				      local_get_node_list),
+	[SD_OP_GET_NODE_LIST] = { .name = "GET_NODE_LIST", .type = OP_LOCAL,
+		.force = true, .main_fn = local_get_node_list,
+		.max_len = SD_MAX_NODES * sizeof(struct sd_node) },
 	[SD_OP_MAKE_FS] = { .name = "MAKE_FS", .type = OP_CLUSTER,
-		.force = true, .cluster_fn = cluster_make_fs },
+		.force = true, .cluster_fn = cluster_make_fs,
+		.checks = OPV_PAYLOAD | OPV_CLUSTER | OPV_ADMIN,
+		.max_len = SD_MAX_STORE_NAME },
 	[SD_OP_SHUTDOWN] = { .name = "SHUTDOWN", .type = OP_CLUSTER,
-		.force = true, .cluster_fn = cluster_shutdown },
+		.force = true, .cluster_fn = cluster_shutdown,
+		.checks = OPV_ADMIN },
 	[SD_OP_STAT_SHEEP] = LOCAL("STAT_SHEEP", false, local_stat_sheep),
 	[SD_OP_STAT_CLUSTER] = LOCAL("STAT_CLUSTER", true, local_stat_cluster),
 	[SD_OP_GET_STORE_LIST] = LOCAL("GET_STORE_LIST", true,
@@ -661,48 +701,68 @@ static const struct sd_op ops[256] = {
 	[SD_OP_FLUSH_DEL_CACHE] = LOCAL("FLUSH_DEL_CACHE", true,
 					local_success),
 	[SD_OP_DELETE_CACHE] = LOCAL("DELETE_CACHE", true, local_success),
-	[SD_OP_KILL_NODE] = LOCAL("KILL_NODE", true, local_kill_node),
-	[SD_OP_GET_EPOCH] = LOCAL("GET_EPOCH", true, local_get_epoch),
-	[SD_OP_CREATE_AND_WRITE_PEER] = PEER("CREATE_AND_WRITE_PEER"),
-	[SD_OP_READ_PEER] = PEER("READ_PEER"),
-	[SD_OP_WRITE_PEER] = PEER("WRITE_PEER"),
-	[SD_OP_REMOVE_PEER] = PEER("REMOVE_PEER"),
-	[SD_OP_FLUSH_PEER] = PEER("FLUSH_PEER"),
-	[SD_OP_DECREF_OBJ] = GATEWAY("DECREF_OBJ"),
-	[SD_OP_DECREF_PEER] = PEER("DECREF_PEER"),
+	[SD_OP_KILL_NODE] = { .name = "KILL_NODE", .type = OP_LOCAL,
+		.force = true, .main_fn = local_kill_node,
+		.checks = OPV_ADMIN },
+	[SD_OP_GET_EPOCH] = { .name = "GET_EPOCH", .type = OP_LOCAL,
+		.force = true, .main_fn = local_get_epoch,
+		.checks = OPV_PEER },
+	[SD_OP_CREATE_AND_WRITE_PEER] = PEER("CREATE_AND_WRITE_PEER",
+					     OBJ_WRITE),
+	[SD_OP_READ_PEER] = PEER("READ_PEER", OBJ_IO),
+	[SD_OP_WRITE_PEER] = PEER("WRITE_PEER", OBJ_WRITE),
+	[SD_OP_REMOVE_PEER] = PEER("REMOVE_PEER", OPV_OBJ),
+	[SD_OP_FLUSH_PEER] = PEER("FLUSH_PEER", 0),
+	[SD_OP_DECREF_OBJ] = GATEWAY("DECREF_OBJ", OPV_PEER),
+	[SD_OP_DECREF_PEER] = PEER("DECREF_PEER", 0),
 	[SD_OP_ENABLE_RECOVER] = { .name = "ENABLE_RECOVER",
-		.type = OP_CLUSTER, .cluster_fn = cluster_recover_flag },
+		.type = OP_CLUSTER, .cluster_fn = cluster_recover_flag,
+		.checks = OPV_ADMIN },
 	[SD_OP_DISABLE_RECOVER] = { .name = "DISABLE_RECOVER",
-		.type = OP_CLUSTER, .cluster_fn = cluster_recover_flag },
+		.type = OP_CLUSTER, .cluster_fn = cluster_recover_flag,
+		.checks = OPV_ADMIN },
 	[SD_OP_GET_VDI_COPIES] = LOCAL("GET_VDI_COPIES", true,
 				       local_get_vdi_copies),
 	[SD_OP_STAT] = LOCAL("STAT", true, local_stat),
 	[SD_OP_GET_LOGLEVEL] = LOCAL("GET_LOGLEVEL", true, local_get_loglevel),
-	[SD_OP_SET_LOGLEVEL] = LOCAL("SET_LOGLEVEL", true, local_set_loglevel),
+	[SD_OP_SET_LOGLEVEL] = { .name = "SET_LOGLEVEL", .type = OP_LOCAL,
+		.force = true, .main_fn = local_set_loglevel,
+		.checks = OPV_PAYLOAD | OPV_ADMIN, .max_len = 8 },
 	[SD_OP_EXIST] = { .name = "EXIST", .type = OP_LOCAL, .force = true,
-		.work_fn = peer_work },
+		.work_fn = peer_work, .checks = OPV_OBJ },
 	[SD_OP_GET_HASH] = { .name = "GET_HASH", .type = OP_LOCAL,
-		.work_fn = local_get_hash },
+		.main_fn = local_get_hash, .work_fn = local_get_hash_work,
+		.checks = OPV_OBJ },
 	[SD_OP_GET_OBJ_LIST] = { .name = "GET_OBJ_LIST", .type = OP_LOCAL,
-		.work_fn = local_get_obj_list },
+		.work_fn = local_get_obj_list, .checks = OPV_PEER },
 	[SD_OP_COMPLETE_RECOVERY] = { .name = "COMPLETE_RECOVERY",
 		.type = OP_CLUSTER, .force = true,
-		.cluster_fn = recovery_complete_main },
+		.cluster_fn = recovery_complete_main,
+		.checks = OPV_INTERNAL },
 	[SD_OP_OIDS_EXIST] = { .name = "OIDS_EXIST", .type = OP_LOCAL,
-		.force = true, .work_fn = local_oids_exist },
+		.force = true, .work_fn = local_oids_exist,
+		.checks = OPV_PAYLOAD },
 	[SD_OP_REPAIR_REPLICA] = { .name = "REPAIR_REPLICA",
-		.type = OP_LOCAL, .main_fn = repair_replica },
+		.type = OP_LOCAL, .main_fn = repair_replica,
+		.checks = OPV_PEER },
 	[SD_OP_GET_VDI_ATTR] = { .name = "GET_VDI_ATTR", .type = OP_CLUSTER,
-		.work_fn = vdi_attr_work, .cluster_fn = cluster_nop },
+		.work_fn = vdi_attr_work, .cluster_fn = cluster_nop,
+		.checks = OPV_PAYLOAD, .max_len = SD_ATTR_OBJ_SIZE },
 	[SD_OP_CLUSTER_INFO] = LOCAL("CLUSTER_INFO", true, local_cluster_info),
 	[SD_OP_ALTER_CLUSTER_COPY] = { .name = "ALTER_CLUSTER_COPY",
-		.type = OP_CLUSTER, .cluster_fn = cluster_alter_copy },
+		.type = OP_CLUSTER, .cluster_fn = cluster_alter_copy,
+		.checks = OPV_ADMIN | OPV_CLUSTER },
 	[SD_OP_ALTER_VDI_COPY] = { .name = "ALTER_VDI_COPY",
-		.type = OP_CLUSTER, .cluster_fn = cluster_alter_vdi_copy },
-	[SD_OP_READ_DEL_VDIS] = LOCAL("READ_DEL_VDIS", true,
-				      local_read_del_vdis),
+		.type = OP_CLUSTER, .cluster_fn = cluster_alter_vdi_copy,
+		.checks = OPV_ADMIN },
+	[SD_OP_READ_DEL_VDIS] = { .name = "READ_DEL_VDIS", .type = OP_LOCAL,
+		.force = true, .main_fn = local_read_del_vdis,
+		.max_len = SD_NR_VDIS / 8 },
 	[SD_OP_GET_RECOVERY] = LOCAL("GET_RECOVERY", true, local_get_recovery),
-	[SD_OP_SET_RECOVERY] = LOCAL("SET_RECOVERY", true, local_set_recovery),
+	[SD_OP_SET_RECOVERY] = { .name = "SET_RECOVERY", .type = OP_LOCAL,
+		.force = true, .main_fn = local_set_recovery,
+		.checks = OPV_PAYLOAD | OPV_ADMIN,
+		.max_len = sizeof(struct recovery_throttling) },
 };
 
 const struct sd_op *get_sd_op(uint8_t opcode)

@@ -752,6 +752,14 @@ static void purge_start(void)
 		purging = false;
 }
 
+static bool node_done(const struct node_id *nid)
+{
+	for (size_t j = 0; j < nr_completed; j++)
+		if (node_id_eq(&completed[j], nid))
+			return true;
+	return false;
+}
+
 int recovery_complete_main(const struct sd_req *req, struct sd_rsp *rsp,
 			   void *data, const struct cluster_ctx *ctx)
 {
@@ -764,18 +772,18 @@ int recovery_complete_main(const struct sd_req *req, struct sd_rsp *rsp,
 		nr_completed = 0;
 		completed_epoch = epoch;
 	}
-	completed = xrealloc(completed, (nr_completed + 1) *
-			     sizeof(*completed));
-	completed[nr_completed++] = ctx->sender->nid;
+	/* once per node: the list stays as long as the membership */
+	if (!node_done(&ctx->sender->nid)) {
+		completed = xrealloc(completed, (nr_completed + 1) *
+				     sizeof(*completed));
+		completed[nr_completed++] = ctx->sender->nid;
+	}
 	for (size_t i = 0; i < cstate->nr_members; i++) {
 		if (!cstate->members[i].nr_vnodes)
 			continue;
 		storage++;
-		for (size_t j = 0; j < nr_completed; j++)
-			if (node_id_eq(&completed[j], &cstate->members[i].nid)) {
-				done++;
-				break;
-			}
+		if (node_done(&cstate->members[i].nid))
+			done++;
 	}
 	if (done < storage || sys.gateway)
 		return SD_RES_SUCCESS;

@@ -413,7 +413,8 @@ int vdi_new_work(struct request *req)
 		return SD_RES_NO_SUPPORT;	/* hyper volumes: later */
 	shift = rq->vdi.block_size_shift ? rq->vdi.block_size_shift :
 		cstate->block_size_shift;
-	if (shift < SD_MIN_BLOCK_SIZE_SHIFT || shift > SD_MAX_BLOCK_SIZE_SHIFT ||
+	if (shift < SD_MIN_BLOCK_SIZE_SHIFT ||
+	    shift > KELPIE_MAX_BLOCK_SIZE_SHIFT ||
 	    rq->vdi.copies > SD_MAX_COPIES ||
 	    rq->vdi.vdi_size > inode_max_size(shift))
 		return SD_RES_INVALID_PARMS;

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Every request header is checked here against its opcode's entry in the
+ * table (OPV_* flags, max_len) before the daemon allocates its payload or
+ * runs it: lengths, flags against the opcode, object ids and ranges,
+ * cluster parameters, and who may send it.  Handlers may then trust the
+ * header fields; payload contents are checked where they are parsed.
+ */
+#include "util.h"
+#include "core/request.h"
+#include "ops/validate.h"
+#include "state/vdi.h"
+
+/* a data, inode, vmstate, attribute or ledger object id of a VDI */
+static bool oid_valid(uint64_t oid)
+{
+	uint64_t type = oid & OID_TYPE_MASK;
+	uint32_t vid = oid_to_vid(oid);
+
+	/* bits between the VDI id and the type bits are never set */
+	if (oid & (UINT64_C(7) << 56))
+		return false;
+	if (!vid)
+		return false;
+	/* at most one type bit */
+	if (type & (type - 1))
+		return false;
+	if (type == VDI_BIT)
+		return !(uint32_t)oid;
+	if (type == VDI_BTREE_BIT)
+		return false;		/* hyper volumes: not supported */
+	if (!type || type == LEDGER_BIT)
+		return data_oid_to_idx(oid) < SD_INODE_DATA_INDEX;
+	return true;
+}
+
+static bool range_valid(const struct sd_req *rq)
+{
+	uint64_t oid = rq->obj.oid;
+	uint32_t size = sd_obj_size(oid, vdi_shift(oid_to_vid(oid)));
+
+	return (uint64_t)rq->obj.offset + rq->data_length <= size;
+}
+
+static bool shift_valid(uint8_t shift)
+{
+	return !shift || (shift >= SD_MIN_BLOCK_SIZE_SHIFT &&
+			  shift <= KELPIE_MAX_BLOCK_SIZE_SHIFT);
+}
+
+/* MAKE_FS, ALTER_CLUSTER_COPY */
+static bool cluster_valid(const struct sd_req *rq)
+{
+	if (rq->cluster.copies > SD_MAX_COPIES)
+		return false;
+	return shift_valid(rq->cluster.block_size_shift);
+}
+
+static bool new_vdi_valid(const struct sd_req *rq)
+{
+	if (rq->vdi.copies > SD_MAX_COPIES)
+		return false;
+	return shift_valid(rq->vdi.block_size_shift);
+}
+
+static uint32_t check_origin(const struct sd_op *op, enum req_origin from,
+			     bool admin_ok)
+{
+	if (from == FROM_DAEMON)
+		return SD_RES_SUCCESS;
+	if (op->checks & OPV_INTERNAL)
+		return SD_RES_INVALID_PARMS;
+	if ((op->checks & OPV_PEER) && from != FROM_TRUSTED)
+		return SD_RES_INVALID_PARMS;
+	if ((op->checks & OPV_ADMIN) && !admin_ok)
+		return SD_RES_INVALID_PARMS;
+	return SD_RES_SUCCESS;
+}
+
+uint32_t validate_request(const struct sd_req *rq, const struct sd_op *op,
+			  enum req_origin from, bool admin_ok)
+{
+	uint32_t max = op->max_len ? op->max_len : SD_MAX_PAYLOAD;
+	uint32_t ret = check_origin(op, from, admin_ok);
+
+	if (ret != SD_RES_SUCCESS)
+		return ret;
+	if (rq->data_length > max)
+		return SD_RES_INVALID_PARMS;
+	/* a write without its payload would store whatever the buffer held */
+	if ((op->checks & OPV_PAYLOAD) && rq->data_length &&
+	    !(rq->flags & SD_FLAG_CMD_WRITE))
+		return SD_RES_INVALID_PARMS;
+	if ((op->checks & OPV_OBJ) && !oid_valid(rq->obj.oid))
+		return SD_RES_INVALID_PARMS;
+	if ((op->checks & OPV_RANGE) && !range_valid(rq))
+		return SD_RES_INVALID_PARMS;
+	if ((op->checks & OPV_CLUSTER) && !cluster_valid(rq))
+		return SD_RES_INVALID_PARMS;
+	if ((op->checks & OPV_NEW_VDI) && !new_vdi_valid(rq))
+		return SD_RES_INVALID_PARMS;
+	return SD_RES_SUCCESS;
+}
+
+static uint32_t obj_size_of(uint64_t oid)
+{
+	return sd_obj_size(oid, vdi_shift(oid_to_vid(oid)));
+}
+
+uint64_t request_cost(const struct sd_req *rq, const struct sd_op *op)
+{
+	uint64_t cost = rq->data_length;
+
+	switch (rq->opcode) {
+	case SD_OP_CREATE_AND_WRITE_OBJ:
+		/* copy-on-write reads the whole source object */
+		if (rq->flags & SD_FLAG_CMD_COW)
+			cost += obj_size_of(rq->obj.oid);
+		break;
+	case SD_OP_GET_HASH:
+		cost += obj_size_of(rq->obj.oid);
+		break;
+	case SD_OP_REPAIR_REPLICA:
+		cost += obj_size_of(rq->forw.oid);
+		break;
+	default:
+		break;
+	}
+	return cost;
+}
