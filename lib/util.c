@@ -126,8 +126,13 @@ ssize_t xread(int fd, void *buf, size_t count)
 
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r <= 0)
+		if (r < 0)
 			return -1;
+		if (r == 0) {
+			/* no progress and no error: errno is stale */
+			errno = EIO;
+			return -1;
+		}
 		done += (size_t)r;
 	}
 	return (ssize_t)done;
@@ -142,8 +147,13 @@ ssize_t xwrite(int fd, const void *buf, size_t count)
 
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r <= 0)
+		if (r < 0)
 			return -1;
+		if (r == 0) {
+			/* no progress and no error: errno is stale */
+			errno = EIO;
+			return -1;
+		}
 		done += (size_t)r;
 	}
 	return (ssize_t)done;
@@ -178,8 +188,13 @@ ssize_t xpwrite(int fd, const void *buf, size_t count, off_t off)
 
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r <= 0)
+		if (r < 0)
 			return -1;
+		if (r == 0) {
+			/* no progress and no error: errno is stale */
+			errno = EIO;
+			return -1;
+		}
 		done += (size_t)r;
 	}
 	return (ssize_t)done;

@@ -210,6 +210,11 @@ void peer_submit(const struct node_id *nid, struct peer_req *pr)
 	xconn_send(p->xc, &pr->msg);
 }
 
+static bool peer_idle(const struct peer *p)
+{
+	return !p->xc && list_empty(&p->sendq) && list_empty(&p->inflight);
+}
+
 void peer_drop(const struct node_id *nid)
 {
 	struct peer *p;
@@ -217,6 +222,10 @@ void peer_drop(const struct node_id *nid)
 	list_for_each_entry(p, &peers, list) {
 		if (node_id_eq(&p->nid, nid)) {
 			peer_close(p);
+			if (peer_idle(p)) {
+				list_del(&p->list);
+				free(p);
+			}
 			return;
 		}
 	}
@@ -235,16 +244,24 @@ static bool peer_expired(struct peer *p, uint64_t now)
 	return false;
 }
 
-/* a peer that stops answering costs its requests, not the daemon */
+/*
+ * A peer that stops answering costs its requests, not the daemon; a
+ * peer with no connection and nothing to do is forgotten, so the list
+ * holds only the nodes in use.
+ */
 static void peer_check_timeouts(struct timer *t)
 {
 	uint64_t now = now_msec();
-	struct peer *p;
+	struct peer *p, *n;
 
-	list_for_each_entry(p, &peers, list) {
+	list_for_each_entry_safe(p, n, &peers, list) {
 		if (peer_expired(p, now)) {
 			sd_warn("peer request timed out; closing connection");
 			peer_close(p);
+		}
+		if (peer_idle(p)) {
+			list_del(&p->list);
+			free(p);
 		}
 	}
 	timer_add(sys.loop, t, 1000);

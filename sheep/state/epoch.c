@@ -26,6 +26,26 @@ static void base_path(char *buf, size_t len, const char *name)
 	snprintf(buf, len, "%s/%s", sys.base, name);
 }
 
+/* the rename that put @path in place survives a power loss */
+static int sync_parent_dir(const char *path)
+{
+	char dir[4200];
+	char *slash;
+	int fd, ret;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		return 0;
+	*slash = 0;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ret = fsync(fd);
+	close(fd);
+	return ret;
+}
+
 int write_file_atomic(const char *path, const void *buf, size_t len)
 {
 	char tmp[4200];
@@ -44,7 +64,7 @@ int write_file_atomic(const char *path, const void *buf, size_t len)
 	close(fd);
 	if (rename(tmp, path))
 		return -1;
-	return 0;
+	return sync_parent_dir(path);
 }
 
 int config_save(void)

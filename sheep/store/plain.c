@@ -104,6 +104,9 @@ int store_read(uint64_t oid, void *buf, uint32_t len, uint32_t off)
 	n = xpread(fdc_fd(e), buf, len, off);
 	if (n < 0)
 		ret = err_to_res(errno);
+	else if ((uint32_t)n < len && !is_sparse_obj(oid))
+		/* preallocated at full size: a short file is a damaged one */
+		ret = SD_RES_EIO;
 	else if ((uint32_t)n < len)
 		/* reads past the stored end of a sparse object see zeros */
 		memset((char *)buf + n, 0, len - (size_t)n);
@@ -145,26 +148,31 @@ static int sync_dir(void)
 static int create_obj(uint64_t oid, uint32_t obj_size, const void *buf,
 		      uint32_t len, uint32_t off, bool sync, bool replace)
 {
-	char tmp[4400], p[4400];
+	static unsigned long tmp_seq;
+	char tmp[4400], p[4400], sfx[32];
 	int fd, ret = SD_RES_SUCCESS;
 
 	if ((uint64_t)off + len > obj_size)
 		return SD_RES_INVALID_PARMS;
-	obj_path(tmp, sizeof(tmp), oid, ".tmp");
+	/* a temporary name of its own: concurrent creates never share one */
+	snprintf(sfx, sizeof(sfx), ".%lu.tmp",
+		 __atomic_fetch_add(&tmp_seq, 1, __ATOMIC_RELAXED));
+	obj_path(tmp, sizeof(tmp), oid, sfx);
 	obj_path(p, sizeof(p), oid, "");
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		/* someone else is creating it right now (cluster.md §9.3) */
-		if (errno == EEXIST)
-			return SD_RES_SUCCESS;
+	if (fd < 0)
 		return err_to_res(errno);
-	}
 	if (is_sparse_obj(oid)) {
 		if (ftruncate(fd, obj_size))
 			goto fail;
-	} else if (posix_fallocate(fd, 0, obj_size)) {
-		errno = ENOSPC;
-		goto fail;
+	} else {
+		/* returns the error number; errno is left alone */
+		int err = posix_fallocate(fd, 0, obj_size);
+
+		if (err) {
+			errno = err;
+			goto fail;
+		}
 	}
 	if (len && xpwrite(fd, buf, len, off) < 0)
 		goto fail;
