@@ -64,6 +64,9 @@
 #define SD_OP_SET_RECOVERY		0xCB
 #define SD_OP_SET_VNODES		0xCC
 #define SD_OP_GET_VNODES		0xCD
+/* Kelpie: the cluster-key challenge between sheep (sheep/core/auth.h) */
+#define SD_OP_AUTH_NONCE		0xE0
+#define SD_OP_AUTH_PROVE		0xE1
 
 #define SD_FLAG_CMD_RECOVERY		0x0080
 #define SD_FLAG_CMD_WILDCARD		0x0100

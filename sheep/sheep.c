@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "proto.h"
 #include "util.h"
+#include "core/auth.h"
 #include "core/core.h"
 #include "core/request.h"
 #include "front/access.h"
@@ -36,7 +37,7 @@ static const char *pidfile;
 static int ready_fd = -1;
 static int lock_fd = -1;
 
-enum { OPT_NBD = 256, OPT_ADMIN_FROM };	/* long-only options */
+enum { OPT_NBD = 256, OPT_ADMIN_FROM, OPT_CLUSTER_KEY };	/* long-only */
 
 static const struct option long_opts[] = {
 	{ "bindaddr", required_argument, NULL, 'b' },
@@ -54,6 +55,7 @@ static const struct option long_opts[] = {
 	{ "zone", required_argument, NULL, 'z' },
 	{ "nbd", required_argument, NULL, OPT_NBD },
 	{ "admin-from", required_argument, NULL, OPT_ADMIN_FROM },
+	{ "cluster-key", required_argument, NULL, OPT_CLUSTER_KEY },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -68,6 +70,9 @@ static void usage(FILE *f)
 "                         everybody)\n"
 "  -b, --bindaddr ADDR    listen on ADDR (default: all addresses)\n"
 "  -c, --cluster DRIVER   cluster driver: local[:PATH] (default local)\n"
+"      --cluster-key FILE sheep-to-sheep requests only from members that\n"
+"                         prove this key (16 to 4095 bytes; the same file\n"
+"                         on every node)\n"
 "  -f, --foreground       do not daemonise; log to stderr too\n"
 "  -g, --gateway          gateway only: store no objects\n"
 "  -h, --help             this help\n"
@@ -303,6 +308,10 @@ int main(int argc, char **argv)
 					optarg);
 				return 1;
 			}
+			break;
+		case OPT_CLUSTER_KEY:
+			if (auth_load_key(optarg))
+				return 1;
 			break;
 		case OPT_NBD:
 			if (nbd_configure(optarg)) {

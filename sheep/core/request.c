@@ -11,7 +11,9 @@
 #include "core/request.h"
 
 static uint64_t inflight_bytes;
-static void (*release_hook)(void);
+#define MAX_RELEASE_HOOKS	4
+static void (*release_hooks[MAX_RELEASE_HOOKS])(void);
+static int nr_release_hooks;
 static void (*dispatch_fn)(struct request *req);
 static LIST_HEAD(io_backlog);
 
@@ -24,8 +26,8 @@ void budget_release(uint64_t bytes)
 {
 	inflight_bytes -= bytes;
 	/* also for 0 bytes: a finished request frees a connection's slot */
-	if (release_hook)
-		release_hook();
+	for (int i = 0; i < nr_release_hooks; i++)
+		release_hooks[i]();
 }
 
 bool budget_over(uint64_t bytes, bool peer)
@@ -37,9 +39,13 @@ bool budget_over(uint64_t bytes, bool peer)
 	return inflight_bytes && inflight_bytes + bytes > limit;
 }
 
-void budget_set_release_hook(void (*fn)(void))
+void budget_add_release_hook(void (*fn)(void))
 {
-	release_hook = fn;
+	if (nr_release_hooks == MAX_RELEASE_HOOKS) {
+		sd_emerg("too many budget release hooks");
+		abort();
+	}
+	release_hooks[nr_release_hooks++] = fn;
 }
 
 static struct request *request_new(uint32_t data_len, bool zero)

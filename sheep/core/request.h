@@ -103,7 +103,7 @@ void budget_release(uint64_t bytes);
  */
 bool budget_over(uint64_t bytes, bool peer);
 /* @fn runs on the loop after budget was released, to resume readers */
-void budget_set_release_hook(void (*fn)(void));
+void budget_add_release_hook(void (*fn)(void));
 
 /* stats.c: the counters of dog node stat */
 void stat_request_start(struct request *req);

@@ -4,7 +4,9 @@
  * opcodes (object I/O, VDI operations, status).  Sheep-to-sheep opcodes
  * (the *_PEER family, object lists, epochs, repair) are served only to
  * current cluster members and to local clients (the unix socket and
- * loopback: dog on a node).  Admin opcodes (format, shutdown, kill,
+ * loopback: dog on a node); with sheep --cluster-key, members must also
+ * prove the key on the connection (core/auth.h).  Admin opcodes (format,
+ * shutdown, kill,
  * copies, recovery control, log level) are served to the networks of
  * --admin-from, to everybody by default as in Sheepdog, and always to
  * local clients.
@@ -16,6 +18,7 @@
 #include <sys/un.h>
 #include "hash.h"
 #include "util.h"
+#include "core/auth.h"
 #include "front/access.h"
 #include "state/cluster.h"
 
@@ -130,10 +133,12 @@ void access_classify(const struct sockaddr_storage *ss,
 	a->admin = admin_allowed(a);
 }
 
-enum req_origin access_origin(const struct client_access *a)
+enum req_origin access_origin(const struct client_access *a, bool authed)
 {
 	if (a->local)
 		return FROM_TRUSTED;
+	if (auth_enabled() && !authed)
+		return FROM_CLIENT;
 	for (size_t i = 0; i < cstate->nr_members; i++)
 		if (!memcmp(cstate->members[i].nid.addr, a->addr, 16))
 			return FROM_TRUSTED;

@@ -21,7 +21,10 @@ struct client_access {
 int access_set_admin_from(const char *spec);
 void access_classify(const struct sockaddr_storage *ss,
 		     struct client_access *a);
-/* FROM_TRUSTED for local clients and current cluster members */
-enum req_origin access_origin(const struct client_access *a);
+/*
+ * FROM_TRUSTED for local clients and current cluster members; with a
+ * cluster key, members must have proved it on the connection (@authed).
+ */
+enum req_origin access_origin(const struct client_access *a, bool authed);
 
 #endif

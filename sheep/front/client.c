@@ -12,6 +12,7 @@
 #include <string.h>
 #include "proto.h"
 #include "util.h"
+#include "core/auth.h"
 #include "core/request.h"
 #include "front/access.h"
 #include "front/front.h"
@@ -40,6 +41,9 @@ struct client {
 	struct request *rx;	/* the request whose payload is read */
 	struct list_head paused_list;
 	struct client_access access;	/* who is at the other end */
+	uint8_t nonce[AUTH_NONCE_LEN];	/* the cluster-key challenge */
+	bool nonce_set;
+	bool authed;			/* proved the cluster key */
 	struct list_head list;		/* all_clients */
 	uint64_t tx_progress_at;	/* last time replies moved (ms) */
 	size_t tx_backlog;		/* reply bytes queued then */
@@ -164,7 +168,8 @@ static int check_header(struct client *c, const struct sd_req *rq,
 	if (!*op)
 		return SD_RES_INVALID_PARMS;
 	/* membership matters only to sheep-to-sheep opcodes */
-	from = ((*op)->checks & OPV_PEER) ? access_origin(&c->access) :
+	from = ((*op)->checks & OPV_PEER) ?
+		access_origin(&c->access, c->authed) :
 		FROM_CLIENT;
 	ret = validate_request(rq, *op, from, c->access.admin);
 	if (ret != SD_RES_SUCCESS && !c->told_refused) {
@@ -201,8 +206,39 @@ static void reply_error(struct client *c, const struct sd_req *rq,
 	request_done(req);
 }
 
+/* AUTH_NONCE, AUTH_PROVE: a sheep proves the cluster key (core/auth.h) */
+static uint32_t client_auth(struct client *c, struct request *req)
+{
+	if (!auth_enabled())
+		return SD_RES_NO_SUPPORT;
+	if (req->rq.opcode == SD_OP_AUTH_NONCE) {
+		if (req->data_len < AUTH_NONCE_LEN)
+			return SD_RES_INVALID_PARMS;
+		auth_nonce(c->nonce);
+		c->nonce_set = true;
+		memcpy(req->data, c->nonce, AUTH_NONCE_LEN);
+		req->rp.data_length = AUTH_NONCE_LEN;
+		return SD_RES_SUCCESS;
+	}
+	/* a nonce proves one connection once */
+	if (!c->nonce_set || req->rq.data_length != AUTH_MAC_LEN)
+		return SD_RES_INVALID_PARMS;
+	c->nonce_set = false;
+	if (!auth_verify(c->nonce, req->data)) {
+		sd_warn("a client failed the cluster-key challenge");
+		return SD_RES_INVALID_PARMS;
+	}
+	c->authed = true;
+	return SD_RES_SUCCESS;
+}
+
 static void start_request(struct client *c, struct request *req)
 {
+	if (req->op->checks & OPV_CONN) {
+		req->rp.result = client_auth(c, req);
+		request_done(req);
+		return;
+	}
 	/*
 	 * Object reads fill their whole buffer or send nothing; other
 	 * replies may be shorter than the buffer and must not leak memory.
@@ -376,7 +412,7 @@ static void check_stalled(struct timer *t)
 int listen_init(const char *bindaddr, int port, const char *sock_path)
 {
 	resume_timer.fn = resume_paused;
-	budget_set_release_hook(budget_released);
+	budget_add_release_hook(budget_released);
 	stall_timer.fn = check_stalled;
 	timer_add(sys.loop, &stall_timer, 1000);
 	listeners[0] = tcp_listen(sys.loop, bindaddr, port, SD_MAX_CLIENTS,

@@ -19,14 +19,16 @@
  * Everything runs on the main loop, over the transport interface.  Every
  * length from the network is bounded before anything is allocated: option
  * data (NBD_MAX_OPT_LEN), payloads (NBD_MAX_PAYLOAD), commands in flight
- * per connection, and payload bytes per connection and in total, beyond
- * which a connection is no longer read until commands complete.
+ * per connection, and payload bytes per connection and against the
+ * daemon's budget (core/), beyond which a connection is no longer read
+ * until commands complete.
  */
 #include <stdlib.h>
 #include <string.h>
 #include "nbd.h"
 #include "util.h"
 #include "core/core.h"
+#include "core/request.h"
 #include "net/transport.h"
 
 #define NBD_INIT_MAGIC		0x4e42444d41474943ULL /* "NBDMAGIC" */
@@ -73,7 +75,6 @@
 #define NBD_CONN_MAX_CMDS	64
 #define NBD_CONN_MAX_TX		64	/* queued option replies */
 #define NBD_CONN_MAX_BYTES	(64U << 20)
-#define NBD_MAX_BYTES		(512ULL << 20)
 #define NBD_HANDSHAKE_MS	30000
 #define NBD_PREFERRED_BLOCK	4096
 
@@ -145,7 +146,6 @@ struct nbd_tx {
 static char nbd_addr[256];
 static int nbd_port;
 static struct xlistener *listener;
-static uint64_t nbd_bytes;
 static LIST_HEAD(blocked_conns);
 static struct timer resume_timer;
 
@@ -204,8 +204,13 @@ static void bytes_put(struct nbd_conn *c, uint32_t n)
 	if (!n)
 		return;
 	c->bytes -= n;
-	nbd_bytes -= n;
-	if (!list_empty(&blocked_conns))
+	budget_release(n);	/* resumes blocked connections */
+}
+
+/* budget came back (from any request of the daemon) */
+static void budget_released(void)
+{
+	if (!list_empty(&blocked_conns) && !resume_timer.armed)
 		timer_add(sys.loop, &resume_timer, 0);
 }
 
@@ -705,14 +710,14 @@ static void cmd_submit(struct nbd_cmd *cmd)
 	nbd_io_submit(&cmd->io);
 }
 
+/* the daemon's payload budget (core), and this connection's share */
 static bool budget_ok(const struct nbd_conn *c, uint32_t len)
 {
 	if (!len)
 		return true;
-	if (!nbd_bytes)
-		return true;
-	return c->bytes + len <= NBD_CONN_MAX_BYTES &&
-	       nbd_bytes + len <= NBD_MAX_BYTES;
+	if (c->bytes && c->bytes + len > NBD_CONN_MAX_BYTES)
+		return false;
+	return !budget_over(len, false);
 }
 
 static void reply_now(struct nbd_conn *c, uint64_t handle, int err)
@@ -749,7 +754,7 @@ static void start_cmd(struct nbd_conn *c)
 		cmd->io.buf = xmalloc(len);
 		cmd->bytes = len;
 		c->bytes += len;
-		nbd_bytes += len;
+		budget_charge(len);
 	}
 	c->nr_cmds++;
 	c->refcnt++;
@@ -1012,6 +1017,7 @@ int nbd_init(const char *default_addr)
 	if (!nbd_port)
 		return 0;
 	resume_timer.fn = resume_blocked;
+	budget_add_release_hook(budget_released);
 	listener = tcp_listen(sys.loop, addr, nbd_port, NBD_MAX_CONNS, "NBD",
 			      nbd_accept, NULL);
 	if (!listener) {

@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "hash.h"
+#include "net.h"
 #include "proto.h"
 #include "util.h"
+#include "core/auth.h"
 #include "core/core.h"
 #include "net/peer.h"
 #include "net/transport.h"
@@ -21,6 +23,11 @@ struct peer {
 	struct xconn *xc;		/* NULL while not connected */
 	struct list_head sendq;		/* not yet (fully) written */
 	struct list_head inflight;	/* written, awaiting response */
+	/* with a cluster key: held until the challenge is answered */
+	bool authing;
+	struct list_head held;
+	struct peer_req auth_nonce, auth_prove;
+	uint8_t nonce[AUTH_NONCE_LEN], mac[AUTH_MAC_LEN];
 	/* the response being read */
 	enum peer_rx rx_state;
 	uint8_t hdr[SD_RSP_SIZE];
@@ -41,6 +48,8 @@ static void peer_fail_all(struct peer *p, int result)
 	/* a done() may submit again: fail only what was here */
 	list_splice_tail_init(&p->sendq, &failed);
 	list_splice_tail_init(&p->inflight, &failed);
+	list_splice_tail_init(&p->held, &failed);
+	p->authing = false;
 	p->rx = NULL;
 	list_for_each_entry_safe(pr, n, &failed, list) {
 		list_del(&pr->list);
@@ -171,6 +180,7 @@ static struct peer *peer_get(const struct node_id *nid)
 	p->nid = *nid;
 	INIT_LIST_HEAD(&p->sendq);
 	INIT_LIST_HEAD(&p->inflight);
+	INIT_LIST_HEAD(&p->held);
 	list_add(&p->list, &peers);
 	return p;
 }
@@ -185,21 +195,13 @@ static int peer_connect(struct peer *p)
 	return 0;
 }
 
-/* @pr->rq is filled by the caller; id and epoch are assigned here */
-void peer_submit(const struct node_id *nid, struct peer_req *pr)
+/* put @pr on the wire after what is queued */
+static void send_req(struct peer *p, struct peer_req *pr)
 {
-	struct peer *p = peer_get(nid);
 	uint32_t wlen = (pr->rq.flags & SD_FLAG_CMD_WRITE) ?
 			pr->rq.data_length : 0;
 
-	pr->rq.id = next_id++;
-	pr->deadline = now_msec() + SD_PEER_TIMEOUT_MS;
-	pr->priv_peer = p;
 	sd_req_encode(&pr->rq, pr->hdr);
-	if (!p->xc && peer_connect(p)) {
-		pr->done(pr, SD_RES_NETWORK_ERROR);
-		return;
-	}
 	pr->msg.iov[0].iov_base = pr->hdr;
 	pr->msg.iov[0].iov_len = SD_REQ_SIZE;
 	pr->msg.iov[1].iov_base = (void *)pr->wbuf;
@@ -210,9 +212,97 @@ void peer_submit(const struct node_id *nid, struct peer_req *pr)
 	xconn_send(p->xc, &pr->msg);
 }
 
+static void prepare(struct peer *p, struct peer_req *pr)
+{
+	pr->rq.id = next_id++;
+	pr->deadline = now_msec() + SD_PEER_TIMEOUT_MS;
+	pr->priv_peer = p;
+}
+
+/* the challenge is answered (or the peer has no key): release the rest */
+static void release_held(struct peer *p)
+{
+	p->authing = false;
+	while (!list_empty(&p->held) && p->xc) {
+		struct peer_req *pr = list_first_entry(&p->held,
+						       struct peer_req, list);
+
+		list_del(&pr->list);
+		send_req(p, pr);
+	}
+}
+
+static void auth_prove_done(struct peer_req *pr, int result)
+{
+	if (result != SD_RES_SUCCESS && result != SD_RES_NETWORK_ERROR)
+		sd_err("a peer does not accept our cluster key: %s",
+		       sd_strerror((uint32_t)result));
+}
+
+static void auth_nonce_done(struct peer_req *pr, int result)
+{
+	struct peer *p = pr->priv;
+
+	if (!p->xc)
+		return;		/* the connection is gone; so are the held */
+	if (result == SD_RES_SUCCESS && pr->rp.data_length == AUTH_NONCE_LEN) {
+		auth_prove(p->nonce, p->mac);
+		sd_init_req(&p->auth_prove.rq, SD_OP_AUTH_PROVE);
+		p->auth_prove.rq.flags = SD_FLAG_CMD_WRITE;
+		p->auth_prove.rq.data_length = AUTH_MAC_LEN;
+		p->auth_prove.wbuf = p->mac;
+		p->auth_prove.done = auth_prove_done;
+		p->auth_prove.priv = p;
+		prepare(p, &p->auth_prove);
+		send_req(p, &p->auth_prove);
+	} else if (result != SD_RES_NO_SUPPORT) {
+		/* held requests go anyway and meet the peer's verdict */
+		sd_err("cluster-key challenge failed: %s",
+		       sd_strerror((uint32_t)result));
+	}
+	release_held(p);
+}
+
+/* first on a new connection when we hold a cluster key */
+static void start_auth(struct peer *p)
+{
+	memset(&p->auth_nonce, 0, sizeof(p->auth_nonce));
+	sd_init_req(&p->auth_nonce.rq, SD_OP_AUTH_NONCE);
+	p->auth_nonce.rq.data_length = AUTH_NONCE_LEN;
+	p->auth_nonce.rbuf = p->nonce;
+	p->auth_nonce.rbuf_len = AUTH_NONCE_LEN;
+	p->auth_nonce.done = auth_nonce_done;
+	p->auth_nonce.priv = p;
+	p->authing = true;
+	prepare(p, &p->auth_nonce);
+	send_req(p, &p->auth_nonce);
+}
+
+/* @pr->rq is filled by the caller; id and epoch are assigned here */
+void peer_submit(const struct node_id *nid, struct peer_req *pr)
+{
+	struct peer *p = peer_get(nid);
+
+	prepare(p, pr);
+	if (!p->xc) {
+		if (peer_connect(p)) {
+			pr->done(pr, SD_RES_NETWORK_ERROR);
+			return;
+		}
+		if (auth_enabled())
+			start_auth(p);
+	}
+	if (p->authing) {
+		list_add_tail(&pr->list, &p->held);
+		return;
+	}
+	send_req(p, pr);
+}
+
 static bool peer_idle(const struct peer *p)
 {
-	return !p->xc && list_empty(&p->sendq) && list_empty(&p->inflight);
+	return !p->xc && list_empty(&p->sendq) && list_empty(&p->inflight) &&
+	       list_empty(&p->held);
 }
 
 void peer_drop(const struct node_id *nid)
@@ -239,6 +329,9 @@ static bool peer_expired(struct peer *p, uint64_t now)
 		if (pr->deadline < now)
 			return true;
 	list_for_each_entry(pr, &p->sendq, list)
+		if (pr->deadline < now)
+			return true;
+	list_for_each_entry(pr, &p->held, list)
 		if (pr->deadline < now)
 			return true;
 	return false;

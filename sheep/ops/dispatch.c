@@ -97,6 +97,11 @@ void queue_request(struct request *req)
 			submit_io(req);
 			return;
 		}
+		if (!req->op->main_fn) {
+			/* a connection op (OPV_CONN) that reached us */
+			ret = SD_RES_INVALID_PARMS;
+			goto done;
+		}
 		ret = (uint32_t)req->op->main_fn(req);
 		if (ret == SD_RES_ASYNC)
 			return;

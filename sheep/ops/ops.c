@@ -10,6 +10,7 @@
 #include "net.h"
 #include "proto.h"
 #include "util.h"
+#include "core/auth.h"
 #include "core/request.h"
 #include "group/group.h"
 #include "gw/gw.h"
@@ -759,6 +760,12 @@ static const struct sd_op ops[256] = {
 		.force = true, .main_fn = local_read_del_vdis,
 		.max_len = SD_NR_VDIS / 8 },
 	[SD_OP_GET_RECOVERY] = LOCAL("GET_RECOVERY", true, local_get_recovery),
+	[SD_OP_AUTH_NONCE] = { .name = "AUTH_NONCE", .type = OP_LOCAL,
+		.force = true, .checks = OPV_CONN,
+		.max_len = AUTH_NONCE_LEN },
+	[SD_OP_AUTH_PROVE] = { .name = "AUTH_PROVE", .type = OP_LOCAL,
+		.force = true, .checks = OPV_CONN | OPV_PAYLOAD,
+		.max_len = AUTH_MAC_LEN },
 	[SD_OP_SET_RECOVERY] = { .name = "SET_RECOVERY", .type = OP_LOCAL,
 		.force = true, .main_fn = local_set_recovery,
 		.checks = OPV_PAYLOAD | OPV_ADMIN,

@@ -27,11 +27,14 @@
 #define OPV_CLUSTER	(1 << 6)
 /* VDI creation parameters (copies, object size) in their ranges */
 #define OPV_NEW_VDI	(1 << 7)
+/* about the connection itself: served by front/, never dispatched */
+#define OPV_CONN	(1 << 8)
 
 /* who sent a request */
 enum req_origin {
 	FROM_DAEMON,	/* an internal request */
-	FROM_TRUSTED,	/* a cluster member, loopback or the unix socket */
+	FROM_TRUSTED,	/* a cluster member (with the cluster key, if any),
+			 * loopback or the unix socket */
 	FROM_CLIENT,	/* anyone else on the network */
 };
 

@@ -183,6 +183,16 @@ static void rec_finish(struct recovery *rw)
 	send_complete(rw);
 }
 
+/* free an object buffer of recovery and give its bytes back */
+static void robj_buf_put(void **buf, uint32_t size)
+{
+	if (!*buf)
+		return;
+	free(*buf);
+	*buf = NULL;
+	budget_release(size);
+}
+
 static void robj_done(struct robj *ro)
 {
 	struct recovery *rw = ro->rw;
@@ -191,10 +201,8 @@ static void robj_done(struct robj *ro)
 		ro->state = RO_DONE;
 		rw->nr_done++;
 	}
-	free(ro->buf);
-	ro->buf = NULL;
-	free(ro->best_buf);
-	ro->best_buf = NULL;
+	robj_buf_put(&ro->buf, ro->size);
+	robj_buf_put(&ro->best_buf, ro->size);
 	resubmit_list(&ro->parked);
 }
 
@@ -280,8 +288,7 @@ static void robj_read_done(struct peer_req *pr, int result)
 	if (rw->cancelled || ro->superseded) {
 		rw->inflight--;
 		ro->state = RO_DONE;
-		free(ro->buf);
-		ro->buf = NULL;
+		robj_buf_put(&ro->buf, ro->size);
 		resubmit_list(&ro->parked);
 		rec_put(rw);
 		return;
@@ -291,7 +298,7 @@ static void robj_read_done(struct peer_req *pr, int result)
 		uint64_t epoch = pr->rp.obj.offset + 1;
 
 		if (epoch > ro->best_epoch) {
-			free(ro->best_buf);
+			robj_buf_put(&ro->best_buf, ro->size);
 			ro->best_buf = ro->buf;
 			ro->best_epoch = epoch;
 			ro->buf = NULL;
@@ -310,8 +317,7 @@ static void robj_store(struct robj *ro)
 	ro->work.done = robj_store_done;
 	if (!wq_queue(sys.io_wq, &ro->work))
 		return;
-	free(ro->buf);
-	ro->buf = NULL;
+	robj_buf_put(&ro->buf, ro->size);
 	robj_fetch(ro);
 }
 
@@ -325,7 +331,7 @@ static void robj_fetch(struct robj *ro)
 		if (src)
 			break;
 		if (ro->pass == 2 && ro->best_buf) {
-			free(ro->buf);
+			robj_buf_put(&ro->buf, ro->size);
 			ro->buf = ro->best_buf;
 			ro->best_buf = NULL;
 			ro->pass = 3;
@@ -349,8 +355,11 @@ static void robj_fetch(struct robj *ro)
 		robj_fetch(ro);
 		return;
 	}
-	if (!ro->buf)
+	if (!ro->buf) {
+		/* recovery's share of the daemon's payload budget */
 		ro->buf = xmalloc(ro->size);
+		budget_charge(ro->size);
+	}
 	memset(&ro->pr, 0, sizeof(ro->pr));
 	sd_init_req(&ro->pr.rq, SD_OP_READ_PEER);
 	ro->pr.rq.epoch = cstate->epoch;

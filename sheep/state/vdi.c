@@ -119,14 +119,21 @@ uint32_t vdi_copies(uint32_t vid)
 	return vi && vi->nr_copies ? vi->nr_copies : cstate->copies;
 }
 
+/* a shift from a peer, a join message or a damaged inode may be anything */
+static bool shift_known(uint8_t shift)
+{
+	return shift >= SD_MIN_BLOCK_SIZE_SHIFT &&
+	       shift <= SD_MAX_BLOCK_SIZE_SHIFT;
+}
+
 uint8_t vdi_shift(uint32_t vid)
 {
 	struct vdi_info *vi = vdi_get(vid, false);
 
-	if (vi && vi->block_size_shift)
+	if (vi && shift_known(vi->block_size_shift))
 		return vi->block_size_shift;
-	return cstate->block_size_shift ? cstate->block_size_shift :
-	       SD_DEFAULT_BLOCK_SIZE_SHIFT;
+	return shift_known(cstate->block_size_shift) ?
+	       cstate->block_size_shift : SD_DEFAULT_BLOCK_SIZE_SHIFT;
 }
 
 static void vdi_from_header(const struct sd_inode_header *h)
