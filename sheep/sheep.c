@@ -37,7 +37,7 @@ static const char *pidfile;
 static int ready_fd = -1;
 static int lock_fd = -1;
 
-enum { OPT_NBD = 256, OPT_ADMIN_FROM, OPT_CLUSTER_KEY };	/* long-only */
+enum { OPT_NBD = 256, OPT_ADMIN_FROM, OPT_CLUSTER_KEY, OPT_BUDGET };
 
 static const struct option long_opts[] = {
 	{ "bindaddr", required_argument, NULL, 'b' },
@@ -56,6 +56,7 @@ static const struct option long_opts[] = {
 	{ "nbd", required_argument, NULL, OPT_NBD },
 	{ "admin-from", required_argument, NULL, OPT_ADMIN_FROM },
 	{ "cluster-key", required_argument, NULL, OPT_CLUSTER_KEY },
+	{ "budget", required_argument, NULL, OPT_BUDGET },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -69,6 +70,9 @@ static void usage(FILE *f)
 "                         to these networks and local clients (default:\n"
 "                         everybody)\n"
 "  -b, --bindaddr ADDR    listen on ADDR (default: all addresses)\n"
+"      --budget MB        payload bytes requests may hold (default 512,\n"
+"                         at least 256): clients 3/4, sheep-to-sheep 1/4,\n"
+"                         one connection 1/4\n"
 "  -c, --cluster DRIVER   cluster driver: local[:PATH] (default local)\n"
 "      --cluster-key FILE sheep-to-sheep requests only from members that\n"
 "                         prove this key (16 to 4095 bytes; the same file\n"
@@ -309,6 +313,19 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			break;
+		case OPT_BUDGET: {
+			long mb = strtol(optarg, &end, 10);
+
+			if (*end || mb < SD_MIN_BUDGET_MB ||
+			    mb > SD_MAX_BUDGET_MB) {
+				fprintf(stderr, "invalid --budget '%s': %d to "
+					"%d MB\n", optarg, SD_MIN_BUDGET_MB,
+					SD_MAX_BUDGET_MB);
+				return 1;
+			}
+			budget_set_limit((uint64_t)mb << 20);
+			break;
+		}
 		case OPT_CLUSTER_KEY:
 			if (auth_load_key(optarg))
 				return 1;

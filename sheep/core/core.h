@@ -18,11 +18,11 @@
 
 /* bounds on what the network can make us allocate */
 #define SD_MAX_PAYLOAD		(64U << 20)
-#define SD_MAX_INFLIGHT_BYTES	(512ULL << 20)
-#define SD_PEER_RESERVED_BYTES	(128ULL << 20)	/* of the above */
-#define SD_CONN_MAX_BYTES	(128ULL << 20)	/* one connection's share */
+#define SD_DEFAULT_BUDGET_MB	512	/* payload bytes of requests */
+#define SD_MIN_BUDGET_MB	256	/* two 64 MiB objects per class */
+#define SD_MAX_BUDGET_MB	(1 << 20)
 #define SD_CONN_MAX_INFLIGHT	64
-#define SD_CLIENT_STALL_MS	30000	/* replies unread: disconnect */
+#define SD_CLIENT_STALL_MS	30000	/* no progress either way: disconnect */
 #define SD_MAX_CLIENTS		4096
 #define SD_IO_THREADS		8
 #define SD_IO_QUEUE		1024

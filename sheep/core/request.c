@@ -11,6 +11,7 @@
 #include "core/request.h"
 
 static uint64_t inflight_bytes;
+static uint64_t budget_limit = (uint64_t)SD_DEFAULT_BUDGET_MB << 20;
 #define MAX_RELEASE_HOOKS	4
 static void (*release_hooks[MAX_RELEASE_HOOKS])(void);
 static int nr_release_hooks;
@@ -30,12 +31,22 @@ void budget_release(uint64_t bytes)
 		release_hooks[i]();
 }
 
+void budget_set_limit(uint64_t bytes)
+{
+	budget_limit = bytes;
+}
+
+uint64_t budget_conn_share(void)
+{
+	return budget_limit / 4;
+}
+
 bool budget_over(uint64_t bytes, bool peer)
 {
-	uint64_t limit = SD_MAX_INFLIGHT_BYTES;
+	uint64_t limit = budget_limit;
 
 	if (!peer)
-		limit -= SD_PEER_RESERVED_BYTES;
+		limit -= budget_limit / 4;
 	return inflight_bytes && inflight_bytes + bytes > limit;
 }
 

@@ -93,13 +93,19 @@ void submit_io(struct request *req);
 void request_submit(struct request *req);
 void request_set_dispatch(void (*dispatch)(struct request *req));
 
-/* the budget of payload bytes held by requests (SD_MAX_INFLIGHT_BYTES) */
+/*
+ * The budget of payload bytes held by requests (sheep --budget, default
+ * SD_DEFAULT_BUDGET_MB): client traffic may use three quarters, the rest
+ * is kept for sheep-to-sheep ops; one connection may hold a quarter.
+ */
+void budget_set_limit(uint64_t bytes);
+uint64_t budget_conn_share(void);
 void budget_charge(uint64_t bytes);
 void budget_release(uint64_t bytes);
 /*
- * Would @bytes more pass the budget?  Client traffic leaves
- * SD_PEER_RESERVED_BYTES to replication and recovery between sheep
- * (@peer).  An idle daemon takes anything.
+ * Would @bytes more pass the budget?  Client traffic leaves a quarter to
+ * replication and recovery between sheep (@peer).  An idle daemon takes
+ * anything.
  */
 bool budget_over(uint64_t bytes, bool peer);
 /* @fn runs on the loop after budget was released, to resume readers */

@@ -47,6 +47,8 @@ struct client {
 	struct list_head list;		/* all_clients */
 	uint64_t tx_progress_at;	/* last time replies moved (ms) */
 	size_t tx_backlog;		/* reply bytes queued then */
+	uint64_t rx_progress_at;	/* last time a started request moved */
+	size_t rx_got;			/* its bytes received then */
 	bool told_refused;	/* a refusal of this client was logged */
 	/* VDIs locked with KLOCK on this connection (client_lock.c) */
 	uint32_t locks[SD_MAX_CLIENT_LOCKS];
@@ -258,7 +260,7 @@ static bool over_budget(struct client *c, const struct sd_req *rq,
 {
 	uint64_t cost = request_cost(rq, op);
 
-	if (c->bytes && c->bytes + cost > SD_CONN_MAX_BYTES)
+	if (c->bytes && c->bytes + cost > budget_conn_share())
 		return true;
 	return budget_over(cost, op->type == OP_PEER);
 }
@@ -373,6 +375,7 @@ static int client_accept(struct xconn *xc, void *arg)
 	c->xc = xc;
 	list_add_tail(&c->list, &all_clients);
 	c->tx_progress_at = now_msec();
+	c->rx_progress_at = c->tx_progress_at;
 	if (xconn_peer_addr(xc, &ss))
 		ss.ss_family = AF_UNSPEC;	/* trusted with nothing */
 	access_classify(&ss, &c->access);
@@ -384,9 +387,35 @@ static int client_accept(struct xconn *xc, void *arg)
 	return 0;
 }
 
+/* replies queued and not moving: true once that lasted the limit */
+static bool tx_stalled(struct client *c, uint64_t now)
+{
+	size_t backlog = xconn_send_backlog(c->xc);
+
+	if (!backlog || backlog < c->tx_backlog)
+		c->tx_progress_at = now;
+	c->tx_backlog = backlog;
+	return now - c->tx_progress_at >= SD_CLIENT_STALL_MS;
+}
+
+/* a request begun (part of a header, a payload due) and not moving */
+static bool rx_stalled(struct client *c, uint64_t now)
+{
+	size_t got = xconn_recv_got(c->xc);
+	bool begun = got || c->rx_state == RX_PAYLOAD ||
+		     c->rx_state == RX_DISCARD;
+
+	if (!begun || got != c->rx_got)
+		c->rx_progress_at = now;
+	c->rx_got = got;
+	return now - c->rx_progress_at >= SD_CLIENT_STALL_MS;
+}
+
 /*
- * A client that stops reading its replies holds their buffers: once its
- * replies have not moved for SD_CLIENT_STALL_MS, it is disconnected.
+ * A client that stops reading its replies holds their buffers, and one
+ * that sends half a request holds a connection: once either has not
+ * moved for SD_CLIENT_STALL_MS, the client is disconnected.  An idle
+ * client between requests stays (QEMU may be quiet for hours).
  */
 static void check_stalled(struct timer *t)
 {
@@ -394,17 +423,17 @@ static void check_stalled(struct timer *t)
 	struct client *c, *n;
 
 	list_for_each_entry_safe(c, n, &all_clients, list) {
-		size_t backlog = xconn_send_backlog(c->xc);
-
-		if (!backlog || backlog < c->tx_backlog)
-			c->tx_progress_at = now;
-		c->tx_backlog = backlog;
-		if (now - c->tx_progress_at < SD_CLIENT_STALL_MS)
-			continue;
-		sd_warn("a client has not read its replies for %d s (%zu "
-			"bytes): disconnecting it", SD_CLIENT_STALL_MS / 1000,
-			backlog);
-		client_close(c);
+		if (tx_stalled(c, now)) {
+			sd_warn("a client has not read its replies for %d s "
+				"(%zu bytes): disconnecting it",
+				SD_CLIENT_STALL_MS / 1000, c->tx_backlog);
+			client_close(c);
+		} else if (rx_stalled(c, now)) {
+			sd_warn("a client sent part of a request and nothing "
+				"more for %d s: disconnecting it",
+				SD_CLIENT_STALL_MS / 1000);
+			client_close(c);
+		}
 	}
 	timer_add(sys.loop, t, 1000);
 }

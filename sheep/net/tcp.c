@@ -415,6 +415,13 @@ fail:
 	return NULL;
 }
 
+static size_t tcp_recv_got(const struct xconn *x)
+{
+	const struct tcp_conn *c = (const struct tcp_conn *)x;
+
+	return c->rposted ? c->rgot : 0;
+}
+
 static int tcp_peer_addr(const struct xconn *x, struct sockaddr_storage *ss)
 {
 	const struct tcp_conn *c = (const struct tcp_conn *)x;
@@ -433,6 +440,7 @@ const struct transport tcp_transport = {
 	.send = tcp_send,
 	.close = tcp_close,
 	.send_backlog = tcp_send_backlog,
+	.recv_got = tcp_recv_got,
 	.peer_addr = tcp_peer_addr,
 };
 
