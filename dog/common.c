@@ -234,10 +234,12 @@ out:
  * STAT_CLUSTER with room for sd_epoch records, doubling the node slots
  * on BUFFER_SMALL.  Returns the number of records (newest first).
  */
+#define MAX_REPLY	(64U << 20)	/* the sheep's SD_MAX_PAYLOAD */
+
 int fetch_epoch_log(struct epoch_rec **out, uint32_t *result)
 {
 	uint32_t slots = (uint32_t)MAX(sd_nodes_nr, 1);
-	uint32_t nr_logs = sd_epoch;
+	uint32_t nr_logs;
 	struct sd_req req;
 	struct sd_rsp rsp;
 	struct epoch_rec *recs;
@@ -248,6 +250,12 @@ int fetch_epoch_log(struct epoch_rec **out, uint32_t *result)
 	for (;;) {
 		rec_size = sizeof(struct epoch_log_hdr) +
 			   (size_t)slots * sizeof(struct sd_node);
+		/*
+		 * The newest records that fit one reply (a sheep refuses
+		 * more): the epoch comes from the sheep and may be anything.
+		 */
+		nr_logs = (uint32_t)MIN((size_t)MAX(sd_epoch, 1),
+					MAX_REPLY / rec_size);
 		buf = xzalloc(rec_size * nr_logs);
 		sd_init_req(&req, SD_OP_STAT_CLUSTER);
 		req.cluster.nodes_nr = slots;
@@ -391,9 +399,11 @@ int find_vdi(const char *name, uint32_t snapid, const char *tag,
 
 uint32_t inode_obj_size(const struct sd_inode_header *h)
 {
-	uint8_t shift = h->block_size_shift ? h->block_size_shift :
-			SD_DEFAULT_BLOCK_SIZE_SHIFT;
+	uint8_t shift = h->block_size_shift;
 
+	/* the header comes from the sheep: a shift past 31 is no size */
+	if (shift < SD_MIN_BLOCK_SIZE_SHIFT || shift > SD_MAX_BLOCK_SIZE_SHIFT)
+		shift = SD_DEFAULT_BLOCK_SIZE_SHIFT;
 	return UINT32_C(1) << shift;
 }
 

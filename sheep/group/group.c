@@ -86,13 +86,52 @@ static bool epoch_nodes_present(const struct sd_node *members, size_t nr)
  * A node that joins a running cluster lacks the epochs it did not see;
  * fetch them from a member so that every node shows the same history.
  */
+/*
+ * One epoch is fetched at a time, and only the newest EPOCH_FETCH_MAX: an
+ * epoch number from a join message must not turn into billions of
+ * requests (found by fuzz_cluster_msg).
+ */
+#define EPOCH_FETCH_MAX	4096
+
 struct epoch_fetch {
 	struct peer_req pr;
-	uint32_t epoch;
+	uint32_t epoch;		/* being fetched */
+	uint32_t last;		/* the newest one to fetch */
 	size_t next;		/* the member to ask after this one */
 };
 
+static bool epoch_fetching, epoch_fetch_again;
+
 static void epoch_fetch_next(struct epoch_fetch *f);
+static void fetch_missing_epochs(void);
+
+static bool epoch_missing(uint32_t epoch)
+{
+	char path[4200];
+
+	epoch_path(path, sizeof(path), epoch);
+	return access(path, F_OK) != 0;
+}
+
+/* on to the next missing epoch, or done */
+static void epoch_fetch_advance(struct epoch_fetch *f)
+{
+	while (f->epoch < f->last) {
+		f->epoch++;
+		if (epoch_missing(f->epoch)) {
+			f->next = 0;
+			epoch_fetch_next(f);
+			return;
+		}
+	}
+	free(f->pr.rbuf);
+	free(f);
+	epoch_fetching = false;
+	if (epoch_fetch_again) {
+		epoch_fetch_again = false;
+		fetch_missing_epochs();
+	}
+}
 
 static void epoch_fetch_done(struct peer_req *pr, int result)
 {
@@ -109,8 +148,7 @@ static void epoch_fetch_done(struct peer_req *pr, int result)
 	epoch_path(path, sizeof(path), f->epoch);
 	if (access(path, F_OK) && write_file_atomic(path, pr->rbuf, len))
 		sd_err("cannot store epoch %u: %m", f->epoch);
-	free(pr->rbuf);
-	free(f);
+	epoch_fetch_advance(f);
 }
 
 static void epoch_fetch_next(struct epoch_fetch *f)
@@ -120,8 +158,7 @@ static void epoch_fetch_next(struct epoch_fetch *f)
 		f->next++;
 	if (f->next >= cs->nr_members) {
 		sd_warn("no member has epoch %u", f->epoch);
-		free(f->pr.rbuf);
-		free(f);
+		epoch_fetch_advance(f);
 		return;
 	}
 	memset(&f->pr.rp, 0, sizeof(f->pr.rp));
@@ -132,23 +169,24 @@ static void epoch_fetch_next(struct epoch_fetch *f)
 	peer_submit(&cs->members[f->next++].nid, &f->pr);
 }
 
-/* fetch every epoch log entry this node lacks from the members */
+/* fetch the epoch log entries this node lacks from the members */
 static void fetch_missing_epochs(void)
 {
-	char path[4200];
+	struct epoch_fetch *f;
 
-	for (uint32_t e = 1; e < cs->epoch; e++) {
-		struct epoch_fetch *f;
-
-		epoch_path(path, sizeof(path), e);
-		if (!access(path, F_OK))
-			continue;
-		f = xzalloc(sizeof(*f));
-		f->epoch = e;
-		f->pr.rbuf_len = SD_MAX_NODES * sizeof(struct sd_node) + 8;
-		f->pr.rbuf = xmalloc(f->pr.rbuf_len);
-		epoch_fetch_next(f);
+	if (cs->epoch < 2)
+		return;
+	if (epoch_fetching) {
+		epoch_fetch_again = true;
+		return;
 	}
+	f = xzalloc(sizeof(*f));
+	f->last = cs->epoch - 1;
+	f->epoch = f->last > EPOCH_FETCH_MAX ? f->last - EPOCH_FETCH_MAX : 0;
+	f->pr.rbuf_len = SD_MAX_NODES * sizeof(struct sd_node) + 8;
+	f->pr.rbuf = xmalloc(f->pr.rbuf_len);
+	epoch_fetching = true;
+	epoch_fetch_advance(f);
 }
 
 /*
