@@ -595,6 +595,13 @@ static void sd_notify_handler(const struct sd_node *sender, const void *msg,
 		sd_err("unknown cluster op %x", rq.opcode);
 		return;
 	}
+	/*
+	 * Main parts read the payload by data_length: no further than the
+	 * message goes (build_msg leaves out a payload too large for it).
+	 */
+	if (!(rq.flags & SD_FLAG_CMD_WRITE) ||
+	    rq.data_length > len - CMSG_HDR_SIZE)
+		rq.data_length = (uint32_t)(len - CMSG_HDR_SIZE);
 	if (mine)
 		req = find_pending(seq);
 	ctx.sender = sender;
