@@ -8,7 +8,8 @@ CC ?= cc
 DEB_PKGS := build-essential pkg-config liburcu-dev libcmocka-dev libssl-dev \
 	libcpg-dev libquorum-dev corosync \
 	e2fsprogs util-linux procps psmisc bc libfuse3-dev fuse3 \
-	qemu-utils qemu-system-x86 fio python3 iproute2 nftables
+	qemu-utils qemu-system-x86 fio python3 iproute2 nftables clang \
+	libclang-rt-dev
 
 # Debian packages only the QEMU builds need (qemu-patches/build*.sh, the
 # qemu target); not part of DEB_PKGS
@@ -145,3 +146,10 @@ install: all
 
 clean:
 	rm -rf build sheep/sheep dog/dog sheepfs/sheepfs
+
+# libFuzzer harnesses (tests/fuzz/README.md): build them all, then run
+# each for FUZZ_SECONDS, one after the other; make check runs them briefly
+FUZZ_SECONDS ?= 600
+.PHONY: fuzz
+fuzz:
+	bash tests/fuzz/build.sh && bash tests/fuzz/run.sh $(FUZZ_SECONDS)

@@ -1,0 +1,439 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""
+Write the seed corpora of tests/fuzz/corpus/<harness>/: small, valid
+inputs in each harness's input format (see the comment at the top of each
+fuzz_*.c).  The seeds of fuzz_dog_reply are made by running the harness:
+it prints the requests dog sends (FUZZ_DOG_TRACE=1), and a response is
+appended for each one until dog asks for nothing more; so build first:
+
+    bash tests/fuzz/build.sh && python3 tests/fuzz/gen_corpus.py
+"""
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+CORPUS = os.path.join(TOP, "tests", "fuzz", "corpus")
+
+
+def le(fmt, *v):
+    return struct.pack("<" + fmt, *v)
+
+
+def be(fmt, *v):
+    return struct.pack(">" + fmt, *v)
+
+
+def write(harness, name, data):
+    d = os.path.join(CORPUS, harness)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def opcodes():
+    """every SD_OP_* of the protocol headers: {name: value}"""
+    ops = {}
+    for h in ("sheepdog_proto.h", "internal_proto.h"):
+        with open(os.path.join(TOP, "include", h)) as f:
+            for m in re.finditer(r"#define\s+SD_OP_(\w+)\s+(0x[0-9A-Fa-f]+)",
+                                 f.read()):
+                ops[m.group(1)] = int(m.group(2), 16)
+    return ops
+
+
+# ---- wire structures ----
+
+def node(i, port=7000):
+    nid = bytes(12) + bytes([127, 0, 0, i]) + le("H", port + i)
+    nid += bytes(16) + le("H", 0) + bytes(4)
+    return bytes(24) + nid + le("HHIQ", 128, 0, i, 1 << 40)
+
+
+def cinfo(nodes, epoch=1, status=1, ctime=0x5f000000):
+    h = struct.pack("<BBhIQHBBBB3s16s7s", 0x0a, 0, len(nodes), epoch, ctime,
+                    4, 3, 0, status, 22, bytes(3), b"plain", bytes(7))
+    return h + b"".join(nodes)
+
+
+def epoch_log(epoch, nodes, slots=None):
+    h = le("QQIIBBB3sH16s", 0x5f000000, 0x5f000100, epoch, len(nodes), 0, 3,
+           0, bytes(3), 4, b"plain")
+    body = b"".join(nodes)
+    if slots is not None:
+        body = body.ljust(slots * 80, b"\0")
+    return h + body
+
+
+def inode_header(name, vid, size=1 << 30, snap=0, parent=0, shift=22,
+                 copies=3):
+    h = name.encode().ljust(256, b"\0") + b"".ljust(256, b"\0")
+    h += le("QQQQQ", 0x5f000000 << 32, snap, 0, size, 0)
+    h += bytes([0, 0, copies, shift]) + le("IIII", 1 if snap else 0, vid,
+                                            parent, 0)
+    return h.ljust(4664, b"\0")
+
+
+def vdi_state(vid, copies=3, locked=False):
+    v = le("I", vid) + bytes([copies, 0, 0, 0, 22, 0, 0, 0]) + le("I", 0)
+    v += le("I", 2 if locked else 1) + node(1)[24:64] + le("I", 0)
+    return v.ljust(1428, b"\0")
+
+
+def sd_req(opcode, flags=0, epoch=1, data_length=0, union=b""):
+    return struct.pack("<BBHIII", 2, opcode, flags, epoch, 1,
+                       data_length) + union.ljust(32, b"\0")
+
+
+def sd_rsp(opcode, result=0, data_length=0, union=b"", epoch=1):
+    return struct.pack("<BBHIII", 2, opcode, 0, epoch, 1, data_length) + \
+        (le("I", result) + union).ljust(32, b"\0")
+
+
+# ---- fuzz_request ----
+
+def gen_request():
+    oid = (0x7c2b25 << 32) | 3
+    vdi_oid = (1 << 63) | (0x7c2b25 << 32)
+    cluster = bytes([3, 22, 1, 0])
+    vdis = le("HB", 0x2b25, 0x7c) + bytes([3, 0, 22, 0, 0])
+    vdis += le("HB", 0x0001, 0x00) + bytes([2, 0, 20, 9, 0])
+    payload = {"CREATE_AND_WRITE_OBJ", "WRITE_OBJ", "NEW_VDI", "LOCK_VDI",
+               "GET_VDI_INFO", "DEL_VDI", "MAKE_FS", "SET_LOGLEVEL",
+               "OIDS_EXIST", "GET_VDI_ATTR", "SET_RECOVERY",
+               "CREATE_AND_WRITE_PEER", "WRITE_PEER"}
+    for name, op in sorted(opcodes().items()):
+        flags, dlen = 0, 512
+        if name in payload:
+            flags = 1
+        if name in ("NEW_VDI", "GET_VDI_INFO", "LOCK_VDI", "DEL_VDI"):
+            union = le("QIBBBBII", 1 << 32, 0, 3, 0, 0, 22, 0, 0)
+        elif name in ("MAKE_FS", "ALTER_CLUSTER_COPY", "STAT_CLUSTER"):
+            union = le("QQBBHIIB", 0, 0x5f000000, 3, 0, 0, 0, 3, 22)
+            dlen = 6 if name == "MAKE_FS" else 0
+        elif name in ("REPAIR_REPLICA",):
+            union = le("Q", oid) + node(2)[24:42]
+            dlen = 0
+        elif name in ("DECREF_OBJ", "DECREF_PEER"):
+            union = le("QII", oid, 1, 1)
+            dlen = 0
+        elif name in ("NOTIFY_VDI_ADD", "ALTER_VDI_COPY"):
+            union = le("IIBBBB", 0, 0x7c2b25, 2, 1, 0, 22)
+            dlen = 0
+        else:
+            union = le("QQBBBBIII", oid, 0, 3, 0, 0, 0, 0, 4096, 0)
+        hdr = sd_req(op, flags, 1, dlen, union)
+        write("request", "op-%02x-%s" % (op, name.lower()),
+              hdr + cluster + vdis)
+        if name in ("READ_OBJ", "WRITE_OBJ", "GET_HASH", "EXIST"):
+            u = le("QQBBBBIII", vdi_oid, 0, 3, 0, 0, 0, 0, 4664, 0)
+            write("request", "op-%02x-%s-inode" % (op, name.lower()),
+                  sd_req(op, flags, 1, 4096, u) + cluster)
+    write("request", "unknown-op", sd_req(0x7e) + cluster)
+
+
+# ---- fuzz_nbd ----
+
+OPTS = 0x49484156454f5054
+
+
+def nbd_opt(opt, data=b""):
+    return be("QII", OPTS, opt, len(data)) + data
+
+
+def nbd_go(name, opt=7, infos=()):
+    d = be("I", len(name)) + name + be("H", len(infos))
+    return nbd_opt(opt, d + b"".join(be("H", i) for i in infos))
+
+
+def nbd_cmd(typ, off=0, length=0, flags=0, handle=1, data=b""):
+    return be("IHHQQI", 0x25609513, flags, typ, handle, off, length) + data
+
+
+def gen_nbd():
+    flags = be("I", 3)
+    cmds = (nbd_cmd(0, 0, 512, handle=1) +
+            nbd_cmd(1, 512, 512, data=b"\xab" * 512, handle=2) +
+            nbd_cmd(1, 0, 4, 1, handle=3, data=b"abcd") +
+            nbd_cmd(3, handle=4) + nbd_cmd(4, 0, 4096, handle=5) +
+            nbd_cmd(6, 4096, 4096, 2, handle=6) + nbd_cmd(2))
+    # export: open ok, size index 3 (4096) or 5 (1 MiB)
+    ok4k, ok1m = 1 | (3 << 2), 1 | (5 << 2)
+    seeds = {
+        "go": (ok1m, 0, flags + nbd_go(b"vdi") + cmds),
+        "go-later": (ok1m, 0x03, flags + nbd_go(b"vdi", infos=(3,)) + cmds),
+        "go-fail": (5 << 5, 0, flags + nbd_go(b"missing") + nbd_go(b"vdi")),
+        "go-ro": (ok4k | 2, 0, flags + nbd_go(b"vdi@1") + cmds),
+        "export-name": (ok4k, 0, be("I", 1) + nbd_opt(1, b"vdi") + cmds),
+        "export-name-fail": (0, 0, be("I", 1) + nbd_opt(1, b"vdi")),
+        "info-then-go": (ok1m, 0x01, flags + nbd_go(b"vdi", 6) +
+                         nbd_go(b"vdi") + cmds),
+        "list": (ok1m, 0x08, flags + nbd_opt(3) + nbd_go(b"alpha") + cmds),
+        "list-later": (ok1m, 0x18, flags + nbd_opt(3) + nbd_opt(3, b"x")),
+        "abort": (ok1m, 0, flags + nbd_opt(2)),
+        "unsupported": (ok1m, 0, flags + nbd_opt(8) + nbd_opt(0x1234, b"z")
+                        + nbd_go(b"vdi") + cmds),
+        "bad-cmds": (ok4k, 0x06, flags + nbd_go(b"vdi") +
+                     nbd_cmd(0, 4000, 512) + nbd_cmd(1, 8192, 16,
+                                                     data=b"x" * 16) +
+                     nbd_cmd(9) + nbd_cmd(0, 0, 8, 0x80) + nbd_cmd(2)),
+        "many-reads": (ok1m, 0x02, flags + nbd_go(b"vdi") +
+                       b"".join(nbd_cmd(0, i * 4096, 4096, handle=i)
+                                for i in range(80))),
+        "timeout": (ok1m, 0x20, flags + nbd_opt(3)),
+        "huge-export": (1 | (6 << 2), 0x06, flags + nbd_go(b"vdi") +
+                        nbd_cmd(0, (1 << 64) - 8192, 4096) + nbd_cmd(2)),
+    }
+    for name, (a, b, stream) in seeds.items():
+        write("nbd", name, bytes([a, b]) + stream)
+
+
+# ---- fuzz_proto ----
+
+def gen_proto():
+    sizes = [48, 48, 80, 48, 48, 1428, 4664, 40, 24, 120, 24]
+    for sel, size in enumerate(sizes):
+        write("proto", "codec-%02d" % sel,
+              bytes([sel]) + bytes((i * 7 + sel) & 0xff for i in range(size)))
+    write("proto", "codec-req-vdi", bytes([0]) + sd_req(0x11, 1, 1, 512,
+                                                        le("Q", 1 << 30)))
+    write("proto", "codec-node", bytes([2]) + node(1))
+    write("proto", "codec-cinfo", bytes([3]) + cinfo([])[:48])
+    write("proto", "codec-vdi-state", bytes([5]) + vdi_state(0x7c2b25))
+    write("proto", "codec-inode", bytes([6]) + inode_header("v", 0x7c2b25))
+    write("proto", "nodes", bytes([176]) + node(1) + node(2) + node(3))
+    write("proto", "le32", bytes([177]) + bytes(range(64)))
+    write("proto", "le64", bytes([178]) + bytes(range(64)))
+    write("proto", "inode-helpers", bytes([179, 3]) +
+          le("QQIII", (1 << 63) | (5 << 32), 1 << 34, 7, 4664, 4096))
+
+
+# ---- fuzz_backup ----
+
+def crc32c(data, crc=0):
+    crc ^= 0xffffffff
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xffffffff
+
+
+def backup(records, size=16 << 20, shift=22, frm=0, to=1, flags=0,
+           nr=None, version=1):
+    h = b"KELPBKP1" + le("IIQIII", version, flags, size, shift, frm, to)
+    s = h + le("I", crc32c(h))
+    for idx, off, data in records:
+        s += le("IIII", idx, off, len(data), crc32c(data)) + data
+    end = le("III", 0xffffffff, len(records) if nr is None else nr, 0)
+    s += end
+    return s + le("I", crc32c(s))
+
+
+def gen_backup():
+    recs = [(0, 0, b"\x11" * 512), (2, 4096, b"\x22" * 1024),
+            (3, (4 << 20) - 512, b"\x33" * 512)]
+    write("backup", "empty", bytes([0, 0]) + backup([]))
+    write("backup", "three", bytes([0, 0]) + backup(recs))
+    write("backup", "three-pipe", bytes([0x20, 0]) + backup(recs))
+    write("backup", "with-current", bytes([0x82, 3]) + backup(recs))
+    write("backup", "cur-no-parent", bytes([0x02, 1]) + backup(recs))
+    write("backup", "shift-20", bytes([0, 2]) + backup(
+        [(1, 0, b"a" * 100), (7, 1000, b"b" * 24)], size=8 << 20, shift=20))
+    write("backup", "shift-differs", bytes([0x04, 0]) + backup(recs))
+    write("backup", "no-snapshot", bytes([0x01, 0]) + backup(recs))
+    write("backup", "new-fails", bytes([0x08, 0]) + backup(recs))
+    write("backup", "writes-fail", bytes([0x10, 1]) + backup(recs))
+    write("backup", "hyper", bytes([0x40, 0]) + backup(recs))
+    write("backup", "del-fails", bytes([0x02, 0x11]) + backup(recs))
+    write("backup", "bad-count", bytes([0, 0]) + backup(recs, nr=2))
+    write("backup", "trailing", bytes([0, 0]) + backup(recs) + b"x")
+    write("backup", "truncated", bytes([0, 0]) + backup(recs)[:-20])
+    write("backup", "bad-version", bytes([0, 0]) + backup([], version=2))
+    write("backup", "unordered", bytes([0, 0]) + backup(
+        [(2, 0, b"x"), (1, 0, b"y")]))
+
+
+# ---- fuzz_cluster_msg ----
+
+def rec(typ, who_token, who_node, mver=0, payload=b"", bad=0):
+    return bytes([typ | bad, who_token | (who_node << 3), mver]) + \
+        le("H", len(payload)) + payload
+
+
+def cmsg(opcode, seq=1, union=b"", data=b"", result=0, flags=0):
+    req = sd_req(opcode, flags, 1, len(data), union)
+    return le("II", seq, 0) + req + sd_rsp(opcode, result) + data
+
+
+def gen_cluster_msg():
+    JOIN, ACCEPT, LEAVE, NOTIFY, BLOCK, UNBLOCK = 1, 2, 3, 4, 5, 6
+    ops = opcodes()
+    me = cinfo([], epoch=0, status=2, ctime=0)
+    fresh = cinfo([node(1)], epoch=1)
+    two = cinfo([node(1), node(2)], epoch=2)
+    joins = (rec(JOIN, 0, 0, 0, me) + rec(ACCEPT, 0, 0, 0, fresh) +
+             rec(JOIN, 1, 1, 0, me) + rec(ACCEPT, 1, 1, 1, two))
+    alter = cmsg(ops["ALTER_CLUSTER_COPY"], union=le("QQBB", 0, 0, 2, 0))
+    mkfs = cmsg(ops["MAKE_FS"], union=le("QQBBHIIB", 0, 0x5f000000, 3, 0, 0,
+                                          0, 0, 22), data=b"plain",
+                flags=1)
+    vcopy = cmsg(ops["ALTER_VDI_COPY"], union=le("IIBBBB", 0, 0x2b, 2, 0, 0,
+                                                  22))
+    peer = vdi_state(0x2b) + vdi_state(0x2c, locked=True)
+    for mode in (0, 1, 5):
+        pre = bytes([mode]) + le("H", 0)
+        write("cluster_msg", "joins-%d" % mode, pre + joins)
+        write("cluster_msg", "messages-%d" % mode, pre + joins +
+              rec(NOTIFY, 1, 1, 0, alter) + rec(BLOCK, 0, 0) +
+              rec(UNBLOCK, 0, 0, 0, mkfs) + rec(NOTIFY, 0, 0, 0, vcopy) +
+              rec(LEAVE, 1, 1))
+        write("cluster_msg", "dead-member-%d" % mode, pre + joins +
+              rec(JOIN, 4, 4, 0, me) + rec(ACCEPT, 4, 4, 2, two) +
+              rec(JOIN, 5, 5, 0, me))
+        write("cluster_msg", "stale-%d" % mode, pre + joins +
+              rec(ACCEPT, 1, 1, 7, two) + rec(LEAVE, 2, 2, 0, b"", 8) +
+              rec(JOIN, 2, 2, 0, me) + rec(LEAVE, 2, 2, 0, b"", 8) +
+              rec(7, 3, 3))
+        write("cluster_msg", "corrupt-%d" % mode, pre + joins +
+              rec(NOTIFY, 0, 0, 0, alter, 32) + rec(NOTIFY, 0, 0))
+    write("cluster_msg", "peer-vdi-state", bytes([1]) + le("H", len(peer)) +
+          peer + rec(JOIN, 1, 1, 0, two) + rec(ACCEPT, 1, 1, 0, two) +
+          rec(JOIN, 0, 0, 0, me) + rec(ACCEPT, 0, 0, 1, two))
+    epochs = le("Q", 0x5f000100) + node(1) + node(2)
+    write("cluster_msg", "peer-epochs", bytes([1]) + le("H", len(epochs)) +
+          epochs + rec(JOIN, 1, 1, 0, cinfo([node(2)], 5)) +
+          rec(ACCEPT, 1, 1, 0, cinfo([node(2)], 5)) +
+          rec(JOIN, 0, 0, 0, me) + rec(ACCEPT, 0, 0, 1, cinfo([node(2)], 5)))
+    write("cluster_msg", "raw", bytes([2]) + le("H", 0) + b"KREC" +
+          bytes(200))
+
+
+# ---- fuzz_dog_reply ----
+
+DOG_COMMANDS = 23  # the length of commands[] in fuzz_dog_reply.c
+
+
+def dog_response(req, nth, cmd):
+    """the response to request @req (48 bytes), the @nth one of @cmd"""
+    op = req[1]
+    dlen = struct.unpack_from("<I", req, 12)[0]
+    oid = struct.unpack_from("<Q", req, 16)[0]
+    off = struct.unpack_from("<I", req, 40)[0]
+    nodes = [node(1), node(2), node(3)]
+    if op == 0x82:          # GET_NODE_LIST
+        return sd_rsp(op, 0, 240, le("I", 3) + bytes(8) +
+                      le("QQ", 1 << 40, 1 << 39), epoch=2) + b"".join(nodes)
+    if op == 0x87:          # STAT_CLUSTER
+        slots = struct.unpack_from("<I", req, 40)[0]
+        body = epoch_log(2, nodes, slots) + epoch_log(1, nodes[:2], slots)
+        body = body[:dlen]
+        return sd_rsp(op, 0, len(body)) + body
+    if op == 0x86:          # STAT_SHEEP
+        return sd_rsp(op, 0, 0, le("I", 3) + bytes(8) +
+                      le("QQ", 1 << 40, 1 << 38))
+    if op in (0x15, 0xc9):  # READ_VDIS, READ_DEL_VDIS
+        bm = bytearray(16)
+        if op == 0x15:
+            bm[0] = 0x06    # vids 1 and 2
+        return sd_rsp(op, 0, len(bm)) + bytes(bm)
+    if op == 0x14:          # GET_VDI_INFO
+        return sd_rsp(op, 0, 0, le("III", 0, 1, 0))
+    if op == 0x89:          # GET_VDI_ATTR
+        return sd_rsp(op, 0, 0, le("III", 0, 1, 5))
+    if op == 0x02:          # READ_OBJ
+        if oid >> 63 and off == 0:
+            vid = (oid >> 32) & 0xffffff
+            h = inode_header("fuzz" if vid == 1 else "snap", vid,
+                             size=16 << 20, snap=vid - 1, parent=vid - 1)
+            data = (h + bytes(8))[:dlen]
+        elif oid >> 63:
+            data = b"".join(le("I", 1 if i % 2 else 0)
+                            for i in range(dlen // 4))
+        elif (oid >> 61) & 1:   # attribute object
+            data = b"key".ljust(256, b"\0") + le("I", 5) + b"value"
+            data = data[:dlen]
+        else:
+            data = bytes((i * 13) & 0xff for i in range(min(dlen, 4096)))
+        return sd_rsp(op, 0, len(data)) + data
+    if op == 0x97:          # STAT_RECOVERY
+        return sd_rsp(op, 0, 24) + le("B3sIQQ", 1, bytes(3), 1, 10, 100)
+    if op == 0xca:          # GET_RECOVERY
+        return sd_rsp(op, 0, 24) + le("IIQB7s", 10, 0, 100, 1, bytes(7))
+    if op == 0xb8:          # STAT
+        return sd_rsp(op, 0, 120) + le("15Q", *range(1, 16))
+    if op == 0xb9:          # GET_LOGLEVEL
+        return sd_rsp(op, 0, 4) + le("I", 6)
+    if op == 0xab:          # GET_VDI_COPIES
+        body = vdi_state(1, locked=True) + vdi_state(2)
+        return sd_rsp(op, 0, len(body)) + body
+    if op == 0xa2:          # GET_EPOCH
+        body = le("Q", 0x5f000100) + b"".join(nodes)
+        return sd_rsp(op, 0, len(body)) + body
+    return sd_rsp(op, 0, 0)
+
+
+def dog_trace(data):
+    binary = os.path.join(TOP, "build", "fuzz", "fuzz_dog_reply")
+    tmp = os.path.join(CORPUS, ".trace-input")
+    with open(tmp, "wb") as f:
+        f.write(data)
+    env = dict(os.environ, FUZZ_DOG_TRACE="1")
+    p = subprocess.run([binary, "-runs=1", tmp], env=env,
+                       capture_output=True)
+    os.unlink(tmp)
+    reqs, want_payload = [], 0
+    for line in p.stderr.decode(errors="replace").splitlines():
+        m = re.match(r"SEND (\d+) ([0-9a-f]*)$", line)
+        if not m:
+            continue
+        n, hexdata = int(m.group(1)), bytes.fromhex(m.group(2))
+        if want_payload:
+            want_payload = 0
+            continue
+        if n == 48:
+            reqs.append(hexdata)
+            flags, dlen = struct.unpack_from("<H", hexdata, 2)[0], \
+                struct.unpack_from("<I", hexdata, 12)[0]
+            want_payload = (flags & 1) and dlen
+    return reqs
+
+
+def gen_dog_reply():
+    if not os.access(os.path.join(TOP, "build", "fuzz", "fuzz_dog_reply"),
+                     os.X_OK):
+        sys.exit("build fuzz_dog_reply first (bash tests/fuzz/build.sh)")
+    for cmd in range(DOG_COMMANDS):
+        data = bytes([cmd])
+        for nth in range(64):
+            reqs = dog_trace(data)
+            if len(reqs) <= nth:
+                break
+            data += dog_response(reqs[nth], nth, cmd)
+        write("dog_reply", "cmd-%02d" % cmd, data)
+    inode = inode_header("dumped", 5, size=8 << 20)
+    inode += b"".join(le("I", 5 if i < 2 else 0) for i in range(16))
+    write("dog_reply", "dump-inode-file", bytes([DOG_COMMANDS - 1]) + inode)
+
+
+def main():
+    for h in ("request", "nbd", "proto", "backup", "cluster_msg",
+              "dog_reply"):
+        shutil.rmtree(os.path.join(CORPUS, h), ignore_errors=True)
+    gen_request()
+    gen_nbd()
+    gen_proto()
+    gen_backup()
+    gen_cluster_msg()
+    gen_dog_reply()
+    for h in sorted(os.listdir(CORPUS)):
+        print("%-12s %3d seeds" % (h, len(os.listdir(os.path.join(CORPUS,
+                                                                   h)))))
+
+
+if __name__ == "__main__":
+    main()
