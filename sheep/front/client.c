@@ -286,6 +286,8 @@ static void got_header(struct client *c)
 	}
 	if (ret != SD_RES_SUCCESS) {
 		reply_error(c, &rq, ret);
+		if (c->dead)
+			return;	/* the reply found the connection gone */
 		if ((rq.flags & SD_FLAG_CMD_WRITE) && len) {
 			c->rx_state = RX_DISCARD;
 			xconn_recv(c->xc, NULL, len);
@@ -337,6 +339,12 @@ static void client_recv_done(struct xconn *xc, void *arg)
 	struct client *c = arg;
 	struct request *req;
 
+	/*
+	 * What follows may close the connection and drop its last reference
+	 * (a reply written at once into a connection the client closed):
+	 * keep c until we are done with it.
+	 */
+	c->refcnt++;
 	switch (c->rx_state) {
 	case RX_HDR:
 		got_header(c);
@@ -355,6 +363,7 @@ static void client_recv_done(struct xconn *xc, void *arg)
 	default:
 		break;
 	}
+	client_put(c);
 }
 
 static void client_closed(struct xconn *xc, void *arg)
