@@ -15,6 +15,10 @@
  *   hostile HOST PORT noread N OID LEN SECS
  *	N pipelined READ_OBJ of LEN bytes on one connection whose replies
  *	are never read, held for SECS.  Prints "sent N".
+ *   hostile HOST PORT burst N
+ *	N requests the server refuses at once (unknown opcode), then a reset
+ *	(SO_LINGER 0) before reading anything: the server's replies meet a
+ *	connection that is gone.
  *   hostile HOST PORT flood N OP OID [FLAGS DLEN [COW_OID]]
  *	N pipelined requests on one connection, all answers read; prints
  *	"N answers: R1=COUNT ...".
@@ -258,6 +262,24 @@ static int cmd_noread(int n, uint64_t oid, uint32_t len, int secs)
 	return 0;
 }
 
+static int cmd_burst(int n)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	uint8_t h[HDR];
+	int fd = dial(1);
+
+	if (fd < 0)
+		return 2;
+	for (int i = 0; i < n; i++) {
+		header(h, 0x7f, 0, (uint32_t)i + 1, 0);
+		if (write_all(fd, h, HDR))
+			break;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(fd);
+	return 0;
+}
+
 static int cmd_flood(int argc, char **argv)
 {
 	int n = atoi(argv[0]), fd = dial(60), counts[256] = { 0 }, got = 0;
@@ -316,6 +338,8 @@ int main(int argc, char **argv)
 		return cmd_noread(atoi(argv[4]), strtoull(argv[5], NULL, 0),
 				  (uint32_t)strtoul(argv[6], NULL, 0),
 				  atoi(argv[7]));
+	if (!strcmp(argv[3], "burst") && argc == 5)
+		return cmd_burst(atoi(argv[4]));
 	if (!strcmp(argv[3], "flood") && argc >= 7)
 		return cmd_flood(argc - 4, argv + 4);
 usage:
