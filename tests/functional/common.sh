@@ -71,13 +71,20 @@ _retry()
 
 # true if PID is a live process (zombies count as dead: our daemons are
 # reparented to a pid 1 that may never reap them)
+# true while any thread of PID lives: a killed sheep's main thread turns
+# zombie first, and its sockets stay open (its port bound) until the last
+# worker thread has left a blocking call
 _pid_alive()
 {
-	local pid=$1 state
+	local pid=$1 st state
 	[ -n "$pid" ] && [ -e "/proc/$pid" ] || return 1
-	state=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' \
-		"/proc/$pid/status" 2>/dev/null)
-	[ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
+	for st in /proc/"$pid"/task/*/status; do
+		state=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' \
+			"$st" 2>/dev/null)
+		[ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ] &&
+			return 0
+	done
+	return 1
 }
 
 # true if PID is a sheep started by this test (guards against pid reuse)
