@@ -214,7 +214,12 @@ static int recovery_info(int argc, char **argv)
 		struct recovery_state rs;
 		double pct;
 
-		if (stat_recovery(&n->nid, &rs) || !rs.in_recovery)
+		bool stale_full;
+
+		if (stat_recovery(&n->nid, &rs))
+			continue;
+		stale_full = rs.pad[0] & RECOVERY_FLAG_STALE_FULL;
+		if (!rs.in_recovery && !stale_full)
 			continue;
 		node_to_str(n, s, sizeof(s));
 		pct = rs.nr_total ? (double)rs.nr_finished * 100 /
@@ -224,10 +229,11 @@ static int recovery_info(int argc, char **argv)
 			       n->nr_vnodes, (int)n->zone, rs.nr_finished,
 			       rs.nr_total);
 		else
-			printf("%4d   %-20s%5d%11d%11.1f%%%s\n", i, s,
+			printf("%4d   %-20s%5d%11d%11.1f%%%s%s\n", i, s,
 			       n->nr_vnodes, (int)n->zone, pct,
 			       rs.state == RECOVERY_STATE_HALTED ?
-			       "  halted: disk nearly full" : "");
+			       "  halted: disk nearly full" : "",
+			       stale_full ? "  stale area over its bound" : "");
 	}
 	return EXIT_SUCCESS;
 }

@@ -191,6 +191,8 @@ struct vdi_state {
 
 /* recovery_state.state: 0 preparing, 1 recovering, 2 notifying, and */
 #define RECOVERY_STATE_HALTED		3	/* Kelpie: stopped, disk full */
+/* Kelpie: flags in recovery_state.pad[0] */
+#define RECOVERY_FLAG_STALE_FULL	1	/* stale area over its bound */
 
 struct recovery_state {
 	uint8_t in_recovery;

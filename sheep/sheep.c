@@ -28,6 +28,7 @@
 #include "net/peer.h"
 #include "ops/ops.h"
 #include "recovery/recovery.h"
+#include "recovery/sweep.h"
 #include "state/cluster.h"
 #include "state/epoch.h"
 #include "state/vdi.h"
@@ -421,6 +422,8 @@ int main(int argc, char **argv)
 	if (write_pidfile())
 		goto fail;
 	group_join();
+	if (!sys.gateway)
+		stale_sweep_start();
 	report_ready(0);
 	event_loop_run(sys.loop);
 	sheep_exit(0);

@@ -19,6 +19,7 @@
 #include "core/request.h"
 #include "net/peer.h"
 #include "recovery/recovery.h"
+#include "recovery/sweep.h"
 #include "state/cluster.h"
 #include "state/epoch.h"
 #include "state/vdi.h"
@@ -38,6 +39,7 @@ struct robj {
 	uint64_t oid;
 	uint8_t state;
 	bool superseded;
+	bool urgent;		/* a request waits: store past the margin */
 	int pass;		/* 1: working copies, 2: stale copies too */
 	int next_src;
 	uint32_t size;
@@ -90,6 +92,8 @@ static uint32_t completed_epoch;
 static void rec_pump(struct recovery *rw);
 static void robj_fetch(struct robj *ro);
 static void robj_store(struct robj *ro);
+static void robj_start(struct robj *ro);
+static void robj_halt(struct robj *ro);
 
 static void rec_put(struct recovery *rw)
 {
@@ -219,7 +223,13 @@ static void robj_store_work(struct work *w)
 		ro->pass = store_exist(ro->oid) == SD_RES_SUCCESS ? -1 : 1;
 		return;
 	}
-	if (store_stat(&size, &free_bytes) == SD_RES_SUCCESS &&
+	/*
+	 * The margin keeps background recovery from filling the disk; an
+	 * object a request is waiting for is stored like a client's write
+	 * would be, up to the real end of the space.
+	 */
+	if (!__atomic_load_n(&ro->urgent, __ATOMIC_RELAXED) &&
+	    store_stat(&size, &free_bytes) == SD_RES_SUCCESS &&
 	    free_bytes < ro->size + size / 100 * DISK_MARGIN_PCT) {
 		ro->pass = -2;
 		return;
@@ -235,10 +245,13 @@ static void robj_store_done(struct work *w)
 	struct recovery *rw = ro->rw;
 
 	if (ro->pass == -2) {
-		sd_emerg("recovery halted: the disk would be nearly full "
-			 "(keeping %d%% free); object %016" PRIx64 " not "
-			 "recovered", DISK_MARGIN_PCT, ro->oid);
+		if (rw->state != RS_HALTED)
+			sd_emerg("recovery halted: the disk would be nearly "
+				 "full (keeping %d%% free); object %016" PRIx64
+				 " not recovered", DISK_MARGIN_PCT, ro->oid);
 		rw->state = RS_HALTED;
+		robj_halt(ro);
+		return;
 	} else if (ro->pass == -3) {
 		sd_err("cannot store recovered %016" PRIx64, ro->oid);
 	}
@@ -253,6 +266,23 @@ static void robj_store_done(struct work *w)
 	if (!rw->cancelled)
 		rec_pump(rw);
 	rec_finish(rw);
+	rec_put(rw);
+}
+
+/*
+ * Halted by the disk margin: the object stays pending, so that a request
+ * for it later still gets it recovered (past the margin), and one that
+ * parked while it was being stored is served now.
+ */
+static void robj_halt(struct robj *ro)
+{
+	struct recovery *rw = ro->rw;
+
+	rw->inflight--;
+	robj_buf_put(&ro->buf, ro->size);
+	ro->state = RO_PENDING;
+	if (!list_empty(&ro->parked) && !rw->cancelled)
+		robj_start(ro);
 	rec_put(rw);
 }
 
@@ -661,6 +691,7 @@ bool recovery_park(struct request *req)
 	if (!ro || ro->state == RO_DONE)
 		return false;
 	list_add_tail(&req->list, &ro->parked);
+	__atomic_store_n(&ro->urgent, true, __ATOMIC_RELAXED);
 	if (ro->state == RO_PENDING)
 		robj_start(ro);		/* prioritised recovery (§7.5) */
 	return true;
@@ -697,6 +728,8 @@ int recovery_stat(struct recovery_state *st)
 	struct recovery *rw = rec;
 
 	memset(st, 0, sizeof(*st));
+	if (stale_over_bound())
+		st->pad[0] |= RECOVERY_FLAG_STALE_FULL;
 	if (!rw || rw->state == RS_DONE)
 		return 0;
 	st->in_recovery = 1;

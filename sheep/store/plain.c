@@ -18,39 +18,23 @@
 #include "internal_proto.h"
 #include "fdcache.h"
 #include "store.h"
+#include "store_int.h"
 #include "util.h"
 
-static char obj_dir[4096];
 static bool store_nosync;
+
+#define SECTOR_BLOCK	4096U
 static int dir_fd = -1;
 
 static void obj_path(char *buf, size_t len, uint64_t oid, const char *sfx)
 {
-	snprintf(buf, len, "%s/%016" PRIx64 "%s", obj_dir, oid, sfx);
+	snprintf(buf, len, "%s/%016" PRIx64 "%s", store_dir(), oid, sfx);
 }
 
-static int err_to_res(int err)
-{
-	switch (err) {
-	case ENOENT:
-		return SD_RES_NO_OBJ;
-	case ENOSPC:
-	case EDQUOT:
-		return SD_RES_NO_SPACE;
-	case EMFILE:
-	case ENFILE:
-	case EINTR:
-	case EAGAIN:
-	case EEXIST:
-		return SD_RES_NETWORK_ERROR;
-	default:
-		return SD_RES_EIO;
-	}
-}
 
 static int remove_tmp_files(void)
 {
-	DIR *d = opendir(obj_dir);
+	DIR *d = opendir(store_dir());
 	struct dirent *de;
 	char p[4400];
 
@@ -60,7 +44,7 @@ static int remove_tmp_files(void)
 		size_t l = strlen(de->d_name);
 
 		if (l > 4 && !strcmp(de->d_name + l - 4, ".tmp")) {
-			snprintf(p, sizeof(p), "%s/%s", obj_dir, de->d_name);
+			snprintf(p, sizeof(p), "%s/%s", store_dir(), de->d_name);
 			unlink(p);
 		}
 	}
@@ -70,24 +54,16 @@ static int remove_tmp_files(void)
 
 int store_init(const char *base, bool nosync)
 {
-	char stale[4400];
-
-	snprintf(obj_dir, sizeof(obj_dir), "%s/obj", base);
+	store_set_dir(base);
 	store_nosync = nosync;
-	snprintf(stale, sizeof(stale), "%s/.stale", obj_dir);
-	if (mkdir_p(stale)) {
-		sd_err("cannot create %s: %m", stale);
+	if (stale_init()) {
+		sd_err("cannot set up %s/.stale: %m", store_dir());
 		return -1;
 	}
-	dir_fd = open(obj_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dir_fd = open(store_dir(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dir_fd < 0)
 		return -1;
 	return remove_tmp_files();
-}
-
-const char *store_dir(void)
-{
-	return obj_dir;
 }
 
 int store_read(uint64_t oid, void *buf, uint32_t len, uint32_t off)
@@ -100,10 +76,10 @@ int store_read(uint64_t oid, void *buf, uint32_t len, uint32_t off)
 	obj_path(p, sizeof(p), oid, "");
 	e = fdc_get(oid, p);
 	if (!e)
-		return err_to_res(errno);
+		return store_err_to_res(errno);
 	n = xpread(fdc_fd(e), buf, len, off);
 	if (n < 0)
-		ret = err_to_res(errno);
+		ret = store_err_to_res(errno);
 	else if ((uint32_t)n < len && !is_sparse_obj(oid))
 		/* preallocated at full size: a short file is a damaged one */
 		ret = SD_RES_EIO;
@@ -124,10 +100,10 @@ int store_write(uint64_t oid, const void *buf, uint32_t len, uint32_t off,
 	obj_path(p, sizeof(p), oid, "");
 	e = fdc_get(oid, p);
 	if (!e)
-		return err_to_res(errno);
+		return store_err_to_res(errno);
 	if (xpwrite(fdc_fd(e), buf, len, off) < 0 ||
 	    (sync && !store_nosync && fdatasync(fdc_fd(e))))
-		ret = err_to_res(errno);
+		ret = store_err_to_res(errno);
 	fdc_put(e);
 	return ret;
 }
@@ -137,6 +113,32 @@ static int sync_dir(void)
 	if (store_nosync)
 		return 0;
 	return fsync(dir_fd);
+}
+
+/*
+ * Into a new file: a sparse object's all-zero 4 KiB blocks are left as
+ * holes, so that an inode copied whole by recovery (12 MiB, a few KiB
+ * used) takes no more room than on the node that created it.
+ */
+static ssize_t write_data(int fd, uint64_t oid, const char *buf, uint32_t len,
+			  uint32_t off)
+{
+	uint32_t pos = 0;
+
+	if (!is_sparse_obj(oid))
+		return xpwrite(fd, buf, len, off);
+	while (pos < len) {
+		/* up to the next 4 KiB boundary of the object */
+		uint32_t n = SECTOR_BLOCK - (off + pos) % SECTOR_BLOCK;
+
+		if (n > len - pos)
+			n = len - pos;
+		if (!is_zero(buf + pos, n) &&
+		    xpwrite(fd, buf + pos, n, off + pos) < 0)
+			return -1;
+		pos += n;
+	}
+	return len;
 }
 
 /*
@@ -161,7 +163,7 @@ static int create_obj(uint64_t oid, uint32_t obj_size, const void *buf,
 	obj_path(p, sizeof(p), oid, "");
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
-		return err_to_res(errno);
+		return store_err_to_res(errno);
 	if (is_sparse_obj(oid)) {
 		if (ftruncate(fd, obj_size))
 			goto fail;
@@ -174,7 +176,7 @@ static int create_obj(uint64_t oid, uint32_t obj_size, const void *buf,
 			goto fail;
 		}
 	}
-	if (len && xpwrite(fd, buf, len, off) < 0)
+	if (len && write_data(fd, oid, buf, len, off) < 0)
 		goto fail;
 	if (sync && !store_nosync && fdatasync(fd))
 		goto fail;
@@ -186,9 +188,9 @@ static int create_obj(uint64_t oid, uint32_t obj_size, const void *buf,
 		if (r && err == EEXIST)
 			return SD_RES_SUCCESS;	/* a newer copy is here */
 		if (r)
-			return err_to_res(err);
+			return store_err_to_res(err);
 	} else if (rename(tmp, p)) {
-		ret = err_to_res(errno);
+		ret = store_err_to_res(errno);
 		unlink(tmp);
 		return ret;
 	}
@@ -197,7 +199,7 @@ static int create_obj(uint64_t oid, uint32_t obj_size, const void *buf,
 		return SD_RES_EIO;
 	return SD_RES_SUCCESS;
 fail:
-	ret = err_to_res(errno);
+	ret = store_err_to_res(errno);
 	close(fd);
 	unlink(tmp);
 	return ret;
@@ -221,7 +223,7 @@ int store_remove(uint64_t oid)
 
 	obj_path(p, sizeof(p), oid, "");
 	if (unlink(p))
-		return err_to_res(errno);
+		return store_err_to_res(errno);
 	fdc_drop(oid);
 	return SD_RES_SUCCESS;
 }
@@ -253,7 +255,7 @@ static int parse_oid(const char *name, uint64_t *oid)
 
 int store_for_each(int (*fn)(uint64_t oid, void *arg), void *arg)
 {
-	DIR *d = opendir(obj_dir);
+	DIR *d = opendir(store_dir());
 	struct dirent *de;
 	int ret = 0;
 
@@ -275,7 +277,7 @@ int store_for_each(int (*fn)(uint64_t oid, void *arg), void *arg)
 int store_wipe(void)
 {
 	fdc_drop_all();
-	DIR *d = opendir(obj_dir);
+	DIR *d = opendir(store_dir());
 	struct dirent *de;
 	char p[4400];
 
@@ -284,13 +286,11 @@ int store_wipe(void)
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
-		snprintf(p, sizeof(p), "%s/%s", obj_dir, de->d_name);
+		snprintf(p, sizeof(p), "%s/%s", store_dir(), de->d_name);
 		unlink(p);
 	}
 	closedir(d);
-	snprintf(p, sizeof(p), "%s/.stale", obj_dir);
-	rmdir_r(p);
-	mkdir_p(p);
+	store_purge_stale();
 	sync_dir();
 	/* again: an fd opened while the files were going must not stay */
 	fdc_drop_all();
@@ -301,143 +301,9 @@ int store_stat(uint64_t *size, uint64_t *free_bytes)
 {
 	struct statvfs vs;
 
-	if (statvfs(obj_dir, &vs))
+	if (statvfs(store_dir(), &vs))
 		return SD_RES_EIO;
 	*size = (uint64_t)vs.f_frsize * vs.f_blocks;
 	*free_bytes = (uint64_t)vs.f_frsize * vs.f_bavail;
 	return SD_RES_SUCCESS;
-}
-
-static void stale_path(char *buf, size_t len, uint64_t oid, uint32_t epoch)
-{
-	snprintf(buf, len, "%s/.stale/%016" PRIx64 ".%u", obj_dir, oid, epoch);
-}
-
-int store_move_to_stale(uint64_t oid, uint32_t epoch)
-{
-	char from[4400], to[4400];
-
-	obj_path(from, sizeof(from), oid, "");
-	stale_path(to, sizeof(to), oid, epoch);
-	if (rename(from, to)) {
-		char dir[4400];
-		int err = errno;
-
-		/* a purge (rmdir + mkdir of .stale) may be under way */
-		snprintf(dir, sizeof(dir), "%s/.stale", obj_dir);
-		if (err != ENOENT || access(from, F_OK) || mkdir_p(dir) ||
-		    rename(from, to))
-			return err_to_res(err == ENOENT ? errno : err);
-	}
-	fdc_drop(oid);
-	return SD_RES_SUCCESS;
-}
-
-/* the highest epoch suffix among the stale copies of @oid, or 0 */
-static uint32_t newest_stale(uint64_t oid)
-{
-	char dir[4400], prefix[32];
-	struct dirent *de;
-	uint32_t best = 0;
-	DIR *d;
-
-	snprintf(dir, sizeof(dir), "%s/.stale", obj_dir);
-	snprintf(prefix, sizeof(prefix), "%016" PRIx64 ".", oid);
-	d = opendir(dir);
-	if (!d)
-		return 0;
-	while ((de = readdir(d))) {
-		unsigned long e;
-		char *end;
-
-		if (strncmp(de->d_name, prefix, 17))
-			continue;
-		e = strtoul(de->d_name + 17, &end, 10);
-		if (!*end && e > best)
-			best = (uint32_t)e;
-	}
-	closedir(d);
-	return best;
-}
-
-int store_read_stale(uint64_t oid, void *buf, uint32_t len, uint32_t off,
-		     uint32_t *stale_epoch)
-{
-	uint32_t epoch = newest_stale(oid);
-	char p[4400];
-	ssize_t n;
-	int fd;
-
-	if (!epoch)
-		return SD_RES_NO_OBJ;
-	*stale_epoch = epoch;
-	stale_path(p, sizeof(p), oid, epoch);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return err_to_res(errno);
-	n = xpread(fd, buf, len, off);
-	close(fd);
-	if (n < 0)
-		return SD_RES_EIO;
-	if ((uint32_t)n < len)
-		memset((char *)buf + n, 0, len - (size_t)n);
-	return SD_RES_SUCCESS;
-}
-
-/* the oids of the stale copies (they are offered to recovery too) */
-int store_for_each_stale(int (*fn)(uint64_t oid, void *arg), void *arg)
-{
-	char p[4400];
-	struct dirent *de;
-	DIR *d;
-	int ret = 0;
-
-	snprintf(p, sizeof(p), "%s/.stale", obj_dir);
-	d = opendir(p);
-	if (!d)
-		return 0;
-	while ((de = readdir(d))) {
-		char hex[17], *end;
-		uint64_t oid;
-
-		if (strlen(de->d_name) < 18 || de->d_name[16] != '.')
-			continue;
-		memcpy(hex, de->d_name, 16);
-		hex[16] = 0;
-		oid = strtoull(hex, &end, 16);
-		if (*end)
-			continue;
-		ret = fn(oid, arg);
-		if (ret)
-			break;
-	}
-	closedir(d);
-	return ret;
-}
-
-int store_purge_stale(void)
-{
-	char p[4400];
-
-	snprintf(p, sizeof(p), "%s/.stale", obj_dir);
-	rmdir_r(p);
-	return mkdir_p(p) ? SD_RES_EIO : SD_RES_SUCCESS;
-}
-
-int store_nr_stale(void)
-{
-	char p[4400];
-	struct dirent *de;
-	int n = 0;
-	DIR *d;
-
-	snprintf(p, sizeof(p), "%s/.stale", obj_dir);
-	d = opendir(p);
-	if (!d)
-		return 0;
-	while ((de = readdir(d)))
-		if (de->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n;
 }

@@ -8,6 +8,7 @@
 #define SHEEP_STORE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 int store_init(const char *base, bool nosync);
@@ -42,7 +43,12 @@ int store_move_to_stale(uint64_t oid, uint32_t epoch);
 int store_read_stale(uint64_t oid, void *buf, uint32_t len, uint32_t off,
 		     uint32_t *stale_epoch);
 int store_for_each_stale(int (*fn)(uint64_t oid, void *arg), void *arg);
+/* up to @max (oid, epoch) pairs of stale copies; returns how many */
+int store_list_stale(uint64_t *oids, uint32_t *epochs, size_t max);
+/* delete the stale copy of @oid if it is still the one of @epoch */
+int store_drop_stale(uint64_t oid, uint32_t epoch);
 int store_purge_stale(void);
 int store_nr_stale(void);
+void store_stale_usage(uint64_t *count, uint64_t *bytes);
 
 #endif

@@ -3,7 +3,9 @@
  * Plain store tests (sheep/store/plain.c): creating an object replaces
  * what is there, creating a new one (recovery) never does, neither
  * leaves a .tmp file behind, a leftover .tmp never turns a create into a
- * success that wrote nothing, and a short data object reads as EIO.
+ * success that wrote nothing, and a short data object reads as EIO; the
+ * stale area keeps one copy per object (the newest) and a sparse object
+ * written whole keeps its holes.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,10 +17,12 @@
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 
 #include "sheepdog_proto.h"
 #include "store/store.h"
+#include "util.h"
 
 #define OBJ	(4u << 20)
 #define OID	UINT64_C(0x00abcdef00000007)	/* a data object */
@@ -162,6 +166,121 @@ static void test_short_object(void **state)
 		assert_int_equal(got[i], 0);
 }
 
+static int nr_stale_files(void)
+{
+	char p[200];
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	snprintf(p, sizeof(p), "%s/obj/.stale", base);
+	d = opendir(p);
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* only the newest stale copy of an object is kept, under the newest label */
+static void test_stale_keeps_newest(void **state)
+{
+	uint64_t count, bytes;
+	uint32_t epoch = 0;
+
+	assert_int_equal(store_purge_stale(), SD_RES_SUCCESS);
+	assert_int_equal(store_create(OID, OBJ, a, OBJ, 0, false), 0);
+	assert_int_equal(store_move_to_stale(OID, 5), SD_RES_SUCCESS);
+	assert_int_equal(store_create(OID, OBJ, b, OBJ, 0, false), 0);
+	/* an older label on a newer copy: it keeps the newer label */
+	assert_int_equal(store_move_to_stale(OID, 3), SD_RES_SUCCESS);
+	assert_int_equal(nr_stale_files(), 1);
+	assert_int_equal(store_read_stale(OID, got, OBJ, 0, &epoch),
+			 SD_RES_SUCCESS);
+	assert_int_equal(epoch, 5);
+	assert_memory_equal(got, b, OBJ);
+	store_stale_usage(&count, &bytes);
+	assert_int_equal(count, 1);
+	assert_true(bytes >= OBJ);
+	assert_int_equal(store_exist(OID), SD_RES_NO_OBJ);
+}
+
+/* a drop names the copy it checked: a newer one that came since stays */
+static void test_stale_drop(void **state)
+{
+	uint32_t epoch = 0;
+	uint64_t oid;
+	uint32_t ep;
+
+	assert_int_equal(store_purge_stale(), SD_RES_SUCCESS);
+	assert_int_equal(store_create(OID, OBJ, a, OBJ, 0, false), 0);
+	assert_int_equal(store_move_to_stale(OID, 7), SD_RES_SUCCESS);
+	assert_int_equal(store_list_stale(&oid, &ep, 1), 1);
+	assert_true(oid == OID && ep == 7);
+	assert_int_equal(store_create(OID, OBJ, b, OBJ, 0, false), 0);
+	assert_int_equal(store_move_to_stale(OID, 9), SD_RES_SUCCESS);
+	assert_int_equal(store_drop_stale(OID, 7), SD_RES_NO_OBJ);
+	assert_int_equal(store_read_stale(OID, got, OBJ, 0, &epoch), 0);
+	assert_int_equal(epoch, 9);
+	assert_int_equal(store_drop_stale(OID, 9), SD_RES_SUCCESS);
+	assert_int_equal(nr_stale_files(), 0);
+	assert_int_equal(store_nr_stale(), 0);
+	assert_int_equal(store_read_stale(OID, got, OBJ, 0, &epoch),
+			 SD_RES_NO_OBJ);
+}
+
+/* a restart rebuilds the index and deletes older duplicates */
+static void test_stale_index_rebuilt(void **state)
+{
+	char p[200];
+	uint32_t epoch = 0;
+	FILE *f;
+
+	assert_int_equal(store_purge_stale(), SD_RES_SUCCESS);
+	assert_int_equal(store_create(OID, OBJ, a, OBJ, 0, false), 0);
+	assert_int_equal(store_move_to_stale(OID, 4), SD_RES_SUCCESS);
+	/* an older copy left by an earlier version of the store */
+	snprintf(p, sizeof(p), "%s/obj/.stale/%016llx.2", base,
+		 (unsigned long long)OID);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(store_init(base, true), 0);
+	assert_int_equal(nr_stale_files(), 1);
+	assert_int_equal(store_read_stale(OID, got, OBJ, 0, &epoch), 0);
+	assert_int_equal(epoch, 4);
+	assert_memory_equal(got, a, OBJ);
+	assert_int_equal(store_nr_stale(), 1);
+}
+
+/* a sparse object (an inode) written whole keeps its zero blocks as holes */
+static void test_sparse_create_keeps_holes(void **state)
+{
+	const uint64_t inode = UINT64_C(0x80abcde000000000);
+	const uint32_t size = 12u << 20;
+	uint8_t *buf = calloc(1, size);
+	char p[200];
+	struct stat st;
+
+	assert_non_null(buf);
+	memset(buf + 8192, 0x11, 100);
+	memset(buf + size - 4096, 0x22, 4096);
+	assert_int_equal(store_create_new(inode, size, buf, size, 0, false),
+			 SD_RES_SUCCESS);
+	snprintf(p, sizeof(p), "%s/obj/%016llx", base,
+		 (unsigned long long)inode);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_size, size);
+	assert_true((uint64_t)st.st_blocks * 512 <= 64 * 1024);
+	memset(buf, 0xff, size);
+	assert_int_equal(store_read(inode, buf, size, 0), SD_RES_SUCCESS);
+	assert_true(is_zero(buf, 8192));
+	assert_int_equal(buf[8192], 0x11);
+	assert_int_equal(buf[size - 1], 0x22);
+	free(buf);
+	assert_int_equal(store_remove(inode), SD_RES_SUCCESS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -170,6 +289,10 @@ int main(void)
 		cmocka_unit_test(test_no_tmp_left),
 		cmocka_unit_test(test_leftover_tmp),
 		cmocka_unit_test(test_short_object),
+		cmocka_unit_test(test_stale_keeps_newest),
+		cmocka_unit_test(test_stale_drop),
+		cmocka_unit_test(test_stale_index_rebuilt),
+		cmocka_unit_test(test_sparse_create_keeps_holes),
 	};
 
 	return cmocka_run_group_tests_name("store", tests, setup, teardown);

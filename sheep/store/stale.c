@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The stale area (cluster.md §7.2): copies this node no longer owns, kept
+ * as BASE/obj/.stale/<oid>.<epoch> until the cluster no longer needs them.
+ *
+ * Only the newest stale copy of an object is kept: a copy moved here is
+ * always newer than any stale copy of the same object already here (the
+ * working copy was created after the older one left obj/), so the older
+ * one is deleted at once.  That bounds the area by the objects this node
+ * has ever held, whatever the churn.  An in-memory index (oid -> epoch,
+ * bytes) avoids scanning the directory for every lookup; it is built at
+ * start-up and guarded by one mutex, because the calls run on I/O workers.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "sheepdog_proto.h"
+#include "fdcache.h"
+#include "store.h"
+#include "store_int.h"
+#include "util.h"
+
+#define STALE_HASH	4096
+
+struct stale_ent {
+	uint64_t oid;
+	uint32_t epoch;
+	uint64_t bytes;		/* allocated on disk */
+	struct stale_ent *next;
+};
+
+static pthread_mutex_t stale_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct stale_ent *stale_hash[STALE_HASH];
+static uint64_t stale_count, stale_bytes;
+
+static struct stale_ent **slot_of(uint64_t oid)
+{
+	struct stale_ent **pp = &stale_hash[(oid ^ (oid >> 32)) % STALE_HASH];
+
+	while (*pp && (*pp)->oid != oid)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static void stale_dir(char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/.stale", store_dir());
+}
+
+static void stale_path(char *buf, size_t len, uint64_t oid, uint32_t epoch)
+{
+	snprintf(buf, len, "%s/.stale/%016" PRIx64 ".%u", store_dir(), oid,
+		 epoch);
+}
+
+static uint64_t file_bytes(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? 0 : (uint64_t)st.st_blocks * 512;
+}
+
+static void index_clear(void)
+{
+	for (int i = 0; i < STALE_HASH; i++) {
+		while (stale_hash[i]) {
+			struct stale_ent *e = stale_hash[i];
+
+			stale_hash[i] = e->next;
+			free(e);
+		}
+	}
+	stale_count = stale_bytes = 0;
+}
+
+/* record @oid's stale copy at @epoch; the caller deletes what it returns */
+static uint32_t index_set(uint64_t oid, uint32_t epoch, uint64_t bytes)
+{
+	struct stale_ent **pp = slot_of(oid), *e = *pp;
+	uint32_t old = 0;
+
+	if (!e) {
+		e = xzalloc(sizeof(*e));
+		e->oid = oid;
+		*pp = e;
+		stale_count++;
+	} else {
+		old = e->epoch;
+		stale_bytes -= e->bytes;
+	}
+	e->epoch = epoch;
+	e->bytes = bytes;
+	stale_bytes += bytes;
+	return old;
+}
+
+static void index_del(uint64_t oid)
+{
+	struct stale_ent **pp = slot_of(oid), *e = *pp;
+
+	if (!e)
+		return;
+	*pp = e->next;
+	stale_bytes -= e->bytes;
+	stale_count--;
+	free(e);
+}
+
+static int parse_name(const char *name, uint64_t *oid, uint32_t *epoch)
+{
+	char hex[17], *end;
+	unsigned long e;
+
+	if (strlen(name) < 18 || name[16] != '.')
+		return -1;
+	memcpy(hex, name, 16);
+	hex[16] = 0;
+	*oid = strtoull(hex, &end, 16);
+	if (*end)
+		return -1;
+	e = strtoul(name + 17, &end, 10);
+	if (*end || !e || e > UINT32_MAX)
+		return -1;
+	*epoch = (uint32_t)e;
+	return 0;
+}
+
+/* build the index; older duplicates (from before this rule) are deleted */
+int stale_init(void)
+{
+	char dir[4400], p[4400];
+	struct dirent *de;
+	DIR *d;
+
+	stale_dir(dir, sizeof(dir));
+	if (mkdir_p(dir))
+		return -1;
+	d = opendir(dir);
+	if (!d)
+		return -1;
+	pthread_mutex_lock(&stale_lock);
+	index_clear();
+	while ((de = readdir(d))) {
+		struct stale_ent *e;
+		uint64_t oid;
+		uint32_t epoch, gone;
+
+		if (parse_name(de->d_name, &oid, &epoch))
+			continue;
+		e = *slot_of(oid);
+		if (e && e->epoch > epoch) {
+			gone = epoch;
+		} else {
+			stale_path(p, sizeof(p), oid, epoch);
+			gone = index_set(oid, epoch, file_bytes(p));
+		}
+		if (gone) {
+			stale_path(p, sizeof(p), oid, gone);
+			unlink(p);
+		}
+	}
+	pthread_mutex_unlock(&stale_lock);
+	closedir(d);
+	return 0;
+}
+
+int store_move_to_stale(uint64_t oid, uint32_t epoch)
+{
+	char from[4400], to[4400], dir[4400];
+	struct stale_ent *e;
+	uint32_t old;
+	int ret = SD_RES_SUCCESS;
+
+	pthread_mutex_lock(&stale_lock);
+	/* the copy moved now is the newest: it never gets an older label */
+	e = *slot_of(oid);
+	if (e && e->epoch > epoch)
+		epoch = e->epoch;
+	store_obj_path(from, sizeof(from), oid);
+	stale_path(to, sizeof(to), oid, epoch);
+	if (rename(from, to)) {
+		int err = errno;
+
+		stale_dir(dir, sizeof(dir));
+		if (err != ENOENT || access(from, F_OK) || mkdir_p(dir) ||
+		    rename(from, to)) {
+			ret = store_err_to_res(err == ENOENT ? errno : err);
+			goto out;
+		}
+	}
+	fdc_drop(oid);
+	old = index_set(oid, epoch, file_bytes(to));
+	if (old && old != epoch) {
+		stale_path(to, sizeof(to), oid, old);
+		unlink(to);
+	}
+out:
+	pthread_mutex_unlock(&stale_lock);
+	return ret;
+}
+
+static uint32_t newest_stale(uint64_t oid)
+{
+	struct stale_ent *e;
+	uint32_t epoch;
+
+	pthread_mutex_lock(&stale_lock);
+	e = *slot_of(oid);
+	epoch = e ? e->epoch : 0;
+	pthread_mutex_unlock(&stale_lock);
+	return epoch;
+}
+
+int store_read_stale(uint64_t oid, void *buf, uint32_t len, uint32_t off,
+		     uint32_t *stale_epoch)
+{
+	uint32_t epoch = newest_stale(oid);
+	char p[4400];
+	ssize_t n;
+	int fd;
+
+	if (!epoch)
+		return SD_RES_NO_OBJ;
+	*stale_epoch = epoch;
+	stale_path(p, sizeof(p), oid, epoch);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return store_err_to_res(errno);
+	n = xpread(fd, buf, len, off);
+	close(fd);
+	if (n < 0)
+		return SD_RES_EIO;
+	if ((uint32_t)n < len)
+		memset((char *)buf + n, 0, len - (size_t)n);
+	return SD_RES_SUCCESS;
+}
+
+int store_drop_stale(uint64_t oid, uint32_t epoch)
+{
+	char p[4400];
+	struct stale_ent *e;
+	int ret = SD_RES_NO_OBJ;
+
+	pthread_mutex_lock(&stale_lock);
+	e = *slot_of(oid);
+	/* a newer copy that arrived meanwhile is kept */
+	if (e && e->epoch == epoch) {
+		stale_path(p, sizeof(p), oid, epoch);
+		ret = unlink(p) && errno != ENOENT ? store_err_to_res(errno) :
+						     SD_RES_SUCCESS;
+		index_del(oid);
+	}
+	pthread_mutex_unlock(&stale_lock);
+	return ret;
+}
+
+int store_list_stale(uint64_t *oids, uint32_t *epochs, size_t max)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&stale_lock);
+	for (int i = 0; i < STALE_HASH && n < max; i++)
+		for (struct stale_ent *e = stale_hash[i]; e && n < max;
+		     e = e->next) {
+			oids[n] = e->oid;
+			epochs[n++] = e->epoch;
+		}
+	pthread_mutex_unlock(&stale_lock);
+	return (int)n;
+}
+
+/* the oids of the stale copies (they are offered to recovery too) */
+int store_for_each_stale(int (*fn)(uint64_t oid, void *arg), void *arg)
+{
+	size_t max = 0, n;
+	uint64_t *oids;
+	uint32_t *epochs;
+	int ret = 0;
+
+	pthread_mutex_lock(&stale_lock);
+	max = stale_count;
+	pthread_mutex_unlock(&stale_lock);
+	if (!max)
+		return 0;
+	oids = xmalloc(max * sizeof(*oids));
+	epochs = xmalloc(max * sizeof(*epochs));
+	n = (size_t)store_list_stale(oids, epochs, max);
+	for (size_t i = 0; i < n && !ret; i++)
+		ret = fn(oids[i], arg);
+	free(oids);
+	free(epochs);
+	return ret;
+}
+
+int store_purge_stale(void)
+{
+	char p[4400];
+	int ret;
+
+	stale_dir(p, sizeof(p));
+	pthread_mutex_lock(&stale_lock);
+	rmdir_r(p);
+	ret = mkdir_p(p) ? SD_RES_EIO : SD_RES_SUCCESS;
+	index_clear();
+	pthread_mutex_unlock(&stale_lock);
+	return ret;
+}
+
+void store_stale_usage(uint64_t *count, uint64_t *bytes)
+{
+	pthread_mutex_lock(&stale_lock);
+	*count = stale_count;
+	*bytes = stale_bytes;
+	pthread_mutex_unlock(&stale_lock);
+}
+
+int store_nr_stale(void)
+{
+	uint64_t count, bytes;
+
+	store_stale_usage(&count, &bytes);
+	return (int)count;
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Shared between the files of store/ only. */
+#ifndef SHEEP_STORE_INT_H
+#define SHEEP_STORE_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* base.c */
+void store_set_dir(const char *base);
+void store_obj_path(char *buf, size_t len, uint64_t oid);
+int store_err_to_res(int err);
+/* csum.c: per-4 KiB CRC32C kept after the data in each object file */
+#define CSUM_BLOCK	4096U
+void csum_init(void);
+uint32_t csum_nr_blocks(uint32_t size);
+uint64_t csum_file_size(uint32_t size);
+uint32_t csum_layout(int fd);
+int csum_write_new(int fd, uint32_t size, const void *buf, uint32_t len,
+		   uint32_t off);
+int csum_write(int fd, uint64_t oid, uint32_t size, const void *buf,
+	       uint32_t len, uint32_t off);
+int csum_read(int fd, uint64_t oid, uint32_t size, void *buf, uint32_t len,
+	      uint32_t off);
+
+/* upgrade.c: add checksums to a store written without them (start-up) */
+int store_upgrade(bool nosync);
+
+/* build the stale index (stale.c); at start-up, before any other call */
+int stale_init(void);
+
+#endif
