@@ -9,14 +9,14 @@ DEB_PKGS := build-essential pkg-config liburcu-dev libcmocka-dev libssl-dev \
 	libcpg-dev libquorum-dev corosync \
 	e2fsprogs util-linux procps psmisc bc libfuse3-dev fuse3 \
 	qemu-utils qemu-system-x86 fio python3 iproute2 nftables clang \
-	libclang-rt-dev
+	libclang-rt-dev libisal-dev
 
 # Debian packages only the QEMU builds need (qemu-patches/build*.sh, the
 # qemu target); not part of DEB_PKGS
 QEMU_DEB_PKGS := dpkg-dev build-essential pkg-config python3 meson \
 	ninja-build libglib2.0-dev zlib1g-dev patch xz-utils
 
-PKGS := liburcu libcrypto libcpg libquorum
+PKGS := liburcu libcrypto libcpg libquorum libisal
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter
 BASE_CFLAGS := -std=gnu11 -g -D_GNU_SOURCE -Iinclude -Isheep $(WARN) \
 	-fno-strict-aliasing

@@ -8,7 +8,8 @@
  * asks each target for the SHA-1 of its copy (GET_HASH).  A Boyer-Moore
  * majority vote over the copies found picks the good content; every target
  * lacking the object or holding another digest is told to fetch it from a
- * majority holder (REPAIR_REPLICA).  With -e only existence is checked,
+ * majority holder (REPAIR_REPLICA).  A copy whose node reports an I/O error
+ * (it failed its checksums) takes no part in the vote and is repaired.  With -e only existence is checked,
  * one OIDS_EXIST request per node and batch.
  */
 #include <inttypes.h>
@@ -24,7 +25,8 @@
 #define DIGEST_LEN		20
 #define OIDS_PER_REQUEST	65536
 
-enum copy_state { COPY_UNKNOWN, COPY_MISSING, COPY_PRESENT };
+/* COPY_DAMAGED: the node's copy failed its checksums (GET_HASH: EIO) */
+enum copy_state { COPY_UNKNOWN, COPY_MISSING, COPY_PRESENT, COPY_DAMAGED };
 
 struct copy {
 	int node;		/* index into sd_ring.nodes */
@@ -58,6 +60,9 @@ static void get_hash(uint64_t oid, struct copy *c)
 		break;
 	case SD_RES_NO_OBJ:
 		c->state = COPY_MISSING;
+		break;
+	case SD_RES_EIO:
+		c->state = COPY_DAMAGED;
 		break;
 	default:
 		fprintf(stderr, "failed to get the hash of %016" PRIx64
@@ -151,7 +156,7 @@ static int check_object(uint64_t oid, int copies)
 			ret = -1;
 			continue;
 		}
-		if (!missing &&
+		if (c[i].state == COPY_PRESENT &&
 		    !memcmp(c[i].digest, c[good].digest, DIGEST_LEN))
 			continue;
 		if (repair_replica(oid, &c[i], &c[good])) {

@@ -24,6 +24,7 @@ struct fdc_ent {
 	int fd;
 	int refs;
 	bool cached;
+	uint32_t size;		/* data size from the trailer, 0: unread */
 	struct fdc_ent *hnext;
 	struct list_head lru;
 };
@@ -145,6 +146,16 @@ struct fdc_ent *fdc_get(uint64_t oid, const char *path)
 int fdc_fd(const struct fdc_ent *e)
 {
 	return e->fd;
+}
+
+uint32_t fdc_size(const struct fdc_ent *e)
+{
+	return __atomic_load_n(&e->size, __ATOMIC_RELAXED);
+}
+
+void fdc_set_size(struct fdc_ent *e, uint32_t size)
+{
+	__atomic_store_n(&e->size, size, __ATOMIC_RELAXED);
 }
 
 void fdc_put(struct fdc_ent *e)

@@ -23,7 +23,6 @@
 
 static bool store_nosync;
 
-#define SECTOR_BLOCK	4096U
 static int dir_fd = -1;
 
 static void obj_path(char *buf, size_t len, uint64_t oid, const char *sfx)
@@ -56,6 +55,16 @@ int store_init(const char *base, bool nosync)
 {
 	store_set_dir(base);
 	store_nosync = nosync;
+	csum_init();
+	if (mkdir_p(store_dir())) {
+		sd_err("cannot create %s: %m", store_dir());
+		return -1;
+	}
+	if (store_upgrade(nosync)) {
+		sd_err("cannot add checksums to the objects in %s: %m",
+		       store_dir());
+		return -1;
+	}
 	if (stale_init()) {
 		sd_err("cannot set up %s/.stale: %m", store_dir());
 		return -1;
@@ -66,26 +75,48 @@ int store_init(const char *base, bool nosync)
 	return remove_tmp_files();
 }
 
+/* the data size of the object open in @e, from its checksum trailer */
+static uint32_t size_of(uint64_t oid, struct fdc_ent *e)
+{
+	uint32_t size = fdc_size(e);
+
+	if (size)
+		return size;
+	size = csum_layout(fdc_fd(e));
+	if (!size)
+		sd_err("object %" PRIx64 " has no valid checksum trailer: "
+		       "damaged, not served", oid);
+	fdc_set_size(e, size);
+	return size;
+}
+
 int store_read(uint64_t oid, void *buf, uint32_t len, uint32_t off)
 {
 	char p[4400];
 	struct fdc_ent *e;
-	ssize_t n;
-	int ret = SD_RES_SUCCESS;
+	uint32_t size, n = len;
+	int ret;
 
 	obj_path(p, sizeof(p), oid, "");
 	e = fdc_get(oid, p);
 	if (!e)
 		return store_err_to_res(errno);
-	n = xpread(fdc_fd(e), buf, len, off);
-	if (n < 0)
-		ret = store_err_to_res(errno);
-	else if ((uint32_t)n < len && !is_sparse_obj(oid))
-		/* preallocated at full size: a short file is a damaged one */
+	size = size_of(oid, e);
+	if (!size) {
 		ret = SD_RES_EIO;
-	else if ((uint32_t)n < len)
-		/* reads past the stored end of a sparse object see zeros */
-		memset((char *)buf + n, 0, len - (size_t)n);
+		goto out;
+	}
+	if ((uint64_t)off + len > size) {
+		/* past the end: zeros for a sparse object, else damage */
+		if (!is_sparse_obj(oid)) {
+			ret = SD_RES_EIO;
+			goto out;
+		}
+		n = off < size ? size - off : 0;
+		memset((char *)buf + n, 0, len - n);
+	}
+	ret = csum_read(fdc_fd(e), oid, size, buf, n, off);
+out:
 	fdc_put(e);
 	return ret;
 }
@@ -95,14 +126,18 @@ int store_write(uint64_t oid, const void *buf, uint32_t len, uint32_t off,
 {
 	char p[4400];
 	struct fdc_ent *e;
-	int ret = SD_RES_SUCCESS;
+	uint32_t size;
+	int ret;
 
 	obj_path(p, sizeof(p), oid, "");
 	e = fdc_get(oid, p);
 	if (!e)
 		return store_err_to_res(errno);
-	if (xpwrite(fdc_fd(e), buf, len, off) < 0 ||
-	    (sync && !store_nosync && fdatasync(fdc_fd(e))))
+	size = size_of(oid, e);
+	ret = size ? csum_write(fdc_fd(e), oid, size, buf, len, off) :
+		     SD_RES_EIO;
+	if (ret == SD_RES_SUCCESS && sync && !store_nosync &&
+	    fdatasync(fdc_fd(e)))
 		ret = store_err_to_res(errno);
 	fdc_put(e);
 	return ret;
@@ -129,7 +164,7 @@ static ssize_t write_data(int fd, uint64_t oid, const char *buf, uint32_t len,
 		return xpwrite(fd, buf, len, off);
 	while (pos < len) {
 		/* up to the next 4 KiB boundary of the object */
-		uint32_t n = SECTOR_BLOCK - (off + pos) % SECTOR_BLOCK;
+		uint32_t n = CSUM_BLOCK - (off + pos) % CSUM_BLOCK;
 
 		if (n > len - pos)
 			n = len - pos;
@@ -165,11 +200,12 @@ static int create_obj(uint64_t oid, uint32_t obj_size, const void *buf,
 	if (fd < 0)
 		return store_err_to_res(errno);
 	if (is_sparse_obj(oid)) {
-		if (ftruncate(fd, obj_size))
+		if (ftruncate(fd, (off_t)csum_file_size(obj_size)))
 			goto fail;
 	} else {
 		/* returns the error number; errno is left alone */
-		int err = posix_fallocate(fd, 0, obj_size);
+		int err = posix_fallocate(fd, 0,
+					  (off_t)csum_file_size(obj_size));
 
 		if (err) {
 			errno = err;
@@ -177,6 +213,8 @@ static int create_obj(uint64_t oid, uint32_t obj_size, const void *buf,
 		}
 	}
 	if (len && write_data(fd, oid, buf, len, off) < 0)
+		goto fail;
+	if (csum_write_new(fd, obj_size, buf, len, off))
 		goto fail;
 	if (sync && !store_nosync && fdatasync(fd))
 		goto fail;

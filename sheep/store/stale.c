@@ -221,10 +221,9 @@ static uint32_t newest_stale(uint64_t oid)
 int store_read_stale(uint64_t oid, void *buf, uint32_t len, uint32_t off,
 		     uint32_t *stale_epoch)
 {
-	uint32_t epoch = newest_stale(oid);
+	uint32_t epoch = newest_stale(oid), size;
 	char p[4400];
-	ssize_t n;
-	int fd;
+	int fd, ret;
 
 	if (!epoch)
 		return SD_RES_NO_OBJ;
@@ -233,13 +232,16 @@ int store_read_stale(uint64_t oid, void *buf, uint32_t len, uint32_t off,
 	fd = open(p, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return store_err_to_res(errno);
-	n = xpread(fd, buf, len, off);
+	size = csum_layout(fd);
+	if (!size) {
+		ret = SD_RES_EIO;
+	} else if ((uint64_t)off + len > size) {
+		ret = SD_RES_INVALID_PARMS;
+	} else {
+		ret = csum_read(fd, oid, size, buf, len, off);
+	}
 	close(fd);
-	if (n < 0)
-		return SD_RES_EIO;
-	if ((uint32_t)n < len)
-		memset((char *)buf + n, 0, len - (size_t)n);
-	return SD_RES_SUCCESS;
+	return ret;
 }
 
 int store_drop_stale(uint64_t oid, uint32_t epoch)

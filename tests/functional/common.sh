@@ -547,6 +547,17 @@ _flip_byte()
 		_fail "cannot change $1"
 }
 
+# obj_data FILE: the data of a stored object file, without the per-block
+# checksums and footer that follow it (sheep/store/csum.c); the footer's
+# last 8 bytes are the data size and the number of blocks, little-endian
+obj_data()
+{
+	local size
+	size=$(tail -c 8 "$1" | od -An -tu4 -N4 | tr -d ' ')
+	[ -n "$size" ] || { echo "obj_data: cannot read $1" >&2; return 1; }
+	head -c "$size" "$1"
+}
+
 # _same FILE1 FILE2 WHAT: fail unless the files are identical
 _same()
 {

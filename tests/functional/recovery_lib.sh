@@ -75,13 +75,13 @@ check_placement()
 		"$want nodes: $bad"
 	[ -s "$T/placement" ] || _fail "$what: no object of vid $vid anywhere"
 	while read -r i oid; do
-		echo "$oid $(sha1sum <"$T/$i/obj/$oid" | cut -c1-40)"
+		echo "$oid $(obj_data "$T/$i/obj/$oid" | sha1sum | cut -c1-40)"
 	done <"$T/placement" | sort -u >"$T/placement.sums"
 	bad=$(awk '{ print $1 }' "$T/placement.sums" | uniq -d | head -n 5)
 	[ -z "$bad" ] || _fail "$what: replicas of vid $vid differ:" \
 		"$(for oid in $bad; do grep "$oid" "$T/placement" |
 			while read -r i o; do
-				echo "$o@node$i=$(sha1sum <"$T/$i/obj/$o" | cut -c1-8)"
+				echo "$o@node$i=$(obj_data "$T/$i/obj/$o" | sha1sum | cut -c1-8)"
 			done; done | tr '\n' ' ')"
 	return 0
 }

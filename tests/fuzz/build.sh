@@ -24,8 +24,8 @@ SAN="-fsanitize=address,undefined -fno-sanitize-recover=all"
 CFLAGS="-g -O1 -fno-omit-frame-pointer $SAN -std=gnu11 -D_GNU_SOURCE \
 -I. -Iinclude -Isheep -Wall -Wextra -Werror -Wno-unused-parameter \
 -fno-strict-aliasing"
-PKG_CFLAGS=$(pkg-config --cflags liburcu libcrypto 2>/dev/null)
-PKG_LIBS=$(pkg-config --libs liburcu libcrypto 2>/dev/null)
+PKG_CFLAGS=$(pkg-config --cflags liburcu libcrypto libisal 2>/dev/null)
+PKG_LIBS=$(pkg-config --libs liburcu libcrypto libisal 2>/dev/null)
 LIBS="$PKG_LIBS -lpthread -lm"
 
 need_toolchain()

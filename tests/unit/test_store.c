@@ -5,7 +5,9 @@
  * leaves a .tmp file behind, a leftover .tmp never turns a create into a
  * success that wrote nothing, and a short data object reads as EIO; the
  * stale area keeps one copy per object (the newest) and a sparse object
- * written whole keeps its holes.
+ * written whole keeps its holes; per-block checksums catch a flipped byte,
+ * survive unaligned writes and a crash between CRC and data, and are added
+ * to a store written without them.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -154,16 +156,14 @@ static void test_short_object(void **state)
 	assert_int_equal(truncate(p, 1 << 20), 0);
 	assert_int_equal(store_read(OID + 3, got, 4096, 2 << 20),
 			 SD_RES_EIO);
-	/* a sparse inode past its stored end: zeros */
+	/* a truncated inode lost its checksums with its end: damage too */
 	assert_int_equal(store_create(inode, 8192, a, 4096, 0, false),
 			 SD_RES_SUCCESS);
 	snprintf(p, sizeof(p), "%s/obj/%016llx", base,
 		 (unsigned long long)inode);
 	assert_int_equal(truncate(p, 4096), 0);
-	memset(got, 1, 4096);
-	assert_int_equal(store_read(inode, got, 4096, 4096), SD_RES_SUCCESS);
-	for (int i = 0; i < 4096; i++)
-		assert_int_equal(got[i], 0);
+	assert_int_equal(store_read(inode, got, 4096, 0), SD_RES_EIO);
+	assert_int_equal(store_remove(inode), SD_RES_SUCCESS);
 }
 
 static int nr_stale_files(void)
@@ -270,7 +270,8 @@ static void test_sparse_create_keeps_holes(void **state)
 	snprintf(p, sizeof(p), "%s/obj/%016llx", base,
 		 (unsigned long long)inode);
 	assert_int_equal(stat(p, &st), 0);
-	assert_int_equal(st.st_size, size);
+	/* data, then a {cur, prev} CRC pair per 4 KiB block, then a footer */
+	assert_int_equal(st.st_size, size + size / 4096 * 8 + 16);
 	assert_true((uint64_t)st.st_blocks * 512 <= 64 * 1024);
 	memset(buf, 0xff, size);
 	assert_int_equal(store_read(inode, buf, size, 0), SD_RES_SUCCESS);
@@ -279,6 +280,142 @@ static void test_sparse_create_keeps_holes(void **state)
 	assert_int_equal(buf[size - 1], 0x22);
 	free(buf);
 	assert_int_equal(store_remove(inode), SD_RES_SUCCESS);
+}
+
+static void obj_file(char *p, size_t len, uint64_t oid)
+{
+	snprintf(p, len, "%s/obj/%016llx", base, (unsigned long long)oid);
+}
+
+static void poke(uint64_t oid, off_t off, const void *data, size_t len)
+{
+	char p[200];
+	int fd;
+
+	obj_file(p, sizeof(p), oid);
+	fd = open(p, O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, data, len, off), (ssize_t)len);
+	close(fd);
+}
+
+/* a flipped byte fails the read of its block only; a rewrite heals it */
+static void test_csum_detects_flip(void **state)
+{
+	const uint64_t oid = OID + 10;
+	uint8_t x = 0xaa ^ 0x01;
+
+	assert_int_equal(store_create(oid, OBJ, a, OBJ, 0, false), 0);
+	poke(oid, 5 * 4096 + 77, &x, 1);
+	assert_int_equal(store_read(oid, got, 4096, 5 * 4096), SD_RES_EIO);
+	assert_int_equal(store_read(oid, got, 10, 5 * 4096 + 4090),
+			 SD_RES_EIO);
+	assert_int_equal(store_read(oid, got, OBJ, 0), SD_RES_EIO);
+	assert_int_equal(store_read(oid, got, 4096, 4 * 4096), 0);
+	assert_int_equal(store_read(oid, got, 4096, 6 * 4096), 0);
+	assert_memory_equal(got, a, 4096);
+	/* a partial write of the rotten block would bless the rot: refused */
+	assert_int_equal(store_write(oid, b, 100, 5 * 4096 + 1000, false),
+			 SD_RES_EIO);
+	assert_int_equal(store_read(oid, got, 4096, 5 * 4096), SD_RES_EIO);
+	/* a whole-block rewrite needs no old data: the block is good again */
+	assert_int_equal(store_write(oid, b, 4096, 5 * 4096, false), 0);
+	assert_int_equal(store_read(oid, got, 8192, 5 * 4096), 0);
+	assert_memory_equal(got, b, 4096);
+	assert_memory_equal(got + 4096, a, 4096);
+	/* the CRC table itself damaged: detected too */
+	x = 0x5a;
+	poke(oid, OBJ + 8 * 9, &x, 1);
+	poke(oid, OBJ + 8 * 9 + 4, &x, 1);
+	assert_int_equal(store_read(oid, got, 4096, 9 * 4096), SD_RES_EIO);
+	assert_int_equal(store_remove(oid), 0);
+}
+
+/* unaligned writes keep the CRCs of the blocks they touch right */
+static void test_csum_unaligned_writes(void **state)
+{
+	const uint64_t oid = OID + 11;
+	uint8_t *model = malloc(OBJ);
+
+	assert_non_null(model);
+	memcpy(model, a, OBJ);
+	assert_int_equal(store_create(oid, OBJ, a, OBJ, 0, false), 0);
+	srand(7);
+	for (int i = 0; i < 300; i++) {
+		uint32_t len = 1 + rand() % 20000;
+		uint32_t off = rand() % (OBJ - len);
+
+		for (uint32_t k = 0; k < len; k++)
+			b[k] = (uint8_t)rand();
+		assert_int_equal(store_write(oid, b, len, off, false), 0);
+		memcpy(model + off, b, len);
+		if (i % 50 == 0) {
+			assert_int_equal(store_read(oid, got, OBJ, 0), 0);
+			assert_memory_equal(got, model, OBJ);
+		}
+	}
+	assert_int_equal(store_read(oid, got, 777, 123456), 0);
+	assert_memory_equal(got, model + 123456, 777);
+	assert_int_equal(store_read(oid, got, OBJ, 0), 0);
+	assert_memory_equal(got, model, OBJ);
+	memset(b, 0xbb, OBJ);
+	free(model);
+	assert_int_equal(store_remove(oid), 0);
+}
+
+/*
+ * A crash after the new CRC was written but before its data: the old data
+ * still matches the CRC kept as "prev" and reads back, no false alarm.
+ */
+static void test_csum_crash_between_crc_and_data(void **state)
+{
+	const uint64_t oid = OID + 12;
+
+	assert_int_equal(store_create(oid, OBJ, a, OBJ, 0, false), 0);
+	assert_int_equal(store_write(oid, b, 4096, 8192, false), 0);
+	/* undo the data write only */
+	poke(oid, 8192, a, 4096);
+	assert_int_equal(store_read(oid, got, 4096, 8192), 0);
+	assert_memory_equal(got, a, 4096);
+	assert_int_equal(store_remove(oid), 0);
+}
+
+/* a store of files without checksums gets them at start-up, once */
+static void test_csum_upgrade(void **state)
+{
+	const uint64_t oid = OID + 13, inode = UINT64_C(0x80abcd0000000000);
+	char p[200], marker[200];
+	uint8_t *ino = calloc(1, 8192);
+	FILE *f;
+
+	assert_non_null(ino);
+	memset(ino + 4096, 0x33, 10);
+	snprintf(marker, sizeof(marker), "%s/obj/.csum-v1", base);
+	assert_int_equal(unlink(marker), 0);
+	obj_file(p, sizeof(p), oid);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(a, 1, OBJ, f), OBJ);
+	fclose(f);
+	obj_file(p, sizeof(p), inode);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(ino, 1, 8192, f), 8192);
+	fclose(f);
+	assert_int_equal(store_init(base, true), 0);
+	assert_int_equal(access(marker, F_OK), 0);
+	assert_int_equal(store_read(oid, got, OBJ, 0), 0);
+	assert_memory_equal(got, a, OBJ);
+	assert_int_equal(store_read(inode, got, 8192, 0), 0);
+	assert_memory_equal(got, ino, 8192);
+	/* upgraded: a later file without a trailer is damage */
+	obj_file(p, sizeof(p), oid);
+	assert_int_equal(truncate(p, OBJ), 0);
+	assert_int_equal(store_init(base, true), 0);
+	assert_int_equal(store_read(oid, got, 4096, 0), SD_RES_EIO);
+	assert_int_equal(store_remove(oid), 0);
+	assert_int_equal(store_remove(inode), 0);
+	free(ino);
 }
 
 int main(void)
@@ -293,6 +430,10 @@ int main(void)
 		cmocka_unit_test(test_stale_drop),
 		cmocka_unit_test(test_stale_index_rebuilt),
 		cmocka_unit_test(test_sparse_create_keeps_holes),
+		cmocka_unit_test(test_csum_detects_flip),
+		cmocka_unit_test(test_csum_unaligned_writes),
+		cmocka_unit_test(test_csum_crash_between_crc_and_data),
+		cmocka_unit_test(test_csum_upgrade),
 	};
 
 	return cmocka_run_group_tests_name("store", tests, setup, teardown);

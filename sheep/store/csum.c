@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * End-to-end checksums of stored objects: CRC32C (ISA-L) of every 4 KiB
+ * block, kept in the object's own file after its data, so that a rename,
+ * a link or a move to the stale area carries them along and one fdatasync
+ * makes both durable:
+ *
+ *   [data: size bytes][nblk x {cur, prev} CRC32C, le32][footer, 16 bytes]
+ *
+ * A write stores the new CRCs (the old ones kept as "prev") before the
+ * data.  A block whose data matches either CRC is good: a crash between
+ * the two writes leaves the old data with its old CRC still on record,
+ * never a false alarm; a block that matches neither is rot, and the read
+ * fails with SD_RES_EIO (the gateway then reads another replica).
+ *
+ * Writers to one object take a striped lock for the read-modify-write of
+ * the CRCs (not across fdatasync); readers take none: thanks to the order
+ * above they always see data that matches cur or prev.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <isa-l/crc.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "sheepdog_proto.h"
+#include "internal_proto.h"
+#include "proto.h"
+#include "store.h"
+#include "store_int.h"
+#include "util.h"
+
+#define CSUM_MAGIC	UINT64_C(0x3176736b636c656b)	/* "kelcksv1" */
+#define NR_STRIPES	64
+
+static pthread_mutex_t stripe[NR_STRIPES];
+static pthread_once_t csum_once = PTHREAD_ONCE_INIT;
+static uint32_t zero_crc;		/* of a whole block of zeros */
+static uint64_t nr_mismatch;
+
+static uint32_t crc32c(const void *p, uint32_t n)
+{
+	return crc32_iscsi((unsigned char *)p, (int)n, 0xffffffffU);
+}
+
+static void csum_setup(void)
+{
+	static const uint8_t zero[CSUM_BLOCK];
+
+	for (int i = 0; i < NR_STRIPES; i++)
+		pthread_mutex_init(&stripe[i], NULL);
+	zero_crc = crc32c(zero, CSUM_BLOCK);
+}
+
+void csum_init(void)
+{
+	pthread_once(&csum_once, csum_setup);
+}
+
+static pthread_mutex_t *lock_of(uint64_t oid)
+{
+	return &stripe[(oid ^ (oid >> 29)) % NR_STRIPES];
+}
+
+uint32_t csum_nr_blocks(uint32_t size)
+{
+	return (uint32_t)(((uint64_t)size + CSUM_BLOCK - 1) / CSUM_BLOCK);
+}
+
+uint64_t csum_file_size(uint32_t size)
+{
+	return (uint64_t)size + (uint64_t)csum_nr_blocks(size) * 8 + 16;
+}
+
+static uint32_t block_len(uint32_t b, uint32_t size)
+{
+	uint64_t start = (uint64_t)b * CSUM_BLOCK;
+
+	return size - start < CSUM_BLOCK ? (uint32_t)(size - start) :
+					   CSUM_BLOCK;
+}
+
+uint64_t csum_mismatches(void)
+{
+	return __atomic_load_n(&nr_mismatch, __ATOMIC_RELAXED);
+}
+
+/* the data size of the object in @fd from its footer, 0 if it has none */
+uint32_t csum_layout(int fd)
+{
+	uint8_t f[16];
+	struct stat st;
+	uint32_t size;
+
+	if (fstat(fd, &st) || st.st_size < 16 ||
+	    xpread(fd, f, sizeof(f), st.st_size - 16) != sizeof(f))
+		return 0;
+	size = get_le32(f + 8);
+	if (get_le64(f) != CSUM_MAGIC || get_le32(f + 12) !=
+	    csum_nr_blocks(size) || (uint64_t)st.st_size != csum_file_size(size))
+		return 0;
+	return size;
+}
+
+/*
+ * The whole trailer of a new object of @size bytes whose only data is
+ * @len bytes of @buf at @off (zeros elsewhere).
+ */
+int csum_write_new(int fd, uint32_t size, const void *buf, uint32_t len,
+		   uint32_t off)
+{
+	uint32_t nblk = csum_nr_blocks(size);
+	size_t tlen = (size_t)nblk * 8 + 16;
+	uint8_t *t = xmalloc(tlen), *blk = xmalloc(CSUM_BLOCK);
+	int ret = 0;
+
+	csum_init();
+	for (uint32_t b = 0; b < nblk; b++) {
+		uint64_t bs = (uint64_t)b * CSUM_BLOCK, be = bs + block_len(b, size);
+		uint32_t crc;
+
+		if (be <= off || bs >= (uint64_t)off + len) {
+			crc = block_len(b, size) == CSUM_BLOCK ? zero_crc :
+			      crc32c(memset(blk, 0, CSUM_BLOCK),
+				     block_len(b, size));
+		} else if (bs >= off && be <= (uint64_t)off + len) {
+			crc = crc32c((const uint8_t *)buf + (bs - off),
+				     block_len(b, size));
+		} else {
+			uint64_t from = bs > off ? bs : off;
+			uint64_t to = be < (uint64_t)off + len ? be :
+				      (uint64_t)off + len;
+
+			memset(blk, 0, CSUM_BLOCK);
+			memcpy(blk + (from - bs), (const uint8_t *)buf +
+			       (from - off), to - from);
+			crc = crc32c(blk, block_len(b, size));
+		}
+		put_le32(t + 8 * b, crc);
+		put_le32(t + 8 * b + 4, crc);
+	}
+	put_le64(t + tlen - 16, CSUM_MAGIC);
+	put_le32(t + tlen - 8, size);
+	put_le32(t + tlen - 4, nblk);
+	if (xpwrite(fd, t, tlen, size) < 0)
+		ret = -1;
+	free(blk);
+	free(t);
+	return ret;
+}
+
+/*
+ * The CRC of block @b of the object after @buf is written at @off, in
+ * *@crc; the block's entry is @e.  A partly written block keeps the rest
+ * of its old data, which must pass its check first: a CRC computed over
+ * rot would make the rot look good.  Returns false then.
+ */
+static bool new_block_crc(int fd, uint64_t oid, uint32_t size, uint32_t b,
+			  const uint8_t *buf, uint32_t len, uint32_t off,
+			  uint8_t *tmp, const uint8_t *e, uint32_t *crc)
+{
+	uint64_t bs = (uint64_t)b * CSUM_BLOCK;
+	uint32_t bl = block_len(b, size), old;
+	uint64_t from, to;
+
+	if (bs >= off && bs + bl <= (uint64_t)off + len) {
+		*crc = crc32c(buf + (bs - off), bl);
+		return true;
+	}
+	if (xpread(fd, tmp, bl, bs) != (ssize_t)bl)
+		return false;
+	old = crc32c(tmp, bl);
+	if (old != get_le32(e) && old != get_le32(e + 4)) {
+		__atomic_add_fetch(&nr_mismatch, 1, __ATOMIC_RELAXED);
+		sd_err("checksum mismatch: object %" PRIx64 " block %u, under "
+		       "a partial write: refused", oid, b);
+		return false;
+	}
+	from = bs > off ? bs : off;
+	to = bs + bl < (uint64_t)off + len ? bs + bl : (uint64_t)off + len;
+	memcpy(tmp + (from - bs), buf + (from - off), to - from);
+	*crc = crc32c(tmp, bl);
+	return true;
+}
+
+int csum_write(int fd, uint64_t oid, uint32_t size, const void *buf,
+	       uint32_t len, uint32_t off)
+{
+	uint32_t b0 = off / CSUM_BLOCK, b1, nb;
+	uint8_t *t, *tmp;
+	int ret = SD_RES_SUCCESS;
+
+	if (!len)
+		return SD_RES_SUCCESS;
+	if ((uint64_t)off + len > size)
+		return SD_RES_INVALID_PARMS;
+	csum_init();
+	b1 = (uint32_t)(((uint64_t)off + len - 1) / CSUM_BLOCK);
+	nb = b1 - b0 + 1;
+	t = xmalloc((size_t)nb * 8);
+	tmp = xmalloc(CSUM_BLOCK);
+	pthread_mutex_lock(lock_of(oid));
+	if (xpread(fd, t, (size_t)nb * 8, (uint64_t)size + b0 * 8ULL) !=
+	    (ssize_t)nb * 8) {
+		ret = SD_RES_EIO;
+		goto out;
+	}
+	for (uint32_t b = b0; b <= b1; b++) {
+		uint8_t *e = t + 8 * (b - b0);
+		uint32_t crc;
+
+		if (!new_block_crc(fd, oid, size, b, buf, len, off, tmp, e,
+				   &crc)) {
+			ret = SD_RES_EIO;
+			goto out;
+		}
+		if (crc != get_le32(e)) {
+			put_le32(e + 4, get_le32(e));
+			put_le32(e, crc);
+		}
+	}
+	/* the CRCs first: see the comment at the top */
+	if (xpwrite(fd, t, (size_t)nb * 8, (uint64_t)size + b0 * 8ULL) < 0 ||
+	    xpwrite(fd, buf, len, off) < 0)
+		ret = store_err_to_res(errno);
+out:
+	pthread_mutex_unlock(lock_of(oid));
+	free(tmp);
+	free(t);
+	return ret;
+}
+
+/*
+ * Read @len bytes at @off of the object (of @size data bytes) in @fd into
+ * @buf, verifying every block they touch.  @quiet: a mismatch is not yet
+ * reported (a first, unlocked try).
+ */
+static int read_verified(int fd, uint64_t oid, uint32_t size, void *buf,
+			 uint32_t len, uint32_t off, bool quiet)
+{
+	uint32_t b0 = off / CSUM_BLOCK, b1, nb;
+	uint64_t start = (uint64_t)b0 * CSUM_BLOCK, end;
+	uint8_t *t, *data;
+	int ret = SD_RES_SUCCESS;
+	ssize_t n;
+
+	if (!len)
+		return SD_RES_SUCCESS;
+	if ((uint64_t)off + len > size)
+		return SD_RES_INVALID_PARMS;
+	csum_init();
+	b1 = (uint32_t)(((uint64_t)off + len - 1) / CSUM_BLOCK);
+	nb = b1 - b0 + 1;
+	end = (uint64_t)b1 * CSUM_BLOCK + block_len(b1, size);
+	/* whole blocks are needed to verify; read in place when aligned */
+	data = (start == off && end == (uint64_t)off + len) ? buf :
+	       xmalloc(end - start);
+	t = xmalloc((size_t)nb * 8);
+	n = xpread(fd, data, end - start, start);
+	if (n != (ssize_t)(end - start) ||
+	    xpread(fd, t, (size_t)nb * 8, (uint64_t)size + b0 * 8ULL) !=
+	    (ssize_t)nb * 8) {
+		ret = SD_RES_EIO;
+		goto out;
+	}
+	for (uint32_t b = b0; b <= b1; b++) {
+		const uint8_t *e = t + 8 * (b - b0);
+		uint32_t crc = crc32c(data + (uint64_t)(b - b0) * CSUM_BLOCK,
+				      block_len(b, size));
+
+		if (crc == get_le32(e) || crc == get_le32(e + 4))
+			continue;
+		ret = SD_RES_EIO;
+		if (quiet)
+			goto out;
+		__atomic_add_fetch(&nr_mismatch, 1, __ATOMIC_RELAXED);
+		sd_err("checksum mismatch: object %" PRIx64 " block %u "
+		       "(data %08x, recorded %08x/%08x): not served", oid, b,
+		       crc, get_le32(e), get_le32(e + 4));
+		goto out;
+	}
+	if (data != buf)
+		memcpy(buf, data + (off - start), len);
+out:
+	if (data != buf)
+		free(data);
+	free(t);
+	return ret;
+}
+
+/*
+ * A buffered read may see a block half written by a concurrent writer: a
+ * mismatch is believed only when the read is repeated with the writers
+ * of the object held off.
+ */
+int csum_read(int fd, uint64_t oid, uint32_t size, void *buf, uint32_t len,
+	      uint32_t off)
+{
+	int ret = read_verified(fd, oid, size, buf, len, off, true);
+
+	if (ret != SD_RES_EIO)
+		return ret;
+	pthread_mutex_lock(lock_of(oid));
+	ret = read_verified(fd, oid, size, buf, len, off, false);
+	pthread_mutex_unlock(lock_of(oid));
+	return ret;
+}

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * A store written before objects carried checksums is upgraded once, at
+ * start-up, before anything is served: every object file (working and
+ * stale) without a checksum trailer is rewritten whole, through a
+ * temporary file and rename(), with its CRCs computed from the data it
+ * holds.  Then obj/.csum-v1 records that the store is upgraded; after
+ * that, a file without a trailer is damage, never an old format.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "sheepdog_proto.h"
+#include "store.h"
+#include "store_int.h"
+#include "util.h"
+
+#define MARKER		".csum-v1"
+#define UP_SUFFIX	".up.tmp"
+
+/* a file named by 16 hex digits, optionally followed by ".<epoch>" */
+static bool object_name(const char *name, uint64_t *oid)
+{
+	char hex[17], *end;
+
+	if (strlen(name) < 16 || (name[16] && name[16] != '.') ||
+	    strstr(name, ".tmp"))
+		return false;
+	memcpy(hex, name, 16);
+	hex[16] = 0;
+	*oid = strtoull(hex, &end, 16);
+	return !*end;
+}
+
+static int upgrade_file(const char *dir, const char *name, uint64_t oid,
+			bool nosync)
+{
+	char path[4400], tmp[4420];
+	uint8_t *buf = NULL;
+	struct stat st;
+	int fd, out = -1, ret = -1;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(tmp, sizeof(tmp), "%s%s", path, UP_SUFFIX);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (csum_layout(fd)) {
+		close(fd);
+		return 0;		/* done before a crash */
+	}
+	if (fstat(fd, &st) || st.st_size > UINT32_MAX)
+		goto out;
+	buf = xmalloc(st.st_size ? (size_t)st.st_size : 1);
+	if (xpread(fd, buf, (size_t)st.st_size, 0) != st.st_size)
+		goto out;
+	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (out < 0 ||
+	    ftruncate(out, (off_t)csum_file_size((uint32_t)st.st_size)))
+		goto out;
+	/* zero blocks stay holes */
+	for (off_t o = 0; o < st.st_size; o += CSUM_BLOCK) {
+		size_t n = st.st_size - o < CSUM_BLOCK ?
+			   (size_t)(st.st_size - o) : CSUM_BLOCK;
+
+		if (!is_zero(buf + o, n) && xpwrite(out, buf + o, n, o) < 0)
+			goto out;
+	}
+	if (csum_write_new(out, (uint32_t)st.st_size, buf,
+			   (uint32_t)st.st_size, 0) ||
+	    (!nosync && fdatasync(out)) || rename(tmp, path))
+		goto out;
+	ret = 0;
+out:
+	if (ret)
+		sd_err("cannot add checksums to %s: %m", path);
+	if (out >= 0)
+		close(out);
+	if (ret)
+		unlink(tmp);
+	close(fd);
+	free(buf);
+	return ret;
+}
+
+static int upgrade_dir(const char *dir, bool nosync, size_t *nr)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int ret = 0;
+
+	if (!d)
+		return errno == ENOENT ? 0 : -1;
+	while ((de = readdir(d)) && !ret) {
+		size_t l = strlen(de->d_name);
+		uint64_t oid;
+		char p[4400];
+
+		if (l > strlen(UP_SUFFIX) &&
+		    !strcmp(de->d_name + l - strlen(UP_SUFFIX), UP_SUFFIX)) {
+			snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+			unlink(p);	/* an upgrade a crash interrupted */
+			continue;
+		}
+		if (!object_name(de->d_name, &oid))
+			continue;
+		ret = upgrade_file(dir, de->d_name, oid, nosync);
+		(*nr)++;
+	}
+	closedir(d);
+	return ret;
+}
+
+int store_upgrade(bool nosync)
+{
+	char marker[4400], stale[4400];
+	size_t nr = 0;
+	int fd;
+
+	snprintf(marker, sizeof(marker), "%s/" MARKER, store_dir());
+	if (!access(marker, F_OK))
+		return 0;
+	snprintf(stale, sizeof(stale), "%s/.stale", store_dir());
+	if (upgrade_dir(store_dir(), nosync, &nr) ||
+	    upgrade_dir(stale, nosync, &nr))
+		return -1;
+	if (nr)
+		sd_notice("added checksums to %zu object(s) stored without "
+			  "them", nr);
+	fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	if (!nosync)
+		fsync(fd);
+	close(fd);
+	return 0;
+}
