@@ -216,7 +216,13 @@ static int create_obj(uint64_t oid, uint32_t obj_size, const void *buf,
 		goto fail;
 	if (csum_write_new(fd, obj_size, buf, len, off))
 		goto fail;
-	if (sync && !store_nosync && fdatasync(fd))
+	/*
+	 * Durable before it takes the object's name, even for a cached
+	 * write: a rename that survived a power loss without the file's
+	 * checksums would make the whole object unreadable, not just lose
+	 * the unflushed write.
+	 */
+	if (!store_nosync && fdatasync(fd))
 		goto fail;
 	close(fd);
 	if (!replace) {
