@@ -324,6 +324,9 @@ static void adopt_cinfo(const struct cluster_info_hdr *h,
 	set_epoch_nodes(nodes, (size_t)h->nr_nodes);
 }
 
+static void stale_if_left_behind(const struct cluster_info_hdr *h,
+				 const struct sd_node *nodes);
+
 static bool sd_join_handler(const struct sd_node *joining,
 		     const struct sd_node *members, size_t nr_members,
 		     void *opaque, size_t *len, size_t max_len)
@@ -342,8 +345,10 @@ static bool sd_join_handler(const struct sd_node *joining,
 			/* the joiner notices the mismatch and leaves */
 			goto out;
 		}
-		if (jh.epoch > cs->epoch)
+		if (jh.epoch > cs->epoch) {
+			stale_if_left_behind(&jh, jnodes);
 			adopt_cinfo(&jh, jnodes);
+		}
 	}
 	if (status == SD_STATUS_WAIT && cs->ctime && cs->epoch) {
 		all = xmalloc((nr_members + 1) * sizeof(*all));
@@ -367,6 +372,26 @@ static bool in_nodes(const struct sd_node *nodes, size_t nr)
 	return false;
 }
 
+/*
+ * The cluster moved on without us: what we hold may be out of date.  Keep
+ * it only as stale copies, tagged with the epoch we last knew.  Also when
+ * the history is learnt while the cluster still waits for its nodes (a
+ * whole-cluster restart that this node, down since an earlier epoch,
+ * joined first): its old copies must never be served as current.
+ */
+static void stale_if_left_behind(const struct cluster_info_hdr *h,
+				 const struct sd_node *nodes)
+{
+	uint32_t my_epoch = cs->epoch;
+
+	if (!h->epoch || !my_epoch || sys.gateway ||
+	    in_nodes(nodes, (size_t)h->nr_nodes))
+		return;
+	sd_notice("joining at epoch %u after epoch %u: local objects become "
+		  "stale copies", h->epoch, my_epoch);
+	recovery_stale_everything(my_epoch);
+}
+
 static void joiner_accepted(const struct cluster_info_hdr *h,
 			    const struct sd_node *nodes)
 {
@@ -384,17 +409,10 @@ static void joiner_accepted(const struct cluster_info_hdr *h,
 		sheep_exit(1);
 	}
 	cs->joined = true;
-	/*
-	 * The cluster moved on without us: what we hold may be out of date.
-	 * Keep it only as stale copies, tagged with the epoch we last knew.
-	 */
-	if (h->status == SD_STATUS_OK && h->epoch && my_epoch &&
-	    h->epoch != my_epoch && !in_nodes(nodes, (size_t)h->nr_nodes) &&
-	    !sys.gateway) {
-		sd_notice("rejoining at epoch %u after epoch %u: local objects "
-			  "become stale copies", h->epoch, my_epoch);
-		recovery_stale_everything(my_epoch);
-	}
+	if (h->status == SD_STATUS_OK && h->epoch != my_epoch)
+		stale_if_left_behind(h, nodes);
+	else if (h->epoch > my_epoch)
+		stale_if_left_behind(h, nodes);
 	if (h->epoch >= cs->epoch || h->status == SD_STATUS_OK)
 		adopt_cinfo(h, nodes);
 	if (cs->ctime)
@@ -408,6 +426,7 @@ static void sd_accept_handler(const struct sd_node *joined,
 	struct cluster_info_hdr h;
 	struct sd_node *nodes = NULL;
 	bool me = node_is_self(joined) && !cs->joined;
+	bool was_waiting = cs->status == SD_STATUS_WAIT;
 	char name[128];
 
 	if (cinfo_decode(opaque, len, &h, &nodes)) {
@@ -417,8 +436,10 @@ static void sd_accept_handler(const struct sd_node *joined,
 	sd_info("%s joined", node_to_str(joined, name, sizeof(name)));
 	if (me)
 		joiner_accepted(&h, nodes);
-	else if (cs->status == SD_STATUS_WAIT && h.epoch > cs->epoch)
+	else if (cs->status == SD_STATUS_WAIT && h.epoch > cs->epoch) {
+		stale_if_left_behind(&h, nodes);
 		adopt_cinfo(&h, nodes);
+	}
 	set_members(members, nr_members);
 	if (cs->status != SD_STATUS_SHUTDOWN)
 		cs->status = h.status == SD_STATUS_OK ? SD_STATUS_OK :
@@ -426,6 +447,14 @@ static void sd_accept_handler(const struct sd_node *joined,
 	if (cs->status == SD_STATUS_WAIT && cs->ctime && cs->epoch &&
 	    epoch_nodes_present(cs->members, cs->nr_members))
 		cs->status = SD_STATUS_OK;
+	/*
+	 * Back after a whole-cluster stop: a recovery the stop cut short is
+	 * run again (what is already here is only checked).  A new epoch, if
+	 * one follows, starts its own instead.
+	 */
+	if (was_waiting && cs->status == SD_STATUS_OK && !recover_from &&
+	    cs->epoch > 1)
+		recover_from = cs->epoch - 1;
 	if (cs->status == SD_STATUS_OK &&
 	    !same_nodes(cs->members, cs->nr_members, cs->epoch_nodes,
 			cs->nr_epoch_nodes))
