@@ -30,6 +30,8 @@
 #define LIST_BUF_START	(4U << 20)
 #define LIST_BUF_MAX	(256U << 20)
 #define DISK_MARGIN_PCT	5
+#define HALT_RETRY_MS	10000	/* a halted recovery tries again */
+#define FAIL_RETRY_MS	1000	/* an object that could not be stored */
 
 enum robj_state { RO_PENDING, RO_ACTIVE, RO_STORING, RO_DONE };
 enum rstate { RS_PREPARING, RS_RECOVERING, RS_NOTIFYING, RS_DONE,
@@ -40,6 +42,8 @@ struct robj {
 	uint8_t state;
 	bool superseded;
 	bool urgent;		/* a request waits: store past the margin */
+	uint32_t fail_res;	/* the store failed (no space): SD_RES_* */
+	uint64_t fail_at;	/* when, in ms */
 	int pass;		/* 1: working copies, 2: stale copies too */
 	int next_src;
 	uint32_t size;
@@ -77,6 +81,8 @@ struct recovery {
 	struct list_head parked;	/* while preparing */
 	struct work stale_work;
 	bool staling;		/* stale_work queued, not done yet */
+	bool halted;		/* the disk margin stopped it once */
+	struct timer halt_timer;
 };
 
 static struct recovery *rec;
@@ -94,6 +100,7 @@ static void robj_fetch(struct robj *ro);
 static void robj_store(struct robj *ro);
 static void robj_start(struct robj *ro);
 static void robj_halt(struct robj *ro);
+static void rec_unhalt(struct timer *t);
 
 static void rec_put(struct recovery *rw)
 {
@@ -110,6 +117,7 @@ static void rec_put(struct recovery *rw)
 	ring_free(&rw->old_ring);
 	ring_free(&rw->cur_ring);
 	timer_del(&rw->timer);
+	timer_del(&rw->halt_timer);
 	free(rw);
 }
 
@@ -237,6 +245,7 @@ static void robj_store_work(struct work *w)
 	/* late stores of a cancelled recovery must not replace newer data */
 	ret = store_create_new(ro->oid, ro->size, ro->buf, ro->size, 0, true);
 	ro->pass = ret == SD_RES_SUCCESS ? -1 : -3;
+	ro->fail_res = ret == SD_RES_SUCCESS ? 0 : (uint32_t)ret;
 }
 
 static void robj_store_done(struct work *w)
@@ -245,14 +254,19 @@ static void robj_store_done(struct work *w)
 	struct recovery *rw = ro->rw;
 
 	if (ro->pass == -2) {
-		if (rw->state != RS_HALTED)
+		if (!rw->halted)
 			sd_emerg("recovery halted: the disk would be nearly "
 				 "full (keeping %d%% free); object %016" PRIx64
 				 " not recovered", DISK_MARGIN_PCT, ro->oid);
 		rw->state = RS_HALTED;
+		rw->halted = true;
+		rw->halt_timer.fn = rec_unhalt;
+		timer_del(&rw->halt_timer);
+		timer_add(sys.loop, &rw->halt_timer, HALT_RETRY_MS);
 		robj_halt(ro);
 		return;
 	} else if (ro->pass == -3) {
+		ro->fail_at = now_msec();
 		sd_err("cannot store recovered %016" PRIx64, ro->oid);
 	}
 	if (ro->pass == 1 && !rw->cancelled && !ro->superseded) {
@@ -441,6 +455,17 @@ static void rec_timer(struct timer *t)
 	rec_pump(rw);
 }
 
+/* the disk may have room again (objects deleted, the stale area swept) */
+static void rec_unhalt(struct timer *t)
+{
+	struct recovery *rw = container_of(t, struct recovery, halt_timer);
+
+	if (rw->cancelled || rw->state != RS_HALTED)
+		return;
+	rw->state = RS_RECOVERING;
+	rec_pump(rw);
+}
+
 static void rec_pump(struct recovery *rw)
 {
 	if (rw->cancelled || rw->state != RS_RECOVERING)
@@ -600,6 +625,7 @@ static void rec_cancel(struct recovery *rw)
 {
 	rw->cancelled = true;
 	timer_del(&rw->timer);
+	timer_del(&rw->halt_timer);
 	resubmit_list(&rw->parked);
 	for (size_t i = 0; i < rw->nr_work; i++)
 		resubmit_list(&rw->work[i]->parked);
@@ -688,6 +714,19 @@ bool recovery_park(struct request *req)
 	if (rw->state != RS_RECOVERING && rw->state != RS_HALTED)
 		return false;
 	ro = robj_find(rw, req->rq.obj.oid);
+	if (ro && ro->state == RO_DONE && ro->fail_res) {
+		/*
+		 * It could not be stored here (a full disk): say so, rather
+		 * than "no object"; a request a second later tries again.
+		 */
+		if (now_msec() < ro->fail_at + FAIL_RETRY_MS) {
+			req->rp.result = ro->fail_res;
+			return false;
+		}
+		ro->fail_res = 0;
+		ro->state = RO_PENDING;
+		rw->nr_done--;
+	}
 	if (!ro || ro->state == RO_DONE)
 		return false;
 	list_add_tail(&req->list, &ro->parked);
