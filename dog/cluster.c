@@ -548,6 +548,9 @@ static const struct subcommand cluster_cmds[] = {
 	  0, 0, cluster_shutdown },
 	{ "recover", NULL, "afphT", "control recovery", recover_cmds, 0, 0,
 	  NULL },
+	{ "scrub", NULL, "aphrT", "verify stored objects against their "
+	  "checksums and repair them", scrub_cmds, CMD_NEED_NODELIST, 0,
+	  NULL },
 	{ "check", NULL, "aphT",
 	  "check and repair the replicas of every image", NULL,
 	  CMD_NEED_NODELIST, 0, cluster_check },

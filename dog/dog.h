@@ -61,6 +61,8 @@ struct command {
 extern struct command vdi_command;
 extern struct command node_command;
 extern struct command cluster_command;
+/* scrub.c: dog cluster scrub start|stop|status */
+extern const struct subcommand scrub_cmds[];
 extern struct command benchmark_command;
 
 /* global options and cluster view */

@@ -67,6 +67,11 @@
 /* Kelpie: the cluster-key challenge between sheep (sheep/core/auth.h) */
 #define SD_OP_AUTH_NONCE		0xE0
 #define SD_OP_AUTH_PROVE		0xE1
+/* Kelpie: scrub (dog cluster scrub); the status reply is 7 le64 */
+#define SD_OP_SCRUB_START		0xE2
+#define SD_OP_SCRUB_STOP		0xE3
+#define SD_OP_SCRUB_STATUS		0xE4
+#define SCRUB_STATUS_LEN		56
 
 #define SD_FLAG_CMD_RECOVERY		0x0080
 #define SD_FLAG_CMD_WILDCARD		0x0100

@@ -18,6 +18,7 @@
 #include "ops/ops.h"
 #include "ops/validate.h"
 #include "recovery/recovery.h"
+#include "recovery/scrub.h"
 #include "state/cluster.h"
 #include "state/epoch.h"
 #include "state/vdi.h"
@@ -481,6 +482,31 @@ static int local_stat_recovery(struct request *req)
 	return SD_RES_SUCCESS;
 }
 
+static int local_scrub_start(struct request *req)
+{
+	return scrub_start();
+}
+
+static int local_scrub_stop(struct request *req)
+{
+	scrub_stop();
+	return SD_RES_SUCCESS;
+}
+
+static int local_scrub_status(struct request *req)
+{
+	struct scrub_stat st;
+	const uint64_t *f = &st.running;
+
+	if (req->data_len < SCRUB_STATUS_LEN)
+		return SD_RES_BUFFER_SMALL;
+	scrub_get_stat(&st);
+	for (int i = 0; i < SCRUB_STATUS_LEN / 8; i++)
+		put_le64((uint8_t *)req->data + 8 * i, f[i]);
+	req->rp.data_length = SCRUB_STATUS_LEN;
+	return SD_RES_SUCCESS;
+}
+
 static int local_get_recovery(struct request *req)
 {
 	struct recovery_throttling throttle;
@@ -760,6 +786,14 @@ static const struct sd_op ops[256] = {
 		.force = true, .main_fn = local_read_del_vdis,
 		.max_len = SD_NR_VDIS / 8 },
 	[SD_OP_GET_RECOVERY] = LOCAL("GET_RECOVERY", true, local_get_recovery),
+	[SD_OP_SCRUB_START] = { .name = "SCRUB_START", .type = OP_LOCAL,
+		.main_fn = local_scrub_start, .checks = OPV_ADMIN },
+	[SD_OP_SCRUB_STOP] = { .name = "SCRUB_STOP", .type = OP_LOCAL,
+		.force = true, .main_fn = local_scrub_stop,
+		.checks = OPV_ADMIN },
+	[SD_OP_SCRUB_STATUS] = { .name = "SCRUB_STATUS", .type = OP_LOCAL,
+		.force = true, .main_fn = local_scrub_status,
+		.max_len = SCRUB_STATUS_LEN },
 	[SD_OP_AUTH_NONCE] = { .name = "AUTH_NONCE", .type = OP_LOCAL,
 		.force = true, .checks = OPV_CONN,
 		.max_len = AUTH_NONCE_LEN },

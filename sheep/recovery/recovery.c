@@ -565,10 +565,19 @@ struct list_fetch {
 	struct peer_req pr;
 	struct recovery *rw;
 	struct sd_node node;
+	int tries;
 };
 
+#define LIST_TRIES	2
+
+static void fetch_list_try(struct recovery *rw, const struct sd_node *n,
+			   uint32_t size, int tries);
+
 static void fetch_list(struct recovery *rw, const struct sd_node *n,
-		       uint32_t size);
+		       uint32_t size)
+{
+	fetch_list_try(rw, n, size, 0);
+}
 
 static void list_done(struct peer_req *pr, int result)
 {
@@ -592,9 +601,15 @@ static void list_done(struct peer_req *pr, int result)
 			rw->nr_local = nr;
 		}
 		rw->nr_cand += nr;
-	} else if (!rw->cancelled) {
-		sd_warn("no object list from a member: %s",
+	} else if (!rw->cancelled && lf->tries < LIST_TRIES) {
+		/* a member we cannot list would leave its objects behind */
+		sd_warn("no object list from a member (%s): asking again",
 			sd_strerror((uint32_t)result));
+		fetch_list_try(rw, &lf->node, pr->rbuf_len, lf->tries + 1);
+	} else if (!rw->cancelled) {
+		sd_err("no object list from a member: %s; its objects are "
+		       "recovered when a request needs them",
+		       sd_strerror((uint32_t)result));
 	}
 	free(pr->rbuf);
 	free(lf);
@@ -603,11 +618,12 @@ static void list_done(struct peer_req *pr, int result)
 	rec_put(rw);
 }
 
-static void fetch_list(struct recovery *rw, const struct sd_node *n,
-		       uint32_t size)
+static void fetch_list_try(struct recovery *rw, const struct sd_node *n,
+			   uint32_t size, int tries)
 {
 	struct list_fetch *lf = xzalloc(sizeof(*lf));
 
+	lf->tries = tries;
 	lf->rw = rw;
 	lf->node = *n;
 	rw->refs++;
@@ -697,6 +713,27 @@ void recovery_restart(void)
 /* ---- hooks for the request path ---- */
 
 /*
+ * An object no member listed (a list that could not be fetched, an
+ * object created since) that a request needs here: recover it now.
+ */
+static struct robj *robj_add(struct recovery *rw, uint64_t oid)
+{
+	struct robj *ro;
+
+	if (!self_is_target(&rw->cur_ring, oid))
+		return NULL;
+	ro = xzalloc(sizeof(*ro));
+	ro->oid = oid;
+	ro->rw = rw;
+	INIT_LIST_HEAD(&ro->parked);
+	ro->hnext = rw->hash[oid % RHASH];
+	rw->hash[oid % RHASH] = ro;
+	rw->work = xrealloc(rw->work, (rw->nr_work + 2) * sizeof(*rw->work));
+	rw->work[rw->nr_work++] = ro;
+	return ro;
+}
+
+/*
  * A peer op answered NO_OBJ: if the object is still to be recovered here,
  * keep the request and answer it after recovery.  Returns true if parked.
  */
@@ -711,9 +748,12 @@ bool recovery_park(struct request *req)
 		list_add_tail(&req->list, &rw->parked);
 		return true;
 	}
-	if (rw->state != RS_RECOVERING && rw->state != RS_HALTED)
+	if (rw->state != RS_RECOVERING && rw->state != RS_HALTED &&
+	    rw->state != RS_DONE)
 		return false;
 	ro = robj_find(rw, req->rq.obj.oid);
+	if (!ro)
+		ro = robj_add(rw, req->rq.obj.oid);
 	if (ro && ro->state == RO_DONE && ro->fail_res) {
 		/*
 		 * It could not be stored here (a full disk): say so, rather

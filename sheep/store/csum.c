@@ -308,3 +308,46 @@ int csum_read(int fd, uint64_t oid, uint32_t size, void *buf, uint32_t len,
 	pthread_mutex_unlock(lock_of(oid));
 	return ret;
 }
+
+/*
+ * Repair from @good (the whole object, verified by the node it came from)
+ * only the blocks of the local copy that fail their check, under the
+ * writers' lock: a block a client rewrote meanwhile passes and is kept,
+ * so a repair never undoes a write, whatever the order in which the
+ * write reaches the copies.  Returns the number of blocks repaired, or -1.
+ */
+int csum_repair(int fd, uint64_t oid, uint32_t size, const void *good)
+{
+	uint32_t nblk = csum_nr_blocks(size);
+	uint8_t *blk = xmalloc(CSUM_BLOCK), e[8];
+	int nr = 0;
+
+	csum_init();
+	pthread_mutex_lock(lock_of(oid));
+	for (uint32_t b = 0; b < nblk && nr >= 0; b++) {
+		uint64_t bs = (uint64_t)b * CSUM_BLOCK;
+		uint32_t bl = block_len(b, size), crc;
+
+		if (xpread(fd, blk, bl, bs) != (ssize_t)bl ||
+		    xpread(fd, e, 8, (uint64_t)size + 8ULL * b) != 8) {
+			nr = -1;
+			break;
+		}
+		crc = crc32c(blk, bl);
+		if (crc == get_le32(e) || crc == get_le32(e + 4))
+			continue;
+		crc = crc32c((const uint8_t *)good + bs, bl);
+		put_le32(e, crc);
+		put_le32(e + 4, crc);
+		if (xpwrite(fd, e, 8, (uint64_t)size + 8ULL * b) < 0 ||
+		    xpwrite(fd, (const uint8_t *)good + bs, bl, bs) < 0) {
+			nr = -1;
+			break;
+		}
+		sd_notice("repaired object %" PRIx64 " block %u", oid, b);
+		nr++;
+	}
+	pthread_mutex_unlock(lock_of(oid));
+	free(blk);
+	return nr;
+}

@@ -143,6 +143,44 @@ int store_write(uint64_t oid, const void *buf, uint32_t len, uint32_t off,
 	return ret;
 }
 
+int store_repair(uint64_t oid, const void *good, uint32_t len, int *nr)
+{
+	char p[4400];
+	struct fdc_ent *e;
+	uint32_t size;
+	int ret = SD_RES_SUCCESS;
+
+	*nr = 0;
+	obj_path(p, sizeof(p), oid, "");
+	e = fdc_get(oid, p);
+	if (!e)
+		return store_err_to_res(errno);
+	size = size_of(oid, e);
+	fdc_put(e);
+	if (!size) {
+		/* nothing to check blocks against: the whole copy goes */
+		*nr = (int)csum_nr_blocks(len);
+		return store_create(oid, len, good, len, 0, true);
+	}
+	if (size != len)
+		return SD_RES_INVALID_PARMS;
+	e = fdc_get(oid, p);
+	if (!e)
+		return store_err_to_res(errno);
+	*nr = csum_repair(fdc_fd(e), oid, size, good);
+	if (*nr < 0)
+		ret = SD_RES_EIO;
+	else if (*nr && !store_nosync && fdatasync(fdc_fd(e)))
+		ret = store_err_to_res(errno);
+	fdc_put(e);
+	return ret;
+}
+
+uint64_t store_nr_mismatches(void)
+{
+	return csum_mismatches();
+}
+
 static int sync_dir(void)
 {
 	if (store_nosync)

@@ -27,6 +27,15 @@ int store_create(uint64_t oid, uint32_t obj_size, const void *buf,
 int store_create_new(uint64_t oid, uint32_t obj_size, const void *buf,
 		     uint32_t len, uint32_t off, bool sync);
 int store_remove(uint64_t oid);
+/*
+ * Rewrite from @good (the whole object, @len bytes, from a copy that
+ * passed its checks) the blocks of the local copy that fail theirs; a
+ * copy whose checksums are gone altogether is replaced.  *@nr: blocks
+ * repaired.
+ */
+int store_repair(uint64_t oid, const void *good, uint32_t len, int *nr);
+/* checksum mismatches seen by reads since start-up */
+uint64_t store_nr_mismatches(void);
 int store_exist(uint64_t oid);
 /* make every write so far durable */
 int store_flush(void);

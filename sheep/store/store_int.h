@@ -23,6 +23,8 @@ int csum_write(int fd, uint64_t oid, uint32_t size, const void *buf,
 	       uint32_t len, uint32_t off);
 int csum_read(int fd, uint64_t oid, uint32_t size, void *buf, uint32_t len,
 	      uint32_t off);
+uint64_t csum_mismatches(void);
+int csum_repair(int fd, uint64_t oid, uint32_t size, const void *good);
 
 /* upgrade.c: add checksums to a store written without them (start-up) */
 int store_upgrade(bool nosync);

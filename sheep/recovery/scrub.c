@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Scrub (dog cluster scrub): every node reads each object it stores, one
+ * at a time, verifying every block against its checksums.  A copy that
+ * fails is repaired from another target of the object: the whole object
+ * is read from it (that node verifies it on the way out) and only the
+ * failing blocks of the local copy are rewritten (store_repair(), which
+ * never undoes a client's write).  Attribute and ledger objects, which
+ * dog vdi check does not look at, are covered too.
+ *
+ * It runs on the main loop like recovery: disk work on the I/O pool, the
+ * fetch through the async peer layer, a pause between objects so that it
+ * stays in the background.  Counters live until the daemon stops.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "net.h"
+#include "proto.h"
+#include "util.h"
+#include "core/core.h"
+#include "core/request.h"
+#include "net/peer.h"
+#include "recovery/scrub.h"
+#include "state/cluster.h"
+#include "state/vdi.h"
+#include "store/store.h"
+
+#define SCRUB_PAUSE_MS	5	/* between two objects */
+
+static struct {
+	bool running, stopping;
+	uint64_t *oids;
+	size_t nr, next, cap;
+	uint64_t oid;
+	uint32_t size;
+	void *buf;
+	int res, repaired_blocks, src;
+	struct work work;
+	struct timer timer;
+	struct peer_req pr;
+	struct scrub_stat st;
+} sc;
+
+static void scrub_next(void);
+
+static void buf_put(void)
+{
+	if (!sc.buf)
+		return;
+	free(sc.buf);
+	sc.buf = NULL;
+	budget_release(sc.size);
+}
+
+static void scrub_finish(void)
+{
+	buf_put();
+	free(sc.oids);
+	sc.oids = NULL;
+	sd_notice("scrub %s: %" PRIu64 " object(s) verified, %" PRIu64
+		  " damaged, %" PRIu64 " repaired, %" PRIu64 " not repaired",
+		  sc.stopping ? "stopped" : "done", sc.st.scanned,
+		  sc.st.damaged, sc.st.repaired, sc.st.unrepaired);
+	sc.running = sc.stopping = false;
+}
+
+static void scrub_timer(struct timer *t)
+{
+	scrub_next();
+}
+
+static void object_done(bool repaired)
+{
+	if (sc.res == SD_RES_EIO && repaired)
+		sc.st.repaired++;
+	else if (sc.res == SD_RES_EIO)
+		sc.st.unrepaired++;
+	buf_put();
+	sc.timer.fn = scrub_timer;
+	timer_add(sys.loop, &sc.timer, SCRUB_PAUSE_MS);
+}
+
+/* ---- repair: fetch a good copy, rewrite the failing blocks ---- */
+
+static void repair_work(struct work *w)
+{
+	sc.res = store_repair(sc.oid, sc.buf, sc.size, &sc.repaired_blocks);
+}
+
+static void repair_done(struct work *w)
+{
+	bool ok = sc.res == SD_RES_SUCCESS;
+
+	if (ok)
+		sd_notice("scrub: repaired %d block(s) of object %" PRIx64,
+			  sc.repaired_blocks, sc.oid);
+	else
+		sd_err("scrub: cannot repair object %" PRIx64 ": %s", sc.oid,
+		       sd_strerror((uint32_t)sc.res));
+	sc.res = SD_RES_EIO;		/* it was damaged */
+	object_done(ok);
+}
+
+static void fetch_from_next(void);
+
+static void fetch_done(struct peer_req *pr, int result)
+{
+	if (result != SD_RES_SUCCESS) {
+		fetch_from_next();
+		return;
+	}
+	sc.work.fn = repair_work;
+	sc.work.done = repair_done;
+	if (wq_queue(sys.io_wq, &sc.work))
+		object_done(false);
+}
+
+/* the other targets of the object in the current ring, in turn */
+static void fetch_from_next(void)
+{
+	const struct vnode_ring *ring;
+	int tgt[SD_MAX_COPIES], n;
+
+	if (!current_view() || cstate->status != SD_STATUS_OK) {
+		object_done(false);
+		return;
+	}
+	ring = &current_view()->ring;
+	n = ring_targets(ring, sc.oid, (int)vdi_copies(oid_to_vid(sc.oid)),
+			 tgt);
+	while (sc.src < n && node_is_self(&ring->nodes[tgt[sc.src]]))
+		sc.src++;
+	if (sc.src >= n) {
+		sd_err("scrub: no good copy of object %" PRIx64 " found",
+		       sc.oid);
+		object_done(false);
+		return;
+	}
+	memset(&sc.pr, 0, sizeof(sc.pr));
+	sd_init_req(&sc.pr.rq, SD_OP_READ_PEER);
+	sc.pr.rq.flags = SD_FLAG_CMD_RECOVERY;
+	sc.pr.rq.obj.oid = sc.oid;
+	sc.pr.rq.obj.tgt_epoch = cstate->epoch;
+	sc.pr.rq.data_length = sc.size;
+	sc.pr.rbuf = sc.buf;
+	sc.pr.rbuf_len = sc.size;
+	sc.pr.done = fetch_done;
+	peer_submit(&ring->nodes[tgt[sc.src++]].nid, &sc.pr);
+}
+
+/* ---- verify one object ---- */
+
+static void verify_work(struct work *w)
+{
+	sc.res = store_read(sc.oid, sc.buf, sc.size, 0);
+}
+
+static void verify_done(struct work *w)
+{
+	if (sc.res != SD_RES_NO_OBJ)	/* not deleted meanwhile */
+		sc.st.scanned++;
+	if (sc.res != SD_RES_EIO) {
+		object_done(false);
+		return;
+	}
+	sc.st.damaged++;
+	sc.src = 0;
+	fetch_from_next();
+}
+
+static void scrub_next(void)
+{
+	if (sc.stopping || sc.next >= sc.nr) {
+		scrub_finish();
+		return;
+	}
+	sc.oid = sc.oids[sc.next++];
+	sc.size = sd_obj_size(sc.oid, vdi_shift(oid_to_vid(sc.oid)));
+	/* background work's share of the payload budget, like recovery */
+	sc.buf = xmalloc(sc.size);
+	budget_charge(sc.size);
+	sc.work.fn = verify_work;
+	sc.work.done = verify_done;
+	if (wq_queue(sys.io_wq, &sc.work)) {
+		sc.res = SD_RES_SUCCESS;
+		object_done(false);
+	}
+}
+
+/* ---- the object list ---- */
+
+static int add_oid(uint64_t oid, void *arg)
+{
+	if (sc.nr == sc.cap) {
+		sc.cap = sc.cap ? sc.cap * 2 : 1024;
+		sc.oids = xrealloc(sc.oids, sc.cap * sizeof(*sc.oids));
+	}
+	sc.oids[sc.nr++] = oid;
+	return 0;
+}
+
+static void list_work(struct work *w)
+{
+	store_for_each(add_oid, NULL);
+}
+
+static void list_done(struct work *w)
+{
+	sc.st.total = sc.nr;
+	sd_notice("scrub starts: %zu object(s) to verify", sc.nr);
+	scrub_next();
+}
+
+int scrub_start(void)
+{
+	if (sys.gateway)
+		return SD_RES_NO_SUPPORT;
+	if (sc.running)
+		return SD_RES_SUCCESS;		/* already running */
+	memset(&sc.st, 0, sizeof(sc.st));
+	sc.running = true;
+	sc.stopping = false;
+	sc.nr = sc.next = sc.cap = 0;
+	sc.work.fn = list_work;
+	sc.work.done = list_done;
+	if (wq_queue(sys.io_wq, &sc.work)) {
+		sc.running = false;
+		return SD_RES_AGAIN;
+	}
+	return SD_RES_SUCCESS;
+}
+
+void scrub_stop(void)
+{
+	if (sc.running)
+		sc.stopping = true;
+}
+
+void scrub_get_stat(struct scrub_stat *st)
+{
+	*st = sc.st;
+	st->running = sc.running;
+	st->detected = store_nr_mismatches();
+}

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Scrub (scrub.c): verify every local object against its checksums in
+ * the background and repair failing blocks from another target.
+ */
+#ifndef SHEEP_RECOVERY_SCRUB_H
+#define SHEEP_RECOVERY_SCRUB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct scrub_stat {
+	uint64_t running;
+	uint64_t total;		/* objects listed when it started */
+	uint64_t scanned;	/* objects verified */
+	uint64_t damaged;	/* objects that failed their checksums */
+	uint64_t repaired;	/* of them, repaired from another copy */
+	uint64_t unrepaired;
+	uint64_t detected;	/* mismatches seen by any read since start-up */
+};
+
+/* SD_RES_*: start a scrub (a running one goes on) */
+int scrub_start(void);
+void scrub_stop(void);
+void scrub_get_stat(struct scrub_stat *st);
+
+#endif
