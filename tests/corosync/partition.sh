@@ -11,8 +11,8 @@
 # Checks: the cluster forms and serves data; host 3 cut off from the bridge
 # loses quorum and its sheep stops while hosts 1 and 2 go on with two nodes;
 # a sheep started on the cut-off host waits for quorum instead of founding a
-# cluster of its own; after the cut heals it joins by itself and serves the
-# data.  Nothing leaves the namespaces this script creates.
+# cluster of its own and acknowledges no write; after the cut heals it joins
+# by itself and serves the data the majority wrote meanwhile.  Nothing leaves the namespaces this script creates.
 #
 # Ends with "N passed, N failed[, N skipped]"; exits 1 on failure.
 
@@ -24,7 +24,7 @@ T=$(mktemp -d /tmp/kelpie-cspart.XXXXXX) || exit 1
 NS=kp$$
 SW=${NS}sw
 PORT=7400
-NR_CHECKS=12
+NR_CHECKS=13
 PASS=0
 FAIL=0
 SKIP=0
@@ -252,6 +252,13 @@ sleep 3
 check "... but waits for quorum instead of founding a cluster" \
 	grep -q "waiting for corosync quorum" "$T/n3/sheep.log"
 check "... and the others still have two nodes" nodes_are 1 2
+head -c 4096 /dev/urandom >"$T/minority"
+minority_write_refused()
+{
+	! ip netns exec "${NS}3" timeout 60 "$DOG" vdi write v 0 4096 \
+		-a 10.99.0.3 -p $PORT <"$T/minority" >>"$T/dog.log" 2>&1
+}
+check "... and acknowledges no write while cut off" minority_write_refused
 
 # heal
 ip -n "$SW" link set v3 master br0
