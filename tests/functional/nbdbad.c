@@ -383,7 +383,8 @@ static void pipeline(int n)
 }
 
 /*
- * Options sent without reading a reply, until the server stops taking
+ * Options sent without reading a reply (up to 128 MB: more than the
+ * socket buffers of both ends can hold), until the server stops taking
  * them (it must, or its reply queue would grow without bound); then every
  * reply must still arrive.
  */
@@ -399,7 +400,7 @@ static void option_flood(void)
 	put64(h, OPTS_MAGIC);
 	put32(h + 8, 0x4321);
 	put32(h + 12, 0);
-	while (sent < 2000000) {
+	while (sent < 8000000) {
 		ssize_t n = write(fd, h, sizeof(h));
 
 		if (n != (ssize_t)sizeof(h))
@@ -413,7 +414,7 @@ static void option_flood(void)
 		got++;
 	}
 	printf("options sent without reading replies: %s\n",
-	       sent == 2000000 ? "the server never pushed back" :
+	       sent == 8000000 ? "the server never pushed back" :
 	       got == sent ? "pushed back, then every reply arrived" :
 	       "replies missing");
 }
