@@ -8,12 +8,14 @@
  * to behave (fuzz_cluster_msg's peer_submit), takes precedence.  The
  * prototypes come from the real headers.
  */
+#include <string.h>
 #include "core/core.h"
 #include "core/request.h"
 #include "group/group.h"
 #include "gw/gw.h"
 #include "net/peer.h"
 #include "recovery/recovery.h"
+#include "recovery/scrub.h"
 #include "state/epoch.h"
 #include "store/store.h"
 #include "vdi/vdi.h"
@@ -75,6 +77,9 @@ WEAK void peer_drop(const struct node_id *nid) { }
 WEAK void gateway_submit(struct request *req) { }
 WEAK int ledger_decref(uint64_t oid, uint32_t generation, uint32_t count,
 		       bool sync) { return SD_RES_NO_SUPPORT; }
+WEAK int scrub_start(void) { return SD_RES_NO_SUPPORT; }
+WEAK void scrub_stop(void) { }
+WEAK void scrub_get_stat(struct scrub_stat *st) { memset(st, 0, sizeof(*st)); }
 WEAK void recovery_start(uint32_t old_epoch) { }
 WEAK void recovery_reset(void) { }
 WEAK void recovery_restart(void) { }
