@@ -409,9 +409,8 @@ static void joiner_accepted(const struct cluster_info_hdr *h,
 		sheep_exit(1);
 	}
 	cs->joined = true;
-	if (h->status == SD_STATUS_OK && h->epoch != my_epoch)
-		stale_if_left_behind(h, nodes);
-	else if (h->epoch > my_epoch)
+	if ((h->status == SD_STATUS_OK && h->epoch != my_epoch) ||
+	    h->epoch > my_epoch)
 		stale_if_left_behind(h, nodes);
 	if (h->epoch >= cs->epoch || h->status == SD_STATUS_OK)
 		adopt_cinfo(h, nodes);

@@ -130,6 +130,19 @@ static struct robj *robj_find(struct recovery *rw, uint64_t oid)
 	return ro;
 }
 
+/* a new object to recover, in the hash (the caller puts it in the list) */
+static struct robj *robj_new(struct recovery *rw, uint64_t oid)
+{
+	struct robj *ro = xzalloc(sizeof(*ro));
+
+	ro->oid = oid;
+	ro->rw = rw;
+	INIT_LIST_HEAD(&ro->parked);
+	ro->hnext = rw->hash[oid % RHASH];
+	rw->hash[oid % RHASH] = ro;
+	return ro;
+}
+
 static void resubmit_list(struct list_head *head)
 {
 	struct request *req, *n;
@@ -527,19 +540,12 @@ static void build_work(struct recovery *rw)
 	rw->work = xzalloc((rw->nr_cand + 1) * sizeof(*rw->work));
 	for (size_t i = 0; i < rw->nr_cand; i++) {
 		uint64_t oid = rw->cand[i];
-		struct robj *ro;
 
 		if (i && oid == rw->cand[i - 1])
 			continue;
 		if (!self_is_target(&rw->cur_ring, oid))
 			continue;
-		ro = xzalloc(sizeof(*ro));
-		ro->oid = oid;
-		ro->rw = rw;
-		INIT_LIST_HEAD(&ro->parked);
-		ro->hnext = rw->hash[oid % RHASH];
-		rw->hash[oid % RHASH] = ro;
-		rw->work[n++] = ro;
+		rw->work[n++] = robj_new(rw, oid);
 	}
 	rw->nr_work = n;
 	/* what we hold but no longer own goes to the stale area */
@@ -722,12 +728,7 @@ static struct robj *robj_add(struct recovery *rw, uint64_t oid)
 
 	if (!self_is_target(&rw->cur_ring, oid))
 		return NULL;
-	ro = xzalloc(sizeof(*ro));
-	ro->oid = oid;
-	ro->rw = rw;
-	INIT_LIST_HEAD(&ro->parked);
-	ro->hnext = rw->hash[oid % RHASH];
-	rw->hash[oid % RHASH] = ro;
+	ro = robj_new(rw, oid);
 	rw->work = xrealloc(rw->work, (rw->nr_work + 2) * sizeof(*rw->work));
 	rw->work[rw->nr_work++] = ro;
 	return ro;
