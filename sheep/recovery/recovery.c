@@ -42,6 +42,7 @@ struct robj {
 	uint8_t state;
 	bool superseded;
 	bool urgent;		/* a request waits: store past the margin */
+	bool stored;		/* this recovery created the working copy */
 	uint32_t fail_res;	/* the store failed (no space): SD_RES_* */
 	uint64_t fail_at;	/* when, in ms */
 	int pass;		/* 1: working copies, 2: stale copies too */
@@ -80,7 +81,7 @@ struct recovery {
 	struct timer timer;
 	struct list_head parked;	/* while preparing */
 	struct work stale_work;
-	bool staling;		/* stale_work queued, not done yet */
+	int staling;		/* moves to the stale area not done yet */
 	bool halted;		/* the disk margin stopped it once */
 	struct timer halt_timer;
 };
@@ -101,6 +102,7 @@ static void robj_store(struct robj *ro);
 static void robj_start(struct robj *ro);
 static void robj_halt(struct robj *ro);
 static void rec_unhalt(struct timer *t);
+static void stale_late_copy(uint64_t oid);
 
 static void rec_put(struct recovery *rw)
 {
@@ -258,6 +260,7 @@ static void robj_store_work(struct work *w)
 	/* late stores of a cancelled recovery must not replace newer data */
 	ret = store_create_new(ro->oid, ro->size, ro->buf, ro->size, 0, true);
 	ro->pass = ret == SD_RES_SUCCESS ? -1 : -3;
+	ro->stored = ret == SD_RES_SUCCESS;
 	ro->fail_res = ret == SD_RES_SUCCESS ? 0 : (uint32_t)ret;
 }
 
@@ -289,6 +292,8 @@ static void robj_store_done(struct work *w)
 		return;
 	}
 	rw->inflight--;
+	if (rw->cancelled && ro->stored)
+		stale_late_copy(ro->oid);
 	robj_done(ro);
 	if (!rw->cancelled)
 		rec_pump(rw);
@@ -527,9 +532,62 @@ static void stale_move_done(struct work *w)
 {
 	struct recovery *rw = container_of(w, struct recovery, stale_work);
 
-	rw->staling = false;
+	rw->staling--;
 	rec_finish(rw);
 	rec_put(rw);
+}
+
+struct late_copy {
+	struct work work;
+	struct recovery *rw;
+	uint64_t oid;
+};
+
+static void late_copy_work(struct work *w)
+{
+	struct late_copy *lc = container_of(w, struct late_copy, work);
+
+	store_move_to_stale(lc->oid, lc->rw->old_epoch);
+}
+
+static void late_copy_done(struct work *w)
+{
+	struct late_copy *lc = container_of(w, struct late_copy, work);
+	struct recovery *rw = lc->rw;
+
+	free(lc);
+	rw->staling--;
+	rec_finish(rw);
+	rec_put(rw);
+}
+
+/*
+ * A cancelled recovery's store can land after the current recovery listed
+ * our objects (the epoch changed while the object was on its way here).
+ * A copy the current ring does not give us would then stay a working copy
+ * for good, a fourth copy of three: it goes to the stale area like the
+ * listed ones.  Called on the main loop, where rec is the newest recovery.
+ */
+static void stale_late_copy(uint64_t oid)
+{
+	struct late_copy *lc;
+
+	if (!rec || rec->cancelled || self_is_target(&rec->cur_ring, oid))
+		return;
+	lc = xzalloc(sizeof(*lc));
+	lc->rw = rec;
+	lc->oid = oid;
+	lc->work.fn = late_copy_work;
+	lc->work.done = late_copy_done;
+	rec->refs++;
+	rec->staling++;
+	if (wq_queue(sys.io_wq, &lc->work)) {
+		sd_err("object %" PRIx64 " left here by a cancelled recovery "
+		       "stays until the next one", oid);
+		rec->staling--;
+		rec_put(rec);
+		free(lc);
+	}
 }
 
 static void build_work(struct recovery *rw)
@@ -555,9 +613,9 @@ static void build_work(struct recovery *rw)
 	rw->stale_work.fn = stale_move_work;
 	rw->stale_work.done = stale_move_done;
 	rw->refs++;
-	rw->staling = true;
+	rw->staling++;
 	if (wq_queue(sys.io_wq, &rw->stale_work)) {
-		rw->staling = false;
+		rw->staling--;
 		rec_put(rw);
 	}
 	sd_info("recovery of epoch %u: %zu object(s) to check", rw->epoch,

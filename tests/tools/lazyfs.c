@@ -51,6 +51,10 @@
  *   sync       make everything durable (what syncfs would do)
  *   fsync off  ignore fsync/fdatasync/O_SYNC from now on (to check that a
  *              test notices lost synced data); "fsync on" restores
+ *   fsync delay MS [STRING]
+ *              every fsync/fdatasync of a file whose path contains STRING
+ *              waits MS milliseconds first (other operations go on): a
+ *              slow disk, to hold a store in the middle; MS 0 ends it
  * Reading it returns "dirty_files=N dirty_pages=N crashes=N lost_pages=N
  * fsyncs=N".
  *
@@ -102,12 +106,16 @@ struct lfile {
 struct handle {
 	struct lfile *f;	/* NULL for the control file */
 	bool sync;		/* opened with O_SYNC or O_DSYNC */
+	char name[256];		/* the path it was opened by (FUSE gives
+				 * none to fsync with nullpath_ok) */
 };
 
 static int bfd = -1;		/* backing directory */
 static struct lfile *files;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static bool fsync_off;
+static unsigned int delay_ms;	/* "fsync delay" */
+static char delay_match[32];
 static unsigned long nr_crashes, lost_pages, nr_fsyncs;
 
 /* "/a/b" -> "a/b", "/" -> "." (relative to bfd) */
@@ -361,6 +369,16 @@ static int ctl_write(const char *buf, size_t size)
 	} else if (!strcmp(cmd, "fsync off") || !strcmp(cmd, "fsync on")) {
 		fsync_off = cmd[6] == 'o' && cmd[7] == 'f';
 		fprintf(stderr, "lazyfs: %s\n", cmd);
+	} else if (!strncmp(cmd, "fsync delay ", 12)) {
+		unsigned int ms;
+		char sfx[32] = "";
+
+		if (sscanf(cmd + 12, "%u %31s", &ms, sfx) < 1)
+			return -EINVAL;
+		delay_ms = ms;
+		memcpy(delay_match, sfx, sizeof(sfx));
+		fprintf(stderr, "lazyfs: fsync delay %u ms for '*%s*'\n", ms,
+			sfx);
 	} else {
 		return -EINVAL;
 	}
@@ -636,6 +654,7 @@ static int do_open(const char *path, int cflags, mode_t mode,
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
 	h->sync = fi->flags & O_DSYNC;	/* O_SYNC includes O_DSYNC */
+	snprintf(h->name, sizeof(h->name), "%s", path);
 	if (!is_ctl(path)) {
 		pthread_mutex_lock(&lock);
 		ret = lfile_open(rel(path), cflags, mode, &h->f);
@@ -794,6 +813,14 @@ static int lz_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 	(void)path;
 	(void)datasync;
 	if (h->f) {
+		unsigned int ms = 0;
+
+		pthread_mutex_lock(&lock);
+		if (delay_ms && strstr(h->name, delay_match))
+			ms = delay_ms;
+		pthread_mutex_unlock(&lock);
+		if (ms)
+			usleep(ms * 1000U);	/* a slow disk, not a stuck one */
 		pthread_mutex_lock(&lock);
 		ret = lfile_sync(h->f);
 		pthread_mutex_unlock(&lock);
