@@ -2,9 +2,10 @@
 /*
  * Gateway: a client's object request becomes peer requests to the object's
  * targets in the current ring.  Writes go to every target in parallel and
- * complete when all have answered; reads try the local copy first and fail
- * over to the other targets.  Transient failures (a dead peer, an epoch
- * change) retry the whole request against the newest ring, boundedly.
+ * complete when all have answered; reads of data try the local copy first,
+ * reads of metadata go in ring order, and both fail over to the other
+ * targets.  Transient failures (a dead peer, an epoch change) retry the
+ * whole request against the newest ring, boundedly.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -244,7 +245,7 @@ static void gw_write(struct request *req, const struct vnode_ring *ring,
 	}
 }
 
-/* ---- reads: one target at a time, local first ---- */
+/* ---- reads: one target at a time ---- */
 
 struct read_state {
 	int nr;
@@ -297,15 +298,22 @@ static void gw_read(struct request *req, const struct vnode_ring *ring,
 		    const int *tgt, int nr)
 {
 	struct read_state *rs = xzalloc(sizeof(*rs));
-	int start = rand() % nr, k = 0;
+	bool meta = !is_data_obj(req->rq.obj.oid);
+	int start = meta ? 0 : rand() % nr, k = 0;
 
-	for (int i = 0; i < nr; i++)
+	/*
+	 * Metadata (inodes, attributes) is read in ring order, never local
+	 * first: a write cut short by a crash can leave its copies different
+	 * (nothing reconciles them yet), and every node must then see the
+	 * same VDIs and tags, those of the first target that answers.
+	 */
+	for (int i = 0; i < nr && !meta; i++)
 		if (node_is_self(&ring->nodes[tgt[i]]))
 			rs->nodes[k++] = ring->nodes[tgt[i]];
 	for (int i = 0; i < nr; i++) {
 		const struct sd_node *n = &ring->nodes[tgt[(start + i) % nr]];
 
-		if (!node_is_self(n))
+		if (meta || !node_is_self(n))
 			rs->nodes[k++] = *n;
 	}
 	rs->nr = k;
