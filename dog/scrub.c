@@ -63,7 +63,8 @@ static int scrub_status_cmd(int argc, char **argv)
 
 	if (!raw_output)
 		printf("  Id   Host:Port             State     Objects  Verified"
-		       "   Damaged  Repaired  Unrepaired  Detected\n");
+		       "   Damaged  Repaired  Unrepaired  Detected    Healed"
+		       "  Unhealed\n");
 	for (int i = 0; i < sd_nodes_nr; i++) {
 		uint8_t buf[SCRUB_STATUS_LEN];
 		uint64_t f[SCRUB_STATUS_LEN / 8];
@@ -84,14 +85,16 @@ static int scrub_status_cmd(int argc, char **argv)
 			f[k] = get_le64(buf + 8 * k);
 		if (raw_output)
 			printf("%d %s %s %" PRIu64 " %" PRIu64 " %" PRIu64
-			       " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", i, s,
+			       " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+			       " %" PRIu64 "\n", i, s,
 			       f[0] ? "running" : "idle", f[1], f[2], f[3],
-			       f[4], f[5], f[6]);
+			       f[4], f[5], f[6], f[7], f[8]);
 		else
 			printf("%4d   %-20s  %-8s%9" PRIu64 "%10" PRIu64 "%10"
 			       PRIu64 "%10" PRIu64 "%12" PRIu64 "%10" PRIu64
-			       "\n", i, s, f[0] ? "running" : "idle", f[1],
-			       f[2], f[3], f[4], f[5], f[6]);
+			       "%10" PRIu64 "%10" PRIu64 "\n", i, s,
+			       f[0] ? "running" : "idle", f[1], f[2], f[3],
+			       f[4], f[5], f[6], f[7], f[8]);
 	}
 	return ret;
 }

@@ -67,11 +67,15 @@
 /* Kelpie: the cluster-key challenge between sheep (sheep/core/auth.h) */
 #define SD_OP_AUTH_NONCE		0xE0
 #define SD_OP_AUTH_PROVE		0xE1
-/* Kelpie: scrub (dog cluster scrub); the status reply is 7 le64 */
+/*
+ * Kelpie: scrub (dog cluster scrub); the status reply is 9 le64: running,
+ * total, verified, damaged, repaired, unrepaired (this scrub), detected,
+ * healed, unhealed (since start-up; heals follow failed reads)
+ */
 #define SD_OP_SCRUB_START		0xE2
 #define SD_OP_SCRUB_STOP		0xE3
 #define SD_OP_SCRUB_STATUS		0xE4
-#define SCRUB_STATUS_LEN		56
+#define SCRUB_STATUS_LEN		72
 
 #define SD_FLAG_CMD_RECOVERY		0x0080
 #define SD_FLAG_CMD_WILDCARD		0x0100

@@ -10,6 +10,7 @@
 #include "gw/gw.h"
 #include "ops/ops.h"
 #include "recovery/recovery.h"
+#include "recovery/scrub.h"
 #include "state/cluster.h"
 #include "state/vdi.h"
 
@@ -37,10 +38,18 @@ static uint32_t check_peer_epoch(struct request *req)
 	return SD_RES_SUCCESS;
 }
 
-/* an object that recovery has yet to bring here: wait for it */
+/*
+ * An object that recovery has yet to bring here: wait for it.  A copy
+ * that failed its checksums: the reader goes to another copy, this one is
+ * repaired from it soon (scrub.c).
+ */
 static void peer_io_done(struct request *req)
 {
 	uint8_t op = req->rq.opcode;
+
+	if (req->rp.result == SD_RES_EIO &&
+	    (op == SD_OP_READ_PEER || op == SD_OP_WRITE_PEER))
+		scrub_heal(req->rq.obj.oid);
 
 	if (req->rp.result == SD_RES_NO_OBJ &&
 	    (op == SD_OP_READ_PEER || op == SD_OP_WRITE_PEER) &&

@@ -8,6 +8,11 @@
  * never undoes a client's write).  Attribute and ledger objects, which
  * dog vdi check does not look at, are covered too.
  *
+ * A read or write that fails its checksums here (dispatch.c) queues the
+ * object for the same repair at once ("healing"), whether a scrub runs or
+ * not: the reader got its data from another copy, the rot is gone soon
+ * after.  The queue is bounded; what does not fit waits for a scrub.
+ *
  * It runs on the main loop like recovery: disk work on the I/O pool, the
  * fetch through the async peer layer, a pause between objects so that it
  * stays in the background.  Counters live until the daemon stops.
@@ -27,9 +32,17 @@
 #include "store/store.h"
 
 #define SCRUB_PAUSE_MS	5	/* between two objects */
+#define HEAL_QUEUE	64	/* objects waiting for a repair after a read */
 
 static struct {
 	bool running, stopping;
+	bool listed;		/* oids[] is complete: the scrub may take them */
+	bool active;		/* an object in hand, or the pause after it */
+	bool healing;		/* the object in hand came from heal[] */
+	uint64_t heal[HEAL_QUEUE];
+	int nr_heal;
+	uint64_t healed, unhealed;	/* since start-up */
+	struct work list_work;
 	uint64_t *oids;
 	size_t nr, next, cap;
 	uint64_t oid;
@@ -62,7 +75,7 @@ static void scrub_finish(void)
 		  " damaged, %" PRIu64 " repaired, %" PRIu64 " not repaired",
 		  sc.stopping ? "stopped" : "done", sc.st.scanned,
 		  sc.st.damaged, sc.st.repaired, sc.st.unrepaired);
-	sc.running = sc.stopping = false;
+	sc.running = sc.stopping = sc.listed = false;
 }
 
 static void scrub_timer(struct timer *t)
@@ -72,7 +85,9 @@ static void scrub_timer(struct timer *t)
 
 static void object_done(bool repaired)
 {
-	if (sc.res == SD_RES_EIO && repaired)
+	if (sc.res == SD_RES_EIO && sc.healing)
+		*(repaired ? &sc.healed : &sc.unhealed) += 1;
+	else if (sc.res == SD_RES_EIO && repaired)
 		sc.st.repaired++;
 	else if (sc.res == SD_RES_EIO)
 		sc.st.unrepaired++;
@@ -158,24 +173,36 @@ static void verify_work(struct work *w)
 
 static void verify_done(struct work *w)
 {
-	if (sc.res != SD_RES_NO_OBJ)	/* not deleted meanwhile */
+	if (sc.res != SD_RES_NO_OBJ && !sc.healing)	/* not deleted */
 		sc.st.scanned++;
 	if (sc.res != SD_RES_EIO) {
 		object_done(false);
 		return;
 	}
-	sc.st.damaged++;
+	if (!sc.healing)
+		sc.st.damaged++;
 	sc.src = 0;
 	fetch_from_next();
 }
 
+/* the next object: a queued heal first, then the scrub's list */
 static void scrub_next(void)
 {
-	if (sc.stopping || sc.next >= sc.nr) {
-		scrub_finish();
+	if (sc.nr_heal) {
+		sc.oid = sc.heal[0];
+		memmove(sc.heal, sc.heal + 1, --sc.nr_heal * sizeof(sc.heal[0]));
+		sc.healing = true;
+	} else if (sc.running && sc.listed && !sc.stopping &&
+		   sc.next < sc.nr) {
+		sc.oid = sc.oids[sc.next++];
+		sc.healing = false;
+	} else {
+		if (sc.running && sc.listed)	/* list_done comes back */
+			scrub_finish();
+		sc.active = false;
 		return;
 	}
-	sc.oid = sc.oids[sc.next++];
+	sc.active = true;
 	sc.size = sd_obj_size(sc.oid, vdi_shift(oid_to_vid(sc.oid)));
 	/* background work's share of the payload budget, like recovery */
 	sc.buf = xmalloc(sc.size);
@@ -208,8 +235,10 @@ static void list_work(struct work *w)
 static void list_done(struct work *w)
 {
 	sc.st.total = sc.nr;
+	sc.listed = true;
 	sd_notice("scrub starts: %zu object(s) to verify", sc.nr);
-	scrub_next();
+	if (!sc.active)
+		scrub_next();
 }
 
 int scrub_start(void)
@@ -220,11 +249,11 @@ int scrub_start(void)
 		return SD_RES_SUCCESS;		/* already running */
 	memset(&sc.st, 0, sizeof(sc.st));
 	sc.running = true;
-	sc.stopping = false;
+	sc.stopping = sc.listed = false;
 	sc.nr = sc.next = sc.cap = 0;
-	sc.work.fn = list_work;
-	sc.work.done = list_done;
-	if (wq_queue(sys.io_wq, &sc.work)) {
+	sc.list_work.fn = list_work;
+	sc.list_work.done = list_done;
+	if (wq_queue(sys.io_wq, &sc.list_work)) {
 		sc.running = false;
 		return SD_RES_AGAIN;
 	}
@@ -242,4 +271,30 @@ void scrub_get_stat(struct scrub_stat *st)
 	*st = sc.st;
 	st->running = sc.running;
 	st->detected = store_nr_mismatches();
+	st->healed = sc.healed;
+	st->unhealed = sc.unhealed;
+}
+
+void scrub_heal(uint64_t oid)
+{
+	static uint64_t warned_at;
+
+	if (sys.gateway || (sc.active && sc.oid == oid))
+		return;
+	for (int i = 0; i < sc.nr_heal; i++)
+		if (sc.heal[i] == oid)
+			return;
+	if (sc.nr_heal == HEAL_QUEUE) {
+		if (now_msec() - warned_at > 10000) {
+			warned_at = now_msec();
+			sd_warn("heal queue full: object %" PRIx64 " waits for "
+				"a scrub", oid);
+		}
+		return;
+	}
+	sd_notice("object %" PRIx64 " failed its checksums: repairing it "
+		  "from another copy", oid);
+	sc.heal[sc.nr_heal++] = oid;
+	if (!sc.active)
+		scrub_next();
 }

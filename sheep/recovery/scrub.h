@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Scrub (scrub.c): verify every local object against its checksums in
- * the background and repair failing blocks from another target.
+ * the background and repair failing blocks from another target; repair
+ * at once an object a read found failing.
  */
 #ifndef SHEEP_RECOVERY_SCRUB_H
 #define SHEEP_RECOVERY_SCRUB_H
@@ -17,11 +18,15 @@ struct scrub_stat {
 	uint64_t repaired;	/* of them, repaired from another copy */
 	uint64_t unrepaired;
 	uint64_t detected;	/* mismatches seen by any read since start-up */
+	uint64_t healed;	/* since start-up: repaired after a failed read */
+	uint64_t unhealed;	/* ... and not repaired */
 };
 
 /* SD_RES_*: start a scrub (a running one goes on) */
 int scrub_start(void);
 void scrub_stop(void);
 void scrub_get_stat(struct scrub_stat *st);
+/* a read or write of @oid failed its checksums: repair it soon */
+void scrub_heal(uint64_t oid);
 
 #endif
