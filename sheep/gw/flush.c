@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * FLUSH_PEER as a group commit.  A flush must cover every write that was
- * acknowledged before it arrived, and store_flush() (syncfs) covers all
- * writes that completed before it started.  So flushes that arrive while
- * one runs wait for the next, and that next one answers all of them: a
- * hundred VMs flushing at once cost two syncfs calls, not a hundred, and
+ * acknowledged before it arrived, and store_flush() covers all writes
+ * that completed before it started.  So flushes that arrive while one
+ * runs wait for the next, and that next one answers all of them: a
+ * hundred VMs flushing at once cost two store flushes, not a hundred, and
  * they never occupy more than one thread.
  */
 #include <inttypes.h>

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 #include "sheepdog_proto.h"
@@ -22,6 +23,11 @@
 #include "util.h"
 
 static bool store_nosync;
+static bool store_on_fuse;	/* syncfs() never reaches a FUSE file system */
+
+#define FUSE_MAGIC	0x65735546
+/* a flush of more written objects than this is one syncfs() */
+#define FLUSH_EACH_MAX	2
 
 static int dir_fd = -1;
 
@@ -51,6 +57,13 @@ static int remove_tmp_files(void)
 	return 0;
 }
 
+static bool is_fuse(int fd)
+{
+	struct statfs st;
+
+	return !fstatfs(fd, &st) && st.f_type == FUSE_MAGIC;
+}
+
 int store_init(const char *base, bool nosync)
 {
 	store_set_dir(base);
@@ -72,6 +85,10 @@ int store_init(const char *base, bool nosync)
 	dir_fd = open(store_dir(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dir_fd < 0)
 		return -1;
+	store_on_fuse = is_fuse(dir_fd);
+	if (store_on_fuse)
+		sd_notice("%s is on FUSE: a flush syncs each written object",
+			  store_dir());
 	return remove_tmp_files();
 }
 
@@ -139,6 +156,8 @@ int store_write(uint64_t oid, const void *buf, uint32_t len, uint32_t off,
 	if (ret == SD_RES_SUCCESS && sync && !store_nosync &&
 	    fdatasync(fdc_fd(e)))
 		ret = store_err_to_res(errno);
+	else if (ret == SD_RES_SUCCESS && !sync && !store_nosync)
+		dirty_add(oid);		/* before the write is acknowledged */
 	fdc_put(e);
 	return ret;
 }
@@ -277,7 +296,9 @@ static int create_obj(uint64_t oid, uint32_t obj_size, const void *buf,
 		return ret;
 	}
 	fdc_drop(oid);
-	if (sync && sync_dir())
+	if (!sync && !store_nosync)
+		dirty_dir();
+	else if (sync && sync_dir())
 		return SD_RES_EIO;
 	return SD_RES_SUCCESS;
 fail:
@@ -307,6 +328,8 @@ int store_remove(uint64_t oid)
 	if (unlink(p))
 		return store_err_to_res(errno);
 	fdc_drop(oid);
+	if (!store_nosync)
+		dirty_dir();
 	return SD_RES_SUCCESS;
 }
 
@@ -318,11 +341,53 @@ int store_exist(uint64_t oid)
 	return access(p, F_OK) ? SD_RES_NO_OBJ : SD_RES_SUCCESS;
 }
 
+/* fdatasync the objects @oids (gone ones need nothing), then the names */
+static int sync_each(const uint64_t *oids, size_t nr, bool dir, size_t *done)
+{
+	char p[4400];
+
+	for (*done = 0; *done < nr; (*done)++) {
+		struct fdc_ent *e;
+		int err = 0;
+
+		obj_path(p, sizeof(p), oids[*done], "");
+		e = fdc_get(oids[*done], p);
+		if (!e && errno == ENOENT)
+			continue;	/* removed or moved to the stale area */
+		if (!e || fdatasync(fdc_fd(e)))
+			err = errno;
+		if (e)
+			fdc_put(e);
+		if (err)
+			return store_err_to_res(err);
+	}
+	return dir && fsync(dir_fd) ? store_err_to_res(errno) : SD_RES_SUCCESS;
+}
+
+/*
+ * Make every write and name change that completed before the call
+ * durable: a few written objects one fdatasync each, many at once by one
+ * syncfs() (cheaper than one disk flush per object), never syncfs() on
+ * FUSE.  What fails stays in the set for the next flush.
+ */
 int store_flush(void)
 {
+	size_t nr, done = 0;
+	bool dir;
+	uint64_t *oids;
+	int ret;
+
 	if (store_nosync)
 		return SD_RES_SUCCESS;
-	return syncfs(dir_fd) ? SD_RES_EIO : SD_RES_SUCCESS;
+	oids = dirty_take(&nr, &dir);
+	if (nr > FLUSH_EACH_MAX && !store_on_fuse)
+		ret = syncfs(dir_fd) ? store_err_to_res(errno) : SD_RES_SUCCESS;
+	else
+		ret = sync_each(oids, nr, dir, &done);
+	if (ret != SD_RES_SUCCESS)
+		dirty_restore(oids + done, nr - done, dir);
+	free(oids);
+	return ret;
 }
 
 static int parse_oid(const char *name, uint64_t *oid)

@@ -29,6 +29,13 @@ int csum_repair(int fd, uint64_t oid, uint32_t size, const void *good);
 /* upgrade.c: add checksums to a store written without them (start-up) */
 int store_upgrade(bool nosync);
 
+/* dirty.c: what a flush must sync (writes and names not synced yet) */
+void dirty_add(uint64_t oid);
+void dirty_dir(void);
+/* take the whole set (the caller frees the array); restore what failed */
+uint64_t *dirty_take(size_t *nr, bool *dir);
+void dirty_restore(const uint64_t *oids, size_t nr, bool dir);
+
 /* build the stale index (stale.c); at start-up, before any other call */
 int stale_init(void);
 

@@ -24,6 +24,7 @@
 
 #include "sheepdog_proto.h"
 #include "store/store.h"
+#include "store/store_int.h"
 #include "util.h"
 
 #define OBJ	(4u << 20)
@@ -445,6 +446,33 @@ static void test_repair_blocks(void **state)
 	assert_int_equal(store_remove(oid), 0);
 }
 
+/* what a flush must sync: one entry per object, all taken at once */
+static void test_dirty_set(void **state)
+{
+	uint64_t *o;
+	size_t nr;
+	bool dir;
+
+	dirty_add(1);
+	dirty_add(2);
+	dirty_add(1);
+	dirty_dir();
+	o = dirty_take(&nr, &dir);
+	assert_int_equal(nr, 2);
+	assert_true(dir);
+	assert_true((o[0] == 1 && o[1] == 2) || (o[0] == 2 && o[1] == 1));
+	/* a failed flush puts back what it did not sync */
+	dirty_restore(o + 1, 1, false);
+	free(o);
+	o = dirty_take(&nr, &dir);
+	assert_int_equal(nr, 1);
+	assert_false(dir);
+	free(o);
+	o = dirty_take(&nr, &dir);
+	assert_int_equal(nr, 0);
+	free(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -462,6 +490,7 @@ int main(void)
 		cmocka_unit_test(test_csum_crash_between_crc_and_data),
 		cmocka_unit_test(test_csum_upgrade),
 		cmocka_unit_test(test_repair_blocks),
+		cmocka_unit_test(test_dirty_set),
 	};
 
 	return cmocka_run_group_tests_name("store", tests, setup, teardown);

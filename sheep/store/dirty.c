@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The objects written without a sync since the last flush (cached
+ * writes), so that a flush syncs just those: one fdatasync for a VM that
+ * wrote one object is cheaper than a syncfs of the whole file system, and
+ * a store on FUSE, which syncfs never reaches, still gets its data synced.
+ * Also whether a name changed without a directory sync (a cached create,
+ * a removal).  At most one entry per object of the store: bounded by the
+ * store's size however long a client goes without flushing.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include "util.h"
+#include "store_int.h"
+
+#define DIRTY_HASH	4096
+
+struct dirty_ent {
+	uint64_t oid;
+	struct dirty_ent *next;
+};
+
+static pthread_mutex_t dirty_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct dirty_ent *dirty_hash[DIRTY_HASH];
+static size_t nr_dirty;
+static bool dir_dirty;
+
+static struct dirty_ent **bucket(uint64_t oid)
+{
+	return &dirty_hash[(oid ^ (oid >> 32)) % DIRTY_HASH];
+}
+
+static void add_locked(uint64_t oid)
+{
+	struct dirty_ent **pp = bucket(oid), *e;
+
+	for (e = *pp; e; e = e->next)
+		if (e->oid == oid)
+			return;
+	e = xmalloc(sizeof(*e));
+	e->oid = oid;
+	e->next = *pp;
+	*pp = e;
+	nr_dirty++;
+}
+
+void dirty_add(uint64_t oid)
+{
+	pthread_mutex_lock(&dirty_lock);
+	add_locked(oid);
+	pthread_mutex_unlock(&dirty_lock);
+}
+
+void dirty_dir(void)
+{
+	pthread_mutex_lock(&dirty_lock);
+	dir_dirty = true;
+	pthread_mutex_unlock(&dirty_lock);
+}
+
+uint64_t *dirty_take(size_t *nr, bool *dir)
+{
+	uint64_t *oids;
+	size_t n = 0;
+
+	pthread_mutex_lock(&dirty_lock);
+	oids = xmalloc((nr_dirty + 1) * sizeof(*oids));
+	for (size_t i = 0; i < DIRTY_HASH; i++) {
+		while (dirty_hash[i]) {
+			struct dirty_ent *e = dirty_hash[i];
+
+			dirty_hash[i] = e->next;
+			oids[n++] = e->oid;
+			free(e);
+		}
+	}
+	nr_dirty = 0;
+	*dir = dir_dirty;
+	dir_dirty = false;
+	pthread_mutex_unlock(&dirty_lock);
+	*nr = n;
+	return oids;
+}
+
+void dirty_restore(const uint64_t *oids, size_t nr, bool dir)
+{
+	pthread_mutex_lock(&dirty_lock);
+	for (size_t i = 0; i < nr; i++)
+		add_locked(oids[i]);
+	dir_dirty |= dir;
+	pthread_mutex_unlock(&dirty_lock);
+}
