@@ -122,6 +122,10 @@ struct nbd_conn {
 	int nr_tx;		/* messages queued on the transport */
 	struct list_head blocked_list;
 	struct timer hs_timer;
+	/* stall detection (check_stalled) */
+	struct list_head all_list;
+	uint64_t rx_progress_at, tx_progress_at;
+	size_t rx_got, tx_backlog;
 };
 
 struct nbd_cmd {
@@ -147,7 +151,9 @@ static char nbd_addr[256];
 static int nbd_port;
 static struct xlistener *listener;
 static LIST_HEAD(blocked_conns);
+static LIST_HEAD(all_conns);
 static struct timer resume_timer;
+static struct timer stall_timer;
 
 static void conn_pump(struct nbd_conn *c);
 static void maybe_close_idle(struct nbd_conn *c);
@@ -334,6 +340,8 @@ static void conn_gone(struct nbd_conn *c, bool close_xconn)
 	c->dead = true;
 	c->refcnt++;
 	timer_del(&c->hs_timer);
+	list_del(&c->all_list);
+	INIT_LIST_HEAD(&c->all_list);
 	conn_unblock(c);
 	free(c->optdata);
 	c->optdata = NULL;
@@ -949,6 +957,61 @@ static void handshake_timeout(struct timer *t)
 	conn_put(c);
 }
 
+/* replies queued and not moving: true once that lasted the limit */
+static bool tx_stalled(struct nbd_conn *c, uint64_t now)
+{
+	size_t backlog = xconn_send_backlog(c->xc);
+
+	if (!backlog || backlog < c->tx_backlog)
+		c->tx_progress_at = now;
+	c->tx_backlog = backlog;
+	return now - c->tx_progress_at >= SD_CLIENT_STALL_MS;
+}
+
+/*
+ * A request begun (part of its header, a payload due) and not moving.
+ * The handshake has its own timer; a connection parked for budget waits
+ * for us, not for the client.
+ */
+static bool rx_stalled(struct nbd_conn *c, uint64_t now)
+{
+	size_t got = c->rx_posted ? xconn_recv_got(c->xc) : 0;
+	bool begun = (c->state == RX_REQ_HDR && got) ||
+		     c->state == RX_REQ_DATA || c->state == RX_DISCARD;
+
+	if (!begun || got != c->rx_got)
+		c->rx_progress_at = now;
+	c->rx_got = got;
+	return now - c->rx_progress_at >= SD_CLIENT_STALL_MS;
+}
+
+/*
+ * A client that stops reading its replies holds their buffers, one that
+ * sends half a request holds a connection and maybe a payload buffer:
+ * once either has not moved for SD_CLIENT_STALL_MS, it is disconnected.
+ * A client idle between requests stays (a VM may be quiet for hours).
+ */
+static void check_stalled(struct timer *t)
+{
+	uint64_t now = now_msec();
+	struct nbd_conn *c, *n;
+
+	list_for_each_entry_safe(c, n, &all_conns, all_list) {
+		const char *why = tx_stalled(c, now) ?
+			"has not read its replies" : rx_stalled(c, now) ?
+			"sent part of a request and nothing more" : NULL;
+
+		if (!why)
+			continue;
+		sd_warn("NBD: a client %s for %d s: disconnecting it", why,
+			SD_CLIENT_STALL_MS / 1000);
+		c->refcnt++;
+		conn_close(c);
+		conn_put(c);
+	}
+	timer_add(sys.loop, t, 1000);
+}
+
 static void greet(struct nbd_conn *c)
 {
 	uint8_t g[18];
@@ -971,6 +1034,8 @@ static int nbd_accept(struct xconn *xc, void *arg)
 	c->refcnt = 1;
 	INIT_LIST_HEAD(&c->cmds);
 	INIT_LIST_HEAD(&c->blocked_list);
+	list_add_tail(&c->all_list, &all_conns);
+	c->rx_progress_at = c->tx_progress_at = now_msec();
 	c->hs_timer.fn = handshake_timeout;
 	timer_add(sys.loop, &c->hs_timer, NBD_HANDSHAKE_MS);
 	xconn_set_ops(xc, &nbd_conn_ops, c);
@@ -1018,6 +1083,8 @@ int nbd_init(const char *default_addr)
 		return 0;
 	resume_timer.fn = resume_blocked;
 	budget_add_release_hook(budget_released);
+	stall_timer.fn = check_stalled;
+	timer_add(sys.loop, &stall_timer, 1000);
 	listener = tcp_listen(sys.loop, addr, nbd_port, NBD_MAX_CONNS, "NBD",
 			      nbd_accept, NULL);
 	if (!listener) {

@@ -419,6 +419,41 @@ static void option_flood(void)
 	       "replies missing");
 }
 
+/*
+ * After a stall of ours: read (and drop) whatever the server still sends
+ * until it closes the connection, for up to @max_sec seconds.  Returns
+ * the seconds that took, or -1 if it was still open.
+ */
+static long drain_until_closed(int max_sec)
+{
+	struct timeval tv = { .tv_sec = 1 };
+	struct timeval t0, t1;
+	uint8_t buf[65536];
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	gettimeofday(&t0, NULL);
+	for (;;) {
+		ssize_t r = read(fd, buf, sizeof(buf));
+
+		gettimeofday(&t1, NULL);
+		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR &&
+			       errno != EWOULDBLOCK))
+			break;
+		if (t1.tv_sec - t0.tv_sec > max_sec)
+			return -1;
+	}
+	return t1.tv_sec - t0.tv_sec;
+}
+
+/* the server must wait out its stall limit (30 s), then close */
+static const char *stall_fate(void)
+{
+	long sec = drain_until_closed(60);
+
+	return sec < 0 ? "still open" : sec >= 25 ?
+	       "closed after the stall limit" : "closed at once";
+}
+
 static int run_case(const char *host, const char *port, const char *c,
 		    const char *ex)
 {
@@ -429,7 +464,8 @@ static int run_case(const char *host, const char *port, const char *c,
 	if (!ex && (!strcmp(c, "go") || !strcmp(c, "requests") ||
 		    !strcmp(c, "pipeline") || !strcmp(c, "request-magic") ||
 		    !strcmp(c, "big-write") || !strcmp(c, "readonly") ||
-		    !strcmp(c, "truncated") || !strcmp(c, "abandon"))) {
+		    !strcmp(c, "truncated") || !strcmp(c, "abandon") ||
+		    !strncmp(c, "stall-", 6))) {
 		fprintf(stderr, "case %s needs an export\n", c);
 		return 2;
 	}
@@ -542,6 +578,25 @@ static int run_case(const char *host, const char *port, const char *c,
 		send_req(0, CMD_WRITE, 1, 0, 1 << 20, NULL);
 		wr("partial", 7);
 		printf("hung up during a WRITE payload\n");
+	} else if (!strcmp(c, "stall-header")) {
+		must_go(ex);
+		wr("\x25\x60\x95\x13\0\0\0\0\0\0", 10);
+		printf("half a request header, then nothing: %s\n",
+		       stall_fate());
+	} else if (!strcmp(c, "stall-payload")) {
+		must_go(ex);
+		send_req(0, CMD_WRITE, 1, 0, 1 << 20, NULL);
+		wr("partial", 7);
+		printf("part of a WRITE payload, then nothing: %s\n",
+		       stall_fate());
+	} else if (!strcmp(c, "stall-replies")) {
+		/* 64 MiB of replies, more than the socket buffers hold */
+		must_go(ex);
+		for (int i = 0; i < 64; i++)
+			send_req(0, CMD_READ, (uint64_t)i, 0, 1 << 20, NULL);
+		sleep(40);
+		printf("64 READs, replies not read for 40 s: %s\n",
+		       drain_until_closed(30) < 0 ? "still open" : "closed");
 	} else {
 		fprintf(stderr, "unknown case %s\n", c);
 		return 2;
