@@ -342,6 +342,8 @@ static void conn_gone(struct nbd_conn *c, bool close_xconn)
 	timer_del(&c->hs_timer);
 	list_del(&c->all_list);
 	INIT_LIST_HEAD(&c->all_list);
+	if (list_empty(&all_conns))
+		timer_del(&stall_timer);	/* nothing to watch */
 	conn_unblock(c);
 	free(c->optdata);
 	c->optdata = NULL;
@@ -1009,7 +1011,8 @@ static void check_stalled(struct timer *t)
 		conn_close(c);
 		conn_put(c);
 	}
-	timer_add(sys.loop, t, 1000);
+	if (!list_empty(&all_conns))
+		timer_add(sys.loop, t, 1000);
 }
 
 static void greet(struct nbd_conn *c)
@@ -1035,6 +1038,8 @@ static int nbd_accept(struct xconn *xc, void *arg)
 	INIT_LIST_HEAD(&c->cmds);
 	INIT_LIST_HEAD(&c->blocked_list);
 	list_add_tail(&c->all_list, &all_conns);
+	if (!stall_timer.armed)
+		timer_add(sys.loop, &stall_timer, 1000);
 	c->rx_progress_at = c->tx_progress_at = now_msec();
 	c->hs_timer.fn = handshake_timeout;
 	timer_add(sys.loop, &c->hs_timer, NBD_HANDSHAKE_MS);
@@ -1084,7 +1089,6 @@ int nbd_init(const char *default_addr)
 	resume_timer.fn = resume_blocked;
 	budget_add_release_hook(budget_released);
 	stall_timer.fn = check_stalled;
-	timer_add(sys.loop, &stall_timer, 1000);
 	listener = tcp_listen(sys.loop, addr, nbd_port, NBD_MAX_CONNS, "NBD",
 			      nbd_accept, NULL);
 	if (!listener) {
