@@ -43,6 +43,7 @@ struct robj {
 	bool superseded;
 	bool urgent;		/* a request waits: store past the margin */
 	bool stored;		/* this recovery created the working copy */
+	bool ondemand;		/* added for a request, not in work[] */
 	uint32_t fail_res;	/* the store failed (no space): SD_RES_* */
 	uint64_t fail_at;	/* when, in ms */
 	int pass;		/* 1: working copies, 2: stale copies too */
@@ -108,6 +109,15 @@ static void rec_put(struct recovery *rw)
 {
 	if (--rw->refs)
 		return;
+	for (size_t i = 0; i < RHASH; i++)
+		for (struct robj *ro = rw->hash[i], *n; ro; ro = n) {
+			n = ro->hnext;
+			if (!ro->ondemand)
+				continue;
+			free(ro->buf);
+			free(ro->best_buf);
+			free(ro);
+		}
 	for (size_t i = 0; i < rw->nr_work; i++) {
 		free(rw->work[i]->buf);
 		free(rw->work[i]->best_buf);
@@ -220,17 +230,36 @@ static void robj_buf_put(void **buf, uint32_t size)
 	budget_release(size);
 }
 
+static void robj_unhash(struct robj *ro)
+{
+	struct robj **pp = &ro->rw->hash[ro->oid % RHASH];
+
+	while (*pp && *pp != ro)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = ro->hnext;
+}
+
+/*
+ * The object is settled.  One a request added (robj_add) is forgotten
+ * then, unless its store failed (the failure is remembered for a while):
+ * requests for objects that exist nowhere must not leave a trace each.
+ */
 static void robj_done(struct robj *ro)
 {
 	struct recovery *rw = ro->rw;
 
 	if (ro->state != RO_DONE) {
 		ro->state = RO_DONE;
-		rw->nr_done++;
+		rw->nr_done += !ro->ondemand;
 	}
 	robj_buf_put(&ro->buf, ro->size);
 	robj_buf_put(&ro->best_buf, ro->size);
 	resubmit_list(&ro->parked);
+	if (ro->ondemand && !ro->fail_res) {
+		robj_unhash(ro);
+		free(ro);
+	}
 }
 
 /* ---- recovering one object ---- */
@@ -401,8 +430,13 @@ static void robj_fetch(struct robj *ro)
 			return;
 		}
 		if (ro->pass >= 2) {
-			sd_err("no copy of %016" PRIx64 " found anywhere",
-			       ro->oid);
+			/* a request may ask for what never existed */
+			if (ro->ondemand)
+				sd_debug("no copy of %016" PRIx64 " found "
+					 "anywhere", ro->oid);
+			else
+				sd_err("no copy of %016" PRIx64 " found "
+				       "anywhere", ro->oid);
 			rw->inflight--;
 			robj_done(ro);
 			rec_pump(rw);
@@ -787,8 +821,7 @@ static struct robj *robj_add(struct recovery *rw, uint64_t oid)
 	if (!self_is_target(&rw->cur_ring, oid))
 		return NULL;
 	ro = robj_new(rw, oid);
-	rw->work = xrealloc(rw->work, (rw->nr_work + 2) * sizeof(*rw->work));
-	rw->work[rw->nr_work++] = ro;
+	ro->ondemand = true;
 	return ro;
 }
 
@@ -811,7 +844,7 @@ bool recovery_park(struct request *req)
 	    rw->state != RS_DONE)
 		return false;
 	ro = robj_find(rw, req->rq.obj.oid);
-	if (!ro)
+	if (!ro && !req->asked_members)
 		ro = robj_add(rw, req->rq.obj.oid);
 	if (ro && ro->state == RO_DONE && ro->fail_res) {
 		/*
@@ -824,11 +857,13 @@ bool recovery_park(struct request *req)
 		}
 		ro->fail_res = 0;
 		ro->state = RO_PENDING;
-		rw->nr_done--;
+		rw->nr_done -= !ro->ondemand;
 	}
 	if (!ro || ro->state == RO_DONE)
 		return false;
 	list_add_tail(&req->list, &ro->parked);
+	/* an on-demand object is forgotten once settled: ask once only */
+	req->asked_members = ro->ondemand;
 	__atomic_store_n(&ro->urgent, true, __ATOMIC_RELAXED);
 	if (ro->state == RO_PENDING)
 		robj_start(ro);		/* prioritised recovery (§7.5) */
@@ -856,7 +891,7 @@ bool recovery_supersede(struct request *req)
 	ro->superseded = true;
 	if (ro->state == RO_PENDING) {
 		ro->state = RO_DONE;
-		rw->nr_done++;
+		rw->nr_done += !ro->ondemand;
 	}
 	return false;
 }
