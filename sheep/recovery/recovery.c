@@ -608,6 +608,8 @@ static void stale_late_copy(uint64_t oid)
 
 	if (!rec || rec->cancelled || self_is_target(&rec->cur_ring, oid))
 		return;
+	sd_info("object %" PRIx64 " arrived after epoch %u began, which does "
+		"not place it here: to the stale area", oid, rec->epoch);
 	lc = xzalloc(sizeof(*lc));
 	lc->rw = rec;
 	lc->oid = oid;

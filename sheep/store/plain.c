@@ -327,6 +327,7 @@ int store_remove(uint64_t oid)
 	obj_path(p, sizeof(p), oid, "");
 	if (unlink(p))
 		return store_err_to_res(errno);
+	sd_debug("object %" PRIx64 " removed", oid);
 	fdc_drop(oid);
 	if (!store_nosync)
 		dirty_dir();

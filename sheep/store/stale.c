@@ -196,6 +196,7 @@ int store_move_to_stale(uint64_t oid, uint32_t epoch)
 		}
 	}
 	fdc_drop(oid);
+	sd_debug("object %" PRIx64 " to the stale area (epoch %u)", oid, epoch);
 	old = index_set(oid, epoch, file_bytes(to));
 	if (old && old != epoch) {
 		stale_path(to, sizeof(to), oid, old);
