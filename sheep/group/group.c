@@ -34,7 +34,8 @@ static LIST_HEAD(pending_block);	/* waiting for the block grant */
 static LIST_HEAD(pending_reply);	/* waiting for our own message */
 static uint32_t cluster_seq;
 static struct work_queue *cluster_wq;
-static uint32_t recover_from;	/* epoch to recover from, 0 = none */
+static bool recover_pending;	/* a recovery is to start ... */
+static uint32_t recover_from;	/* ... from this epoch (0: no old ring) */
 static struct cluster_state *cs;	/* the state we own (state/cluster.h) */
 static struct cluster_driver *cdrv;
 static struct group_hooks hooks;
@@ -43,8 +44,10 @@ static struct group_hooks hooks;
 
 static void new_epoch(void)
 {
-	if (cs->epoch && cs->status == SD_STATUS_OK)
+	if (cs->epoch && cs->status == SD_STATUS_OK) {
 		recover_from = cs->epoch;
+		recover_pending = true;
+	}
 	cs->epoch++;
 	set_epoch_nodes(cs->members, cs->nr_members);
 	epoch_log_write(cs->epoch, cs->members, cs->nr_members);
@@ -261,11 +264,11 @@ static void exchange_vdi_state(const struct sd_node *joined, bool me,
 
 static void start_pending_recovery(void)
 {
-	uint32_t from = recover_from;
-
-	recover_from = 0;
-	if (from && cs->status == SD_STATUS_OK)
-		recovery_start(from);
+	if (!recover_pending)
+		return;
+	recover_pending = false;
+	if (cs->status == SD_STATUS_OK)
+		recovery_start(recover_from);
 }
 
 /* ---- join (cluster.md §4.2, §4.3) ---- */
@@ -448,12 +451,15 @@ static void sd_accept_handler(const struct sd_node *joined,
 		cs->status = SD_STATUS_OK;
 	/*
 	 * Back after a whole-cluster stop: a recovery the stop cut short is
-	 * run again (what is already here is only checked).  A new epoch, if
-	 * one follows, starts its own instead.
+	 * run again (what is already here is only checked), and copies that
+	 * writes cut short by the stop left missing are made.  Also at epoch
+	 * 1, where there is no old ring: every member's list is the source.
+	 * A new epoch, if one follows, starts its own instead.
 	 */
-	if (was_waiting && cs->status == SD_STATUS_OK && !recover_from &&
-	    cs->epoch > 1)
+	if (was_waiting && cs->status == SD_STATUS_OK && !recover_pending) {
 		recover_from = cs->epoch - 1;
+		recover_pending = true;
+	}
 	if (cs->status == SD_STATUS_OK &&
 	    !same_nodes(cs->members, cs->nr_members, cs->epoch_nodes,
 			cs->nr_epoch_nodes))
@@ -670,7 +676,7 @@ int group_format(const struct sd_req *req, const char *store)
 	cs->shutdown_clean = false;
 	cs->status = SD_STATUS_OK;
 	new_epoch();
-	recover_from = 0;
+	recover_pending = false;
 	config_save();
 	publish_view();
 	sd_notice("cluster formatted: %u copies, store %s", cs->copies,
