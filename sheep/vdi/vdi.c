@@ -334,18 +334,15 @@ static int vdi_snapshot(struct request *req, struct lookup *lk)
 	ret = inode_load(base, &src);
 	if (ret != SD_RES_SUCCESS)
 		return base == cur ? SD_RES_VDI_READ : SD_RES_BASE_VDI_READ;
-	if (base == cur) {
-		src.h.snap_ctime = sd_time_now();
-		ret = write_header(&src.h, 0, SD_INODE_HEADER_SIZE);
-	} else {
-		struct sd_inode_header ch = lk->h;
-
-		ch.snap_ctime = sd_time_now();
-		ret = write_header(&ch, 512, 16);
-	}
-	if (ret == SD_RES_SUCCESS)
-		ret = inode_share(base, &src);
-	if (ret != SD_RES_SUCCESS) {
+	/*
+	 * In the order a crash can stop anywhere in: the shared references
+	 * first (a crash after it leaks objects, never frees them), then the
+	 * new working VDI, and only then is the current one made a snapshot.
+	 * The other way round, a crash left the name with snapshots only:
+	 * "No VDI found" (test 093).  A crash before the last step leaves two
+	 * working VDIs of the name; the newer one is the current.
+	 */
+	if (inode_share(base, &src) != SD_RES_SUCCESS) {
 		ret = SD_RES_BASE_VDI_WRITE;
 		goto out;
 	}
@@ -356,6 +353,19 @@ static int vdi_snapshot(struct request *req, struct lookup *lk)
 	ret = create_inode(&h, &src);
 	if (ret != SD_RES_SUCCESS) {
 		ret = SD_RES_VDI_WRITE;
+		goto out;
+	}
+	if (base == cur) {
+		src.h.snap_ctime = sd_time_now();
+		ret = write_header(&src.h, 0, SD_INODE_HEADER_SIZE);
+	} else {
+		struct sd_inode_header ch = lk->h;
+
+		ch.snap_ctime = sd_time_now();
+		ret = write_header(&ch, 512, 16);
+	}
+	if (ret != SD_RES_SUCCESS) {
+		ret = SD_RES_BASE_VDI_WRITE;
 		goto out;
 	}
 	req->aux = cur;		/* becomes a snapshot everywhere */
