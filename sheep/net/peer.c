@@ -115,7 +115,9 @@ static int got_header(struct peer *p)
 		return -1;
 	}
 	p->rx->rp = rsp;
-	p->rx_len = MIN(rsp.data_length, p->rx->rbuf_len);
+	if (!p->rx->rbuf && p->rx->alloc_rbuf && rsp.data_length)
+		p->rx->rbuf = p->rx->alloc_rbuf(p->rx, rsp.data_length);
+	p->rx_len = p->rx->rbuf ? MIN(rsp.data_length, p->rx->rbuf_len) : 0;
 	p->rx_skip = rsp.data_length - p->rx_len;
 	if (!p->rx_len) {
 		rx_skip(p);

@@ -21,6 +21,13 @@ struct peer_req {
 	uint64_t deadline;
 	struct list_head list;
 	void (*done)(struct peer_req *pr, int result);
+	/*
+	 * Optional, for a NULL @rbuf: called when the response announces
+	 * @len bytes, returns the buffer to read them into (at least
+	 * @rbuf_len bytes) or NULL to drop them.  A request that may find
+	 * nothing then costs no buffer.
+	 */
+	void *(*alloc_rbuf)(struct peer_req *pr, uint32_t len);
 	void *priv;
 	/* private to peer.c */
 	uint8_t hdr[SD_REQ_SIZE];

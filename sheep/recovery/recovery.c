@@ -371,10 +371,31 @@ static const struct sd_node *source(struct robj *ro, int k)
 	return NULL;
 }
 
+/*
+ * The buffer is taken when a copy's bytes are on their way, not before: a
+ * read of an object that exists nowhere must cost no object-size buffer
+ * (nor the budget it is charged to).
+ */
+static void *robj_alloc_buf(struct peer_req *pr, uint32_t len)
+{
+	struct robj *ro = container_of(pr, struct robj, pr);
+
+	if (len != ro->size)
+		return NULL;
+	/* recovery's share of the daemon's payload budget */
+	ro->buf = xmalloc(ro->size);
+	budget_charge(ro->size);
+	return ro->buf;
+}
+
 static void robj_read_done(struct peer_req *pr, int result)
 {
 	struct robj *ro = container_of(pr, struct robj, pr);
 	struct recovery *rw = ro->rw;
+
+	/* a copy is the whole object, never part of one */
+	if (result == SD_RES_SUCCESS && pr->rp.data_length != ro->size)
+		result = SD_RES_EIO;
 
 	if (rw->cancelled || ro->superseded) {
 		rw->inflight--;
@@ -451,11 +472,6 @@ static void robj_fetch(struct robj *ro)
 		robj_fetch(ro);
 		return;
 	}
-	if (!ro->buf) {
-		/* recovery's share of the daemon's payload budget */
-		ro->buf = xmalloc(ro->size);
-		budget_charge(ro->size);
-	}
 	memset(&ro->pr, 0, sizeof(ro->pr));
 	sd_init_req(&ro->pr.rq, SD_OP_READ_PEER);
 	ro->pr.rq.epoch = cstate->epoch;
@@ -466,6 +482,7 @@ static void robj_fetch(struct robj *ro)
 	ro->pr.rq.data_length = ro->size;
 	ro->pr.rbuf = ro->buf;
 	ro->pr.rbuf_len = ro->size;
+	ro->pr.alloc_rbuf = robj_alloc_buf;
 	ro->pr.done = robj_read_done;
 	peer_submit(&src->nid, &ro->pr);
 }
