@@ -23,8 +23,6 @@ static struct cluster_opts {
 	bool force;
 	bool strict;
 	bool use_lock;
-	bool recycle_vid;
-	bool avoid_diskfull;
 	bool fixed_vnodes;
 	bool diff;
 } copt = {
@@ -144,6 +142,12 @@ static int cluster_format(int argc, char **argv)
 	ret = check_vnode_strategy();
 	if (ret)
 		return ret;
+	if (copt.copy_policy) {
+		/* refused rather than stored as D+P full copies */
+		fprintf(stderr, "Erasure coding (-c D:P) is not supported "
+			"yet: give a number of copies\n");
+		return EXIT_FAILURE;
+	}
 	if (confirm_format())
 		return EXIT_SUCCESS;
 	printf("using backend %s store\n", copt.store);
@@ -162,10 +166,6 @@ static int cluster_format(int argc, char **argv)
 		req.cluster.flags |= SD_CLUSTER_FLAG_STRICT;
 	if (copt.use_lock)
 		req.cluster.flags |= SD_CLUSTER_FLAG_USE_LOCK;
-	if (copt.recycle_vid)
-		req.cluster.flags |= SD_CLUSTER_FLAG_RECYCLE_VID;
-	if (copt.avoid_diskfull)
-		req.cluster.flags |= SD_CLUSTER_FLAG_AVOID_DISKFULL;
 	if (!copt.fixed_vnodes)
 		req.cluster.flags |= SD_CLUSTER_FLAG_AUTO_VNODES;
 	if (dog_exec(&req, name, 0, &rsp))
@@ -495,8 +495,10 @@ static int cluster_parser(int ch, const char *arg)
 		copt.force = true;
 		break;
 	case 'F':
-		copt.avoid_diskfull = true;
-		break;
+		/* Kelpie's recovery always stops short of a full disk */
+		fprintf(stderr, "-F/--avoid-diskfull is not supported: "
+			"recovery always halts before a disk fills\n");
+		return EXIT_FAILURE;
 	case 'l':
 		copt.use_lock = true;
 		break;
@@ -505,8 +507,8 @@ static int cluster_parser(int ch, const char *arg)
 		copt.strict = true;
 		break;
 	case 'R':
-		copt.recycle_vid = true;
-		break;
+		fprintf(stderr, "-R/--recyclevid is not supported yet\n");
+		return EXIT_FAILURE;
 	case 'V':
 		copt.fixed_vnodes = true;
 		break;
@@ -518,7 +520,7 @@ static int cluster_parser(int ch, const char *arg)
 }
 
 static const struct sd_option cluster_options[] = {
-	{ 'b', "store", true, "store", "backend store: plain or tree" },
+	{ 'b', "store", true, "store", "backend store (only plain)" },
 	{ 'c', "copies", true, "copies",
 	  "default redundancy: N copies or D:P erasure code" },
 	{ 'f', "force", false, NULL, "do not ask for confirmation" },

@@ -180,6 +180,12 @@ static int vdi_create(int argc, char **argv)
 		fprintf(stderr, "Hyper volumes (-y) are not supported yet\n");
 		return EXIT_FAILURE;
 	}
+	if (vopt.copy_policy) {
+		/* refused rather than stored as D+P full copies */
+		fprintf(stderr, "Erasure coding (-c D:P) is not supported "
+			"yet: give a number of copies\n");
+		return EXIT_FAILURE;
+	}
 	nv.shift = vopt.shift;
 	if (!nv.shift) {
 		ret = default_block_shift(nv.name, &nv.shift);

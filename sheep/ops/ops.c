@@ -823,8 +823,18 @@ static int cluster_make_fs(const struct sd_req *req, struct sd_rsp *rsp,
 		strncpy(store, data, MIN(req->data_length,
 					 sizeof(store) - 1));
 	}
-	if (strcmp(store, "plain") && strcmp(store, "tree"))
+	/* only the plain layout exists: "tree" is refused, not faked */
+	if (strcmp(store, "plain"))
 		return SD_RES_NO_STORE;
+	/*
+	 * Erasure coding, VID recycling and the disk-full check are not
+	 * implemented: a cluster formatted with them would claim a policy
+	 * it does not follow.
+	 */
+	if (req->cluster.copy_policy ||
+	    (req->cluster.flags & (SD_CLUSTER_FLAG_RECYCLE_VID |
+				   SD_CLUSTER_FLAG_AVOID_DISKFULL)))
+		return SD_RES_NO_SUPPORT;
 	return group_format(req, store);
 }
 

@@ -442,6 +442,13 @@ int vdi_new_work(struct request *req)
 		return SD_RES_VDI_EXIST;
 	if (ret != SD_RES_NO_VDI)
 		return ret;
+	/*
+	 * Erasure coding is not implemented: a D:P VDI would be stored as
+	 * D+P full copies.  (Snapshots keep what their VDI has.)
+	 */
+	if (rq->vdi.copies ? rq->vdi.copy_policy :
+	    !rq->vdi.base_vdi_id && cstate->copy_policy)
+		return SD_RES_NO_SUPPORT;
 	if (rq->vdi.base_vdi_id)
 		return vdi_clone(req, &lk, rq->vdi.base_vdi_id);
 	memset(&h, 0, sizeof(h));
