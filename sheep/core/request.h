@@ -57,6 +57,7 @@ struct request {
 	uint32_t aux;			/* cluster ops: work part -> main part */
 	bool internal;			/* issued by the daemon itself */
 	bool slot_held;			/* holds its object's write slot */
+	struct list_head slot_list;	/* in its object's slot (gateway) */
 	bool asked_members;		/* recovery looked for its object */
 	uint8_t stat_active;		/* counted active: 1 gateway, 2 peer */
 	/* gateway fan-out */

@@ -55,14 +55,19 @@ static uint8_t gateway_to_peer_opcode(uint8_t opcode)
 }
 
 /*
- * One write per object in flight: later writes to the same object wait
- * here, so every replica applies them in the same (arrival) order.
+ * Writes to one object run at once unless they overlap: a write waits
+ * while an earlier write (running or waiting) touches any of its bytes,
+ * so overlapping writes reach every replica in one (arrival) order, and
+ * writes to other bytes of the object do not queue behind them (the
+ * store orders its own updates of a file's checksums).  Creates,
+ * copy-on-write, removes and reference drops take the whole object.
  */
 #define SLOT_BUCKETS 1024
 
 struct oid_slot {
 	uint64_t oid;
-	struct list_head waiters;
+	struct list_head active;	/* running writes */
+	struct list_head waiters;	/* in arrival order */
 	struct oid_slot *next;
 };
 
@@ -77,18 +82,49 @@ static struct oid_slot **slot_find(uint64_t oid)
 	return p;
 }
 
-/* true if @req may run now; otherwise it is queued behind the holder */
+static bool writes_conflict(const struct request *a, const struct request *b)
+{
+	uint64_t a0 = a->rq.obj.offset, a1 = a0 + a->rq.data_length;
+	uint64_t b0 = b->rq.obj.offset, b1 = b0 + b->rq.data_length;
+
+	if (a->rq.opcode != SD_OP_WRITE_OBJ || b->rq.opcode != SD_OP_WRITE_OBJ)
+		return true;
+	return a0 < b1 && b0 < a1;
+}
+
+/* does @req conflict with an entry of @head before @stop (NULL: any)? */
+static bool conflicts_in(const struct request *req, struct list_head *head,
+			 const struct request *stop)
+{
+	struct request *r;
+
+	list_for_each_entry(r, head, slot_list) {
+		if (r == stop)
+			break;
+		if (writes_conflict(req, r))
+			return true;
+	}
+	return false;
+}
+
+/* true if @req may run now; otherwise it waits in its object's slot */
 static bool slot_acquire(struct request *req)
 {
-	struct oid_slot **p = slot_find(req->rq.obj.oid);
+	struct oid_slot **p = slot_find(req->rq.obj.oid), *s = *p;
 
-	if (*p) {
-		list_add_tail(&req->list, &(*p)->waiters);
+	if (!s) {
+		s = xzalloc(sizeof(*s));
+		s->oid = req->rq.obj.oid;
+		INIT_LIST_HEAD(&s->active);
+		INIT_LIST_HEAD(&s->waiters);
+		*p = s;
+	}
+	if (conflicts_in(req, &s->active, NULL) ||
+	    conflicts_in(req, &s->waiters, NULL)) {
+		list_add_tail(&req->slot_list, &s->waiters);
 		return false;
 	}
-	*p = xzalloc(sizeof(**p));
-	(*p)->oid = req->rq.obj.oid;
-	INIT_LIST_HEAD(&(*p)->waiters);
+	list_add_tail(&req->slot_list, &s->active);
 	req->slot_held = true;
 	return true;
 }
@@ -103,22 +139,28 @@ static void gw_slot_start(struct timer *t)
 static void slot_release(struct request *req)
 {
 	struct oid_slot **p = slot_find(req->rq.obj.oid), *s = *p;
-	struct request *next;
+	struct request *w, *n;
 
 	req->slot_held = false;
 	if (!s)
 		return;
-	if (list_empty(&s->waiters)) {
+	list_del(&req->slot_list);
+	/* start every waiter that conflicts with nothing before it */
+	list_for_each_entry_safe(w, n, &s->waiters, slot_list) {
+		if (conflicts_in(w, &s->active, NULL) ||
+		    conflicts_in(w, &s->waiters, w))
+			continue;
+		list_del(&w->slot_list);
+		list_add_tail(&w->slot_list, &s->active);
+		w->slot_held = true;
+		/* from the loop, not from this stack */
+		w->retry_timer.fn = gw_slot_start;
+		timer_add(sys.loop, &w->retry_timer, 0);
+	}
+	if (list_empty(&s->active) && list_empty(&s->waiters)) {
 		*p = s->next;
 		free(s);
-		return;
 	}
-	/* hand the slot over; start from the loop, not from this stack */
-	next = list_first_entry(&s->waiters, struct request, list);
-	list_del(&next->list);
-	next->slot_held = true;
-	next->retry_timer.fn = gw_slot_start;
-	timer_add(sys.loop, &next->retry_timer, 0);
 }
 
 static bool retriable(uint32_t res)
