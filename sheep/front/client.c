@@ -16,6 +16,7 @@
 #include "core/request.h"
 #include "front/access.h"
 #include "front/front.h"
+#include "net/stall.h"
 #include "net/transport.h"
 #include "ops/ops.h"
 #include "ops/validate.h"
@@ -45,10 +46,7 @@ struct client {
 	bool nonce_set;
 	bool authed;			/* proved the cluster key */
 	struct list_head list;		/* all_clients */
-	uint64_t tx_progress_at;	/* last time replies moved (ms) */
-	size_t tx_backlog;		/* reply bytes queued then */
-	uint64_t rx_progress_at;	/* last time a started request moved */
-	size_t rx_got;			/* its bytes received then */
+	struct stall_watch stall;	/* check_stalled */
 	bool told_refused;	/* a refusal of this client was logged */
 	/* VDIs locked with KLOCK on this connection (client_lock.c) */
 	uint32_t locks[SD_MAX_CLIENT_LOCKS];
@@ -383,8 +381,7 @@ static int client_accept(struct xconn *xc, void *arg)
 
 	c->xc = xc;
 	list_add_tail(&c->list, &all_clients);
-	c->tx_progress_at = now_msec();
-	c->rx_progress_at = c->tx_progress_at;
+	stall_watch_init(&c->stall, now_msec());
 	if (xconn_peer_addr(xc, &ss))
 		ss.ss_family = AF_UNSPEC;	/* trusted with nothing */
 	access_classify(&ss, &c->access);
@@ -394,30 +391,6 @@ static int client_accept(struct xconn *xc, void *arg)
 	xconn_set_ops(xc, &client_ops, c);
 	read_next(c);
 	return 0;
-}
-
-/* replies queued and not moving: true once that lasted the limit */
-static bool tx_stalled(struct client *c, uint64_t now)
-{
-	size_t backlog = xconn_send_backlog(c->xc);
-
-	if (!backlog || backlog < c->tx_backlog)
-		c->tx_progress_at = now;
-	c->tx_backlog = backlog;
-	return now - c->tx_progress_at >= SD_CLIENT_STALL_MS;
-}
-
-/* a request begun (part of a header, a payload due) and not moving */
-static bool rx_stalled(struct client *c, uint64_t now)
-{
-	size_t got = xconn_recv_got(c->xc);
-	bool begun = got || c->rx_state == RX_PAYLOAD ||
-		     c->rx_state == RX_DISCARD;
-
-	if (!begun || got != c->rx_got)
-		c->rx_progress_at = now;
-	c->rx_got = got;
-	return now - c->rx_progress_at >= SD_CLIENT_STALL_MS;
 }
 
 /*
@@ -432,17 +405,16 @@ static void check_stalled(struct timer *t)
 	struct client *c, *n;
 
 	list_for_each_entry_safe(c, n, &all_clients, list) {
-		if (tx_stalled(c, now)) {
-			sd_warn("a client has not read its replies for %d s "
-				"(%zu bytes): disconnecting it",
-				SD_CLIENT_STALL_MS / 1000, c->tx_backlog);
-			client_close(c);
-		} else if (rx_stalled(c, now)) {
-			sd_warn("a client sent part of a request and nothing "
-				"more for %d s: disconnecting it",
-				SD_CLIENT_STALL_MS / 1000);
-			client_close(c);
-		}
+		size_t got = xconn_recv_got(c->xc);
+		bool begun = got || c->rx_state == RX_PAYLOAD ||
+			     c->rx_state == RX_DISCARD;
+		enum stall st = stall_check(&c->stall, c->xc, begun, got, now);
+
+		if (st == STALL_NONE)
+			continue;
+		sd_warn("a client %s for %d s: disconnecting it",
+			stall_reason(st), SD_CLIENT_STALL_MS / 1000);
+		client_close(c);
 	}
 	timer_add(sys.loop, t, 1000);
 }
@@ -531,7 +503,7 @@ static void reply_sent(struct xmsg *m, int err)
 	free(r);
 	c->nr_inflight--;
 	if (!err)
-		c->tx_progress_at = now_msec();
+		c->stall.tx_progress_at = now_msec();
 	/* hang up once the answer to a request we cannot read is out */
 	if (!err && !c->dead && c->rx_state == RX_STOPPED && !c->nr_inflight)
 		client_close(c);

@@ -29,6 +29,7 @@
 #include "util.h"
 #include "core/core.h"
 #include "core/request.h"
+#include "net/stall.h"
 #include "net/transport.h"
 
 #define NBD_INIT_MAGIC		0x4e42444d41474943ULL /* "NBDMAGIC" */
@@ -124,8 +125,7 @@ struct nbd_conn {
 	struct timer hs_timer;
 	/* stall detection (check_stalled) */
 	struct list_head all_list;
-	uint64_t rx_progress_at, tx_progress_at;
-	size_t rx_got, tx_backlog;
+	struct stall_watch stall;
 };
 
 struct nbd_cmd {
@@ -959,39 +959,13 @@ static void handshake_timeout(struct timer *t)
 	conn_put(c);
 }
 
-/* replies queued and not moving: true once that lasted the limit */
-static bool tx_stalled(struct nbd_conn *c, uint64_t now)
-{
-	size_t backlog = xconn_send_backlog(c->xc);
-
-	if (!backlog || backlog < c->tx_backlog)
-		c->tx_progress_at = now;
-	c->tx_backlog = backlog;
-	return now - c->tx_progress_at >= SD_CLIENT_STALL_MS;
-}
-
-/*
- * A request begun (part of its header, a payload due) and not moving.
- * The handshake has its own timer; a connection parked for budget waits
- * for us, not for the client.
- */
-static bool rx_stalled(struct nbd_conn *c, uint64_t now)
-{
-	size_t got = c->rx_posted ? xconn_recv_got(c->xc) : 0;
-	bool begun = (c->state == RX_REQ_HDR && got) ||
-		     c->state == RX_REQ_DATA || c->state == RX_DISCARD;
-
-	if (!begun || got != c->rx_got)
-		c->rx_progress_at = now;
-	c->rx_got = got;
-	return now - c->rx_progress_at >= SD_CLIENT_STALL_MS;
-}
-
 /*
  * A client that stops reading its replies holds their buffers, one that
  * sends half a request holds a connection and maybe a payload buffer:
  * once either has not moved for SD_CLIENT_STALL_MS, it is disconnected.
  * A client idle between requests stays (a VM may be quiet for hours).
+ * The handshake has its own timer; a connection parked for budget waits
+ * for us, not for the client.
  */
 static void check_stalled(struct timer *t)
 {
@@ -999,14 +973,15 @@ static void check_stalled(struct timer *t)
 	struct nbd_conn *c, *n;
 
 	list_for_each_entry_safe(c, n, &all_conns, all_list) {
-		const char *why = tx_stalled(c, now) ?
-			"has not read its replies" : rx_stalled(c, now) ?
-			"sent part of a request and nothing more" : NULL;
+		size_t got = c->rx_posted ? xconn_recv_got(c->xc) : 0;
+		bool begun = (c->state == RX_REQ_HDR && got) ||
+			     c->state == RX_REQ_DATA || c->state == RX_DISCARD;
+		enum stall st = stall_check(&c->stall, c->xc, begun, got, now);
 
-		if (!why)
+		if (st == STALL_NONE)
 			continue;
-		sd_warn("NBD: a client %s for %d s: disconnecting it", why,
-			SD_CLIENT_STALL_MS / 1000);
+		sd_warn("NBD: a client %s for %d s: disconnecting it",
+			stall_reason(st), SD_CLIENT_STALL_MS / 1000);
 		c->refcnt++;
 		conn_close(c);
 		conn_put(c);
@@ -1040,7 +1015,7 @@ static int nbd_accept(struct xconn *xc, void *arg)
 	list_add_tail(&c->all_list, &all_conns);
 	if (!stall_timer.armed)
 		timer_add(sys.loop, &stall_timer, 1000);
-	c->rx_progress_at = c->tx_progress_at = now_msec();
+	stall_watch_init(&c->stall, now_msec());
 	c->hs_timer.fn = handshake_timeout;
 	timer_add(sys.loop, &c->hs_timer, NBD_HANDSHAKE_MS);
 	xconn_set_ops(xc, &nbd_conn_ops, c);

@@ -90,7 +90,8 @@ srcs_request()
 srcs_nbd()
 {
 	echo tests/fuzz/fuzz_nbd.c tests/fuzz/stub_sheep.c \
-		sheep/front/nbd.c sheep/core/request.c lib/proto.c lib/util.c
+		sheep/front/nbd.c sheep/net/stall.c sheep/core/request.c \
+		lib/proto.c lib/util.c
 }
 srcs_backup()
 {

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Stall detection for client connections (client.c, nbd.c): a peer that
+ * stops reading its replies holds their buffers, one that sends part of a
+ * request and nothing more holds a connection.  The caller samples each
+ * connection once a second; one that has not moved for
+ * SD_CLIENT_STALL_MS is reported so that it can be disconnected.  A
+ * connection idle between requests never stalls.
+ */
+#ifndef SHEEP_NET_STALL_H
+#define SHEEP_NET_STALL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "net/transport.h"
+
+struct stall_watch {
+	uint64_t rx_progress_at, tx_progress_at;
+	size_t rx_got, tx_backlog;
+};
+
+enum stall { STALL_NONE, STALL_TX, STALL_RX };
+
+void stall_watch_init(struct stall_watch *w, uint64_t now);
+/*
+ * @rx_begun: a request is under way (part of a header, a payload due);
+ * @rx_got: its bytes received so far.  Replies are watched through the
+ * transport's send backlog of @xc.
+ */
+enum stall stall_check(struct stall_watch *w, const struct xconn *xc,
+		       bool rx_begun, size_t rx_got, uint64_t now);
+/* what stall_check reported, for the log line */
+const char *stall_reason(enum stall s);
+
+#endif
