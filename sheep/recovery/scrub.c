@@ -292,8 +292,9 @@ void scrub_heal(uint64_t oid)
 		}
 		return;
 	}
-	sd_notice("object %" PRIx64 " failed its checksums: repairing it "
-		  "from another copy", oid);
+	/* EIO: rot the checksums caught, or the disk failed the read */
+	sd_notice("object %" PRIx64 " failed its checksums or a read: "
+		  "repairing it from another copy", oid);
 	sc.heal[sc.nr_heal++] = oid;
 	if (!sc.active)
 		scrub_next();
