@@ -58,7 +58,8 @@ struct request {
 	bool internal;			/* issued by the daemon itself */
 	bool slot_held;			/* holds its object's write slot */
 	struct list_head slot_list;	/* in its object's slot (gateway) */
-	bool asked_members;		/* recovery looked for its object */
+	uint32_t asked_rec;		/* the recovery that looked for its
+					 * object (its gen), 0: none */
 	uint8_t stat_active;		/* counted active: 1 gateway, 2 peer */
 	/* gateway fan-out */
 	int nr_pending;

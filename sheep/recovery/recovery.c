@@ -62,6 +62,7 @@ struct robj {
 struct recovery {
 	uint32_t epoch;
 	uint32_t old_epoch;
+	uint32_t gen;		/* numbers recoveries from 1 (asked_rec) */
 	struct vnode_ring old_ring;
 	struct vnode_ring cur_ring;
 	enum rstate state;
@@ -88,6 +89,7 @@ struct recovery {
 };
 
 static struct recovery *rec;
+static uint32_t rec_gen;	/* the last recovery's gen */
 static struct recovery_throttling throttle;
 static uint32_t throttle_budget;
 static uint64_t throttle_window;
@@ -155,6 +157,27 @@ static struct robj *robj_new(struct recovery *rw, uint64_t oid)
 	return ro;
 }
 
+/*
+ * A parked request meets the epoch check again: the ring may have moved
+ * while it waited (a fetch to a frozen node can take many seconds).  Run
+ * against this node's store in a newer epoch, a write could land on a
+ * node that no longer is a target, and a read or write could be answered
+ * "no object" by a recovery that no longer looks for it; the gateway
+ * retries either way with the current ring.
+ */
+static void resubmit(struct request *req)
+{
+	if (!(req->rq.flags & SD_FLAG_CMD_RECOVERY) &&
+	    req->rq.epoch != cstate->epoch) {
+		req->rp.result = req->rq.epoch < cstate->epoch ?
+				 SD_RES_OLD_NODE_VER : SD_RES_NEW_NODE_VER;
+		req->rp.data_length = 0;
+		request_done(req);
+		return;
+	}
+	submit_io(req);
+}
+
 static void resubmit_list(struct list_head *head)
 {
 	struct request *req, *n;
@@ -166,7 +189,7 @@ static void resubmit_list(struct list_head *head)
 	}
 	list_for_each_entry_safe(req, n, &todo, list) {
 		list_del(&req->list);
-		submit_io(req);
+		resubmit(req);
 	}
 }
 
@@ -784,6 +807,7 @@ void recovery_start(uint32_t old_epoch)
 		return;
 	rw = xzalloc(sizeof(*rw));
 	rw->refs = 1;
+	rw->gen = ++rec_gen ? rec_gen : ++rec_gen;
 	rw->epoch = cstate->epoch;
 	rw->old_epoch = old_epoch;
 	rw->state = RS_PREPARING;
@@ -863,7 +887,7 @@ bool recovery_park(struct request *req)
 	    rw->state != RS_DONE)
 		return false;
 	ro = robj_find(rw, req->rq.obj.oid);
-	if (!ro && !req->asked_members)
+	if (!ro && req->asked_rec != rw->gen)
 		ro = robj_add(rw, req->rq.obj.oid);
 	if (ro && ro->state == RO_DONE && ro->fail_res) {
 		/*
@@ -881,8 +905,12 @@ bool recovery_park(struct request *req)
 	if (!ro || ro->state == RO_DONE)
 		return false;
 	list_add_tail(&req->list, &ro->parked);
-	/* an on-demand object is forgotten once settled: ask once only */
-	req->asked_members = ro->ondemand;
+	/*
+	 * An on-demand object is forgotten once settled: ask once only in
+	 * this recovery (a later one, with other members, may ask again).
+	 */
+	if (ro->ondemand)
+		req->asked_rec = rw->gen;
 	__atomic_store_n(&ro->urgent, true, __ATOMIC_RELAXED);
 	if (ro->state == RO_PENDING)
 		robj_start(ro);		/* prioritised recovery (§7.5) */
