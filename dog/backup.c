@@ -357,8 +357,8 @@ static int read_records(struct in_stream *s, const struct backup_hdr *bh,
 {
 	uint32_t size = UINT32_C(1) << bh->shift;
 	uint64_t nr_objs = DIV_ROUND_UP(bh->vdi_size, (uint64_t)size);
-	uint8_t *data = xmalloc(size), r[BACKUP_REC_SIZE], extra;
-	uint32_t nr = 0;
+	uint8_t *data = NULL, r[BACKUP_REC_SIZE], extra;
+	uint32_t nr = 0, cap = 0;
 	int64_t prev = -1;
 	int ret = -1, rd;
 
@@ -388,6 +388,12 @@ static int read_records(struct in_stream *s, const struct backup_hdr *bh,
 		if ((int64_t)idx <= prev || idx >= nr_objs || !len ||
 		    off > size || len > size - off)
 			goto corrupt;
+		/* sized by the records, not the object: most are small */
+		if (len > cap) {
+			free(data);
+			cap = MAX(len, MIN(2 * cap, size));
+			data = xmalloc(cap);
+		}
 		rd = in_read(s, data, len);
 		if (rd)
 			goto truncated;

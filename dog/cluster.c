@@ -86,12 +86,13 @@ static int check_vnode_strategy(void)
 /* does any VDI exist?  Unknown counts as no. */
 static bool cluster_has_vdis(void)
 {
-	uint8_t *map = xmalloc(VDI_BITMAP_SIZE);
+	uint8_t *map = vdi_bitmap_alloc();
 	bool found = false;
+	uint32_t len;
 
-	if (!read_vdi_bitmaps(map, NULL))
-		found = !is_zero(map, VDI_BITMAP_SIZE);
-	free(map);
+	if (!read_vdi_bitmaps(map, NULL, &len))
+		found = !is_zero(map, len);
+	vdi_bitmap_free(map);
 	return found;
 }
 

@@ -6,6 +6,7 @@
  */
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -66,9 +68,13 @@ static int sock_discard(int fd, uint32_t len)
 	return 0;
 }
 
-/* one request/response exchange on @fd; -1 on a transport error */
-static int exec_fd(int fd, struct sd_req *req, void *data, uint32_t buf_len,
-		   struct sd_rsp *rsp)
+/*
+ * One request/response exchange on @fd; -1 on a transport error.  With
+ * @alloc, the reply goes to a buffer of its own size (at most @buf_len)
+ * left in *@alloc for the caller to free, @data being unused.
+ */
+static int exec_fd_alloc(int fd, struct sd_req *req, void *data,
+			 uint32_t buf_len, struct sd_rsp *rsp, void **alloc)
 {
 	uint8_t hdr[SD_REQ_SIZE];
 	uint32_t got;
@@ -84,12 +90,23 @@ static int exec_fd(int fd, struct sd_req *req, void *data, uint32_t buf_len,
 		return -1;
 	sd_rsp_decode(rsp, hdr);
 	got = MIN(rsp->data_length, buf_len);
+	if (alloc) {
+		*alloc = xmalloc(got);
+		data = *alloc;
+		rsp->data_length = got;
+	}
 	if (got && sock_io(fd, data, got, false))
 		return -1;
 	if (rsp->data_length > got &&
 	    sock_discard(fd, rsp->data_length - got))
 		return -1;
 	return 0;
+}
+
+static int exec_fd(int fd, struct sd_req *req, void *data, uint32_t buf_len,
+		   struct sd_rsp *rsp)
+{
+	return exec_fd_alloc(fd, req, data, buf_len, rsp, NULL);
 }
 
 static int dog_connect(void)
@@ -124,6 +141,28 @@ int dog_exec(struct sd_req *req, void *data, uint32_t buf_len,
 	if (fd < 0)
 		return -1;
 	if (exec_fd(fd, req, data, buf_len, rsp)) {
+		fprintf(stderr, "failed to communicate with %s:%d: %s\n",
+			sdhost, sdport, strerror(errno));
+		dog_close();
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * dog_exec() for a reply of up to @max_len bytes, most often far fewer:
+ * *@data gets a buffer of the reply's size (rsp->data_length), to be freed
+ * by the caller even on failure (NULL if nothing was received).
+ */
+int dog_exec_alloc(struct sd_req *req, uint32_t max_len, void **data,
+		   struct sd_rsp *rsp)
+{
+	int fd = dog_connect();
+
+	*data = NULL;
+	if (fd < 0)
+		return -1;
+	if (exec_fd_alloc(fd, req, NULL, max_len, rsp, data)) {
 		fprintf(stderr, "failed to communicate with %s:%d: %s\n",
 			sdhost, sdport, strerror(errno));
 		dog_close();
@@ -177,14 +216,14 @@ int update_node_list(void)
 {
 	struct sd_req req;
 	struct sd_rsp rsp;
-	uint8_t *buf = xzalloc(NODE_LIST_BUF_SIZE);
+	void *buf;
 	uint8_t *log;
 	int ret = EXIT_SYSFAIL, nr = 0;
 	bool ok = false;
 
 	sd_init_req(&req, SD_OP_GET_NODE_LIST);
 	req.data_length = NODE_LIST_BUF_SIZE;
-	if (!dog_exec(&req, buf, NODE_LIST_BUF_SIZE, &rsp) &&
+	if (!dog_exec_alloc(&req, NODE_LIST_BUF_SIZE, &buf, &rsp) &&
 	    rsp.result == SD_RES_SUCCESS) {
 		nr = (int)MIN(rsp.node.nr_nodes,
 			      rsp.data_length / sizeof(struct sd_node));
@@ -220,10 +259,6 @@ int update_node_list(void)
 	sd_nodes_decode(sd_nodes, (size_t)nr, buf);
 	nodes_sort(sd_nodes, (size_t)nr);
 	sd_nodes_nr = nr;
-	if (ring_build(&sd_ring, sd_nodes, (size_t)nr)) {
-		fprintf(stderr, "Failed to build the node ring\n");
-		goto out;
-	}
 	ret = 0;
 out:
 	free(buf);
@@ -295,10 +330,34 @@ void free_epoch_log(struct epoch_rec *recs, int n)
 	free(recs);
 }
 
+static struct vnode_ring sd_ring;
+static bool sd_ring_built;
+
+/*
+ * The placement ring of the node list, built on first use (most commands
+ * never place an object); empty if it cannot be built.
+ */
+const struct vnode_ring *dog_ring(void)
+{
+	if (!sd_ring_built) {
+		sd_ring_built = true;
+		if (ring_build(&sd_ring, sd_nodes, (size_t)sd_nodes_nr))
+			fprintf(stderr, "Failed to build the node ring\n");
+	}
+	return &sd_ring;
+}
+
+void dog_ring_free(void)
+{
+	if (sd_ring_built)
+		ring_free(&sd_ring);
+	sd_ring_built = false;
+}
+
 /* number of distinct zones among the storage nodes */
 int nr_storage_zones(void)
 {
-	return sd_ring.nr_zones;
+	return dog_ring()->nr_zones;
 }
 
 int dog_read_object(uint64_t oid, void *buf, uint32_t len, uint32_t off,
@@ -436,17 +495,15 @@ int read_inode_header(uint32_t vid, struct sd_inode_header *h)
 int read_inode_index(uint32_t vid, const struct sd_inode_header *h,
 		     uint32_t *index, uint32_t nr)
 {
-	uint8_t *buf;
 	int ret;
 
 	if (!nr)
 		return SD_RES_SUCCESS;
-	buf = xmalloc((size_t)nr * 4);
-	ret = dog_read_object(vid_to_vdi_oid(vid), buf, nr * 4,
+	/* decoded in place: entry i is read from the bytes it replaces */
+	ret = dog_read_object(vid_to_vdi_oid(vid), index, nr * 4,
 			      SD_INODE_INDEX_OFFSET, h->nr_copies, 0);
 	if (ret == SD_RES_SUCCESS)
-		le32_array_decode(index, nr, buf);
-	free(buf);
+		le32_array_decode(index, nr, index);
 	return ret;
 }
 
@@ -462,6 +519,29 @@ int set_index_entry(uint32_t vid, const struct sd_inode_header *h,
 				SD_FLAG_CMD_DIRECT, h->nr_copies, 0, false);
 }
 
+/*
+ * A VDI bitmap is 2 MiB of which a reply usually fills a few bytes: fresh
+ * anonymous pages are zero and only the ones touched get backed.
+ */
+uint8_t *vdi_bitmap_alloc(void)
+{
+	void *p = mmap(NULL, VDI_BITMAP_SIZE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		fprintf(stderr, "out of memory for a VDI bitmap\n");
+		exit(EXIT_SYSFAIL);
+	}
+	return p;
+}
+
+void vdi_bitmap_free(uint8_t *map)
+{
+	if (map)
+		munmap(map, VDI_BITMAP_SIZE);
+}
+
+/* returns the bytes received (the rest of @map is left as it was) or -1 */
 static int read_bitmap(uint8_t opcode, uint8_t *map)
 {
 	struct sd_req req;
@@ -469,7 +549,6 @@ static int read_bitmap(uint8_t opcode, uint8_t *map)
 
 	sd_init_req(&req, opcode);
 	req.data_length = VDI_BITMAP_SIZE;
-	memset(map, 0, VDI_BITMAP_SIZE);
 	if (dog_exec(&req, map, VDI_BITMAP_SIZE, &rsp))
 		return -1;
 	if (rsp.result != SD_RES_SUCCESS) {
@@ -477,16 +556,22 @@ static int read_bitmap(uint8_t opcode, uint8_t *map)
 			sd_strerror(rsp.result));
 		return -1;
 	}
-	return 0;
+	return (int)MIN(rsp.data_length, (uint32_t)VDI_BITMAP_SIZE);
 }
 
-/* the in-use and deleted bitmaps; returns 0 or EXIT_SYSFAIL */
-int read_vdi_bitmaps(uint8_t *inuse, uint8_t *deleted)
+/*
+ * the in-use and deleted bitmaps; returns 0 or EXIT_SYSFAIL.  *@len is
+ * how much of @inuse the sheep sent: no VDI is in use beyond it.
+ */
+int read_vdi_bitmaps(uint8_t *inuse, uint8_t *deleted, uint32_t *len)
 {
-	if (read_bitmap(SD_OP_READ_VDIS, inuse))
+	int n = read_bitmap(SD_OP_READ_VDIS, inuse);
+
+	if (n < 0)
 		return EXIT_SYSFAIL;
-	if (deleted && read_bitmap(SD_OP_READ_DEL_VDIS, deleted))
+	if (deleted && read_bitmap(SD_OP_READ_DEL_VDIS, deleted) < 0)
 		return EXIT_SYSFAIL;
+	*len = (uint32_t)n;
 	return 0;
 }
 
@@ -527,28 +612,34 @@ int parse_vdi(vdi_visit_fn fn, bool need_index, void *data)
 int parse_vdi_start(vdi_visit_fn fn, bool need_index, void *data,
 		    void (*start)(void))
 {
-	uint8_t *inuse = xmalloc(VDI_BITMAP_SIZE);
-	uint8_t *deleted = xmalloc(VDI_BITMAP_SIZE);
+	uint8_t *inuse = vdi_bitmap_alloc();
+	uint8_t *deleted = vdi_bitmap_alloc();
+	uint32_t len;
 	int ret;
 
-	ret = read_vdi_bitmaps(inuse, deleted);
+	ret = read_vdi_bitmaps(inuse, deleted, &len);
 	if (ret)
 		goto out;
 	if (start)
 		start();
-	for (uint32_t byte = 0; byte < VDI_BITMAP_SIZE; byte++) {
-		uint8_t live = inuse[byte] & ~deleted[byte];
+	/* a word at a time: almost all of the 16M bits are zero */
+	for (uint32_t w = 0; w < (len + 7) / 8; w++) {
+		uint64_t in, del, live;
 
-		for (uint32_t bit = 0; live && bit < 8; bit++) {
-			uint32_t vid = byte * 8 + bit;
+		memcpy(&in, inuse + 8 * w, 8);
+		memcpy(&del, deleted + 8 * w, 8);
+		live = le64toh(in & ~del);
+		while (live) {
+			uint32_t vid = w * 64 + (uint32_t)__builtin_ctzll(live);
 
-			if ((live & (1U << bit)) && vid)
+			live &= live - 1;
+			if (vid)
 				visit_vdi(vid, fn, need_index, data);
 		}
 	}
 out:
-	free(inuse);
-	free(deleted);
+	vdi_bitmap_free(inuse);
+	vdi_bitmap_free(deleted);
 	return ret;
 }
 

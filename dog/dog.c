@@ -25,7 +25,6 @@ bool verbose;
 uint32_t sd_epoch;
 struct sd_node *sd_nodes;
 int sd_nodes_nr;
-struct vnode_ring sd_ring;
 uint16_t sd_cluster_flags;
 
 static bool show_time;
@@ -454,7 +453,7 @@ int main(int argc, char **argv)
 	if (!ret)
 		ret = run(&p);
 	dog_close();
-	ring_free(&sd_ring);
+	dog_ring_free();
 	free(sd_nodes);
 	return ret;
 }

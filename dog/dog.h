@@ -73,17 +73,20 @@ extern bool verbose;
 extern uint32_t sd_epoch;
 extern struct sd_node *sd_nodes;
 extern int sd_nodes_nr;
-extern struct vnode_ring sd_ring;
 extern uint16_t sd_cluster_flags;
 
 /* connection and requests (common.c) */
 int dog_exec(struct sd_req *req, void *data, uint32_t buf_len,
 	     struct sd_rsp *rsp);
+int dog_exec_alloc(struct sd_req *req, uint32_t max_len, void **data,
+		   struct sd_rsp *rsp);
 int dog_exec_node(const struct node_id *nid, struct sd_req *req, void *data,
 		  uint32_t buf_len, struct sd_rsp *rsp);
 int dog_light_req(struct sd_req *req);
 void dog_close(void);
 int update_node_list(void);
+const struct vnode_ring *dog_ring(void);
+void dog_ring_free(void);
 int nr_storage_zones(void);
 
 /* the epoch history (STAT_CLUSTER), newest first */
@@ -119,7 +122,10 @@ typedef void (*vdi_visit_fn)(uint32_t vid, const struct sd_inode_header *h,
 int parse_vdi(vdi_visit_fn fn, bool need_index, void *data);
 int parse_vdi_start(vdi_visit_fn fn, bool need_index, void *data,
 		    void (*start)(void));
-int read_vdi_bitmaps(uint8_t *inuse, uint8_t *deleted);
+/* into bitmaps of vdi_bitmap_alloc(): a short reply leaves the rest zero */
+uint8_t *vdi_bitmap_alloc(void);
+void vdi_bitmap_free(uint8_t *map);
+int read_vdi_bitmaps(uint8_t *inuse, uint8_t *deleted, uint32_t *len);
 
 static inline bool test_bit_le(const uint8_t *map, uint32_t bit)
 {

@@ -823,11 +823,11 @@ static void print_targets(uint64_t oid, int copies)
 		       "of the object.\n", sd_nodes_nr, copies);
 		return;
 	}
-	n = ring_targets(&sd_ring, oid, MIN(copies, SD_MAX_COPIES), tgt);
+	n = ring_targets(dog_ring(), oid, MIN(copies, SD_MAX_COPIES), tgt);
 	printf("\nAccording to sheepdog algorithm, the object should be "
 	       "located at:\n");
 	for (int i = 0; i < n; i++)
-		printf("%s ", node_to_str(&sd_ring.nodes[tgt[i]], s,
+		printf("%s ", node_to_str(&dog_ring()->nodes[tgt[i]], s,
 					  sizeof(s)));
 	printf("\n");
 }

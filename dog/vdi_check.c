@@ -29,14 +29,14 @@
 enum copy_state { COPY_UNKNOWN, COPY_MISSING, COPY_PRESENT, COPY_DAMAGED };
 
 struct copy {
-	int node;		/* index into sd_ring.nodes */
+	int node;		/* index into dog_ring()->nodes */
 	enum copy_state state;
 	uint8_t digest[DIGEST_LEN];
 };
 
 static const struct sd_node *ring_node(int idx)
 {
-	return &sd_ring.nodes[idx];
+	return &dog_ring()->nodes[idx];
 }
 
 /* GET_HASH of @oid on one target */
@@ -135,7 +135,7 @@ static int check_object(uint64_t oid, int copies)
 	struct copy c[SD_MAX_COPIES];
 	int tgt[SD_MAX_COPIES], n, good, found, ret = 0;
 
-	n = ring_targets(&sd_ring, oid, MIN(copies, SD_MAX_COPIES), tgt);
+	n = ring_targets(dog_ring(), oid, MIN(copies, SD_MAX_COPIES), tgt);
 	for (int i = 0; i < n; i++) {
 		c[i].node = tgt[i];
 		get_hash(oid, &c[i]);
@@ -235,15 +235,15 @@ static int check_existence(const char *name, const uint64_t *oids,
 	int tgt[SD_MAX_COPIES], lost = 0;
 	bool failed = false;
 
-	per_node = xzalloc(sizeof(*per_node) * sd_ring.nr_nodes);
+	per_node = xzalloc(sizeof(*per_node) * dog_ring()->nr_nodes);
 	for (size_t i = 0; i < nr; i++) {
-		int n = ring_targets(&sd_ring, oids[i],
+		int n = ring_targets(dog_ring(), oids[i],
 				     MIN(copies, SD_MAX_COPIES), tgt);
 
 		for (int k = 0; k < n; k++)
 			oid_list_add(&per_node[tgt[k]], oids[i]);
 	}
-	for (size_t node = 0; node < sd_ring.nr_nodes; node++) {
+	for (size_t node = 0; node < dog_ring()->nr_nodes; node++) {
 		struct oid_list *l = &per_node[node];
 
 		for (size_t off = 0; off < l->nr; off += OIDS_PER_REQUEST) {

@@ -89,11 +89,15 @@ void *xmalloc(size_t size)
 	return p;
 }
 
+/* calloc: large blocks come zeroed from mmap, no pass over them */
 void *xzalloc(size_t size)
 {
-	void *p = xmalloc(size);
+	void *p = calloc(1, size ? size : 1);
 
-	memset(p, 0, size);
+	if (!p) {
+		sd_emerg("out of memory allocating %zu bytes", size);
+		abort();
+	}
 	return p;
 }
 

@@ -117,6 +117,19 @@ static bool epoch_missing(uint32_t epoch)
 }
 
 /* on to the next missing epoch, or done */
+/* an epoch record: its header and at most every node */
+#define EPOCH_FETCH_BUF ((uint32_t)(SD_MAX_NODES * sizeof(struct sd_node) + 8))
+
+/*
+ * peer_req.alloc_rbuf: a buffer of the reply's size (bounded by the
+ * request's), not of the largest reply possible
+ */
+static void *reply_sized_buf(struct peer_req *pr, uint32_t len)
+{
+	pr->rbuf_len = MIN(len, pr->rbuf_len);
+	return xmalloc(pr->rbuf_len);
+}
+
 static void epoch_fetch_advance(struct epoch_fetch *f)
 {
 	while (f->epoch < f->last) {
@@ -167,7 +180,11 @@ static void epoch_fetch_next(struct epoch_fetch *f)
 	memset(&f->pr.rp, 0, sizeof(f->pr.rp));
 	sd_init_req(&f->pr.rq, SD_OP_GET_EPOCH);
 	f->pr.rq.obj.tgt_epoch = f->epoch;
-	f->pr.rq.data_length = f->pr.rbuf_len;
+	f->pr.rq.data_length = EPOCH_FETCH_BUF;
+	free(f->pr.rbuf);
+	f->pr.rbuf = NULL;
+	f->pr.rbuf_len = EPOCH_FETCH_BUF;
+	f->pr.alloc_rbuf = reply_sized_buf;
 	f->pr.done = epoch_fetch_done;
 	peer_submit(&cs->members[f->next++].nid, &f->pr);
 }
@@ -186,8 +203,6 @@ static void fetch_missing_epochs(void)
 	f = xzalloc(sizeof(*f));
 	f->last = cs->epoch - 1;
 	f->epoch = f->last > EPOCH_FETCH_MAX ? f->last - EPOCH_FETCH_MAX : 0;
-	f->pr.rbuf_len = SD_MAX_NODES * sizeof(struct sd_node) + 8;
-	f->pr.rbuf = xmalloc(f->pr.rbuf_len);
 	epoch_fetching = true;
 	epoch_fetch_advance(f);
 }
@@ -200,6 +215,7 @@ static void fetch_missing_epochs(void)
 struct vdi_pull {
 	struct peer_req pr;
 	struct node_id from;
+	uint32_t nr;		/* records asked for */
 	bool running;		/* from a member of a running cluster */
 };
 
@@ -211,9 +227,9 @@ static void vdi_pull_done(struct peer_req *pr, int result)
 	struct vdi_pull *vp = container_of(pr, struct vdi_pull, pr);
 	uint32_t n = pr->rp.data_length / sizeof(struct vdi_state);
 
-	if (result == SD_RES_BUFFER_SMALL && pr->rbuf_len < (64U << 20)) {
-		pull_vdi_state(&vp->from, pr->rbuf_len /
-			       sizeof(struct vdi_state) * 2, vp->running);
+	if (result == SD_RES_BUFFER_SMALL &&
+	    vp->nr < (64U << 20) / sizeof(struct vdi_state)) {
+		pull_vdi_state(&vp->from, vp->nr * 2, vp->running);
 	} else if (result == SD_RES_SUCCESS) {
 		for (uint32_t i = 0; i < n; i++) {
 			struct vdi_state vs;
@@ -239,8 +255,9 @@ static void pull_vdi_state(const struct node_id *from, uint32_t nr,
 	vp->running = running;
 	sd_init_req(&vp->pr.rq, SD_OP_GET_VDI_COPIES);
 	vp->pr.rq.data_length = nr * (uint32_t)sizeof(struct vdi_state);
+	vp->nr = nr;
 	vp->pr.rbuf_len = vp->pr.rq.data_length;
-	vp->pr.rbuf = xmalloc(vp->pr.rbuf_len);
+	vp->pr.alloc_rbuf = reply_sized_buf;
 	vp->pr.done = vdi_pull_done;
 	peer_submit(from, &vp->pr);
 }

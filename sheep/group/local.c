@@ -499,22 +499,31 @@ bad:
 	return -1;
 }
 
-/* the payload of @r in a new buffer of at least @min bytes, or NULL */
-static void *rec_payload(const struct rec *r, size_t min)
+/* the payload of @r into @buf (r->len bytes); 0 or -1 */
+static int rec_payload_into(const struct rec *r, void *buf)
 {
-	void *buf = xmalloc(MAX((size_t)r->len, MAX(min, (size_t)1)));
-
 	if (r->len && xpread(st.log_fd, buf, r->len,
 			     (off_t)(r->off + REC_HDR_SIZE)) < 0)
 		goto bad;
 	if (csum(buf, r->len) != r->pcsum)
 		goto bad;
-	return buf;
+	return 0;
 bad:
 	sd_err("bad payload at offset %" PRIu64 " of %s", r->off,
 	       st.log_path);
-	free(buf);
-	return NULL;
+	return -1;
+}
+
+/* the payload of @r in a new buffer, or NULL */
+static void *rec_payload(const struct rec *r)
+{
+	void *buf = xmalloc(MAX((size_t)r->len, (size_t)1));
+
+	if (rec_payload_into(r, buf)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
 }
 
 /* append one record; the caller holds the exclusive lock */
@@ -752,7 +761,7 @@ static int on_accept(const struct rec *r)
 	}
 	if (!st.joined)
 		return 0;
-	opaque = rec_payload(r, 0);
+	opaque = rec_payload(r);
 	if (!opaque)
 		return -1;
 	sd_info("%s joined, %zu members", nstr(&node), st.nr_members);
@@ -808,7 +817,7 @@ static int on_message(const struct rec *r)
 		blocks_drop(r->subject, true);
 	if (!st.joined)
 		return 0;
-	msg = rec_payload(r, 0);
+	msg = rec_payload(r);
 	if (!msg)
 		return -1;
 	handlers->notify(&r->node, msg, r->len);
@@ -940,6 +949,12 @@ out:
 	return v;
 }
 
+/*
+ * A join's payload, which the join handler may grow up to the largest
+ * message: decisions are made one at a time, from the main loop.
+ */
+static uint8_t join_buf[SD_MAX_EVENT_BUF_SIZE];
+
 static void decide(uint64_t token, const struct sd_node *node, uint64_t off)
 {
 	struct accept_key key = { .token = token, .mver = st.mver };
@@ -960,11 +975,11 @@ static void decide(uint64_t token, const struct sd_node *node, uint64_t off)
 		st.broken = true;
 		return;
 	}
-	opaque = rec_payload(&r, SD_MAX_EVENT_BUF_SIZE);
-	if (!opaque) {
+	if (rec_payload_into(&r, join_buf)) {
 		st.broken = true;
 		return;
 	}
+	opaque = join_buf;
 	len = r.len;
 	nodes = members_copy(&nr);
 	ok = handlers->join(node, nodes, nr, opaque, &len,
@@ -975,7 +990,6 @@ static void decide(uint64_t token, const struct sd_node *node, uint64_t off)
 		ok = false;
 	}
 	v = commit_decision(&key, node, ok, opaque, len);
-	free(opaque);
 	if (v == V_ERROR)
 		return;		/* retried on the next probe round */
 	if (v == V_JOINER_DEAD)

@@ -24,8 +24,9 @@ struct peer_req {
 	/*
 	 * Optional, for a NULL @rbuf: called when the response announces
 	 * @len bytes, returns the buffer to read them into (at least
-	 * @rbuf_len bytes) or NULL to drop them.  A request that may find
-	 * nothing then costs no buffer.
+	 * @rbuf_len bytes, which it may lower first) or NULL to drop them.
+	 * A request that may find nothing, or little, then costs no more
+	 * buffer than that.
 	 */
 	void *(*alloc_rbuf)(struct peer_req *pr, uint32_t len);
 	void *priv;

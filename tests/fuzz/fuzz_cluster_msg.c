@@ -101,8 +101,13 @@ static void fz_answer_peers(void)
 {
 	while (fz_nr_peer_reqs) {
 		struct peer_req *pr = fz_peer_reqs[--fz_nr_peer_reqs];
-		uint32_t n = (uint32_t)MIN(cfg.peer_len, pr->rbuf_len);
+		uint32_t n;
 		int res = SD_RES_NO_OBJ;
+
+		/* as sheep/net/peer.c got_header() does */
+		if (!pr->rbuf && pr->alloc_rbuf && cfg.peer_len)
+			pr->rbuf = pr->alloc_rbuf(pr, (uint32_t)cfg.peer_len);
+		n = pr->rbuf ? (uint32_t)MIN(cfg.peer_len, pr->rbuf_len) : 0;
 
 		if (cfg.peer_len) {
 			res = cfg.peer[0] == 0xff ? SD_RES_BUFFER_SMALL :

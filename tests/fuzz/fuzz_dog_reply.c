@@ -130,7 +130,7 @@ static void reset_globals(void)
 	sd_nodes_nr = 0;
 	sd_epoch = 0;
 	sd_cluster_flags = 0;
-	memset(&sd_ring, 0, sizeof(sd_ring));
+	dog_ring_free();
 	raw_output = false;
 	verbose = false;
 	vopt = vopt_initial;
