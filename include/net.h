@@ -16,6 +16,9 @@ int net_set_nodelay(int fd);
 int net_set_keepalive(int fd, int idle_sec, int interval_sec, int count);
 /* listening sockets, non-blocking; -1 with errno on failure */
 int net_listen_tcp(const char *bindaddr, int port);
+/* "[ADDR:]PORT", ADDR may be "[IPv6]"; @addr is "" without ADDR; 0 or -1 */
+int net_parse_listen(const char *spec, char *addr, size_t addr_len,
+		     int *port);
 int net_listen_unix(const char *path);
 /*
  * Accept from a non-blocking listening socket: a new non-blocking fd with

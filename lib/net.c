@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -273,5 +274,35 @@ int sd_exec(int fd, struct sd_req *req, void *data, uint32_t buf_len,
 		return -1;
 	if (rsp->data_length > got && discard(fd, rsp->data_length - got))
 		return -1;
+	return 0;
+}
+
+/* "[ADDR:]PORT", ADDR may be "[IPv6]"; @addr is "" without ADDR */
+int net_parse_listen(const char *spec, char *addr, size_t addr_len,
+		     int *port)
+{
+	const char *colon = strrchr(spec, ':'), *p = spec;
+	size_t alen = 0;
+	char *end;
+	long n;
+
+	addr[0] = 0;
+	if (colon) {
+		alen = (size_t)(colon - spec);
+		if (alen && spec[0] == '[' && spec[alen - 1] == ']') {
+			p = spec + 1;
+			alen -= 2;
+		}
+		if (!alen || alen >= addr_len ||
+		    (p == spec && memchr(spec, ':', alen)))
+			return -1;
+		memcpy(addr, p, alen);
+		addr[alen] = 0;
+		p = colon + 1;
+	}
+	n = strtol(p, &end, 10);
+	if (!*p || *end || n < 1 || n > 65535)
+		return -1;
+	*port = (int)n;
 	return 0;
 }

@@ -22,6 +22,7 @@
 #include "core/request.h"
 #include "front/access.h"
 #include "front/front.h"
+#include "front/metrics.h"
 #include "front/nbd.h"
 #include "group/group.h"
 #include "gw/gw.h"
@@ -38,7 +39,7 @@ static const char *pidfile;
 static int ready_fd = -1;
 static int lock_fd = -1;
 
-enum { OPT_NBD = 256, OPT_ADMIN_FROM, OPT_CLUSTER_KEY, OPT_BUDGET };
+enum { OPT_NBD = 256, OPT_ADMIN_FROM, OPT_CLUSTER_KEY, OPT_BUDGET, OPT_HTTP };
 
 static const struct option long_opts[] = {
 	{ "bindaddr", required_argument, NULL, 'b' },
@@ -58,6 +59,7 @@ static const struct option long_opts[] = {
 	{ "admin-from", required_argument, NULL, OPT_ADMIN_FROM },
 	{ "cluster-key", required_argument, NULL, OPT_CLUSTER_KEY },
 	{ "budget", required_argument, NULL, OPT_BUDGET },
+	{ "http", required_argument, NULL, OPT_HTTP },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -81,6 +83,8 @@ static void usage(FILE *f)
 "  -f, --foreground       do not daemonise; log to stderr too\n"
 "  -g, --gateway          gateway only: store no objects\n"
 "  -h, --help             this help\n"
+"      --http [ADDR:]PORT serve /metrics (Prometheus) and /health over\n"
+"                         HTTP on PORT; ADDR defaults to --bindaddr's\n"
 "  -l, --log level=N,dir=DIR  log level 0-7 (default 6) and directory\n"
 "      --nbd [ADDR:]PORT  export VDIs over NBD on PORT (usually 10809);\n"
 "                         ADDR defaults to the --bindaddr address\n"
@@ -331,6 +335,12 @@ int main(int argc, char **argv)
 			if (auth_load_key(optarg))
 				return 1;
 			break;
+		case OPT_HTTP:
+			if (http_configure(optarg)) {
+				fprintf(stderr, "invalid --http '%s'\n", optarg);
+				return 1;
+			}
+			break;
 		case OPT_NBD:
 			if (nbd_configure(optarg)) {
 				fprintf(stderr, "invalid --nbd '%s'\n", optarg);
@@ -418,6 +428,9 @@ int main(int argc, char **argv)
 		goto fail;
 	peer_init();
 	if (group_init(driver, &group_hooks))
+		goto fail;
+	metrics_start();
+	if (http_init(bindaddr))
 		goto fail;
 	if (write_pidfile())
 		goto fail;

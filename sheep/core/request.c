@@ -31,6 +31,12 @@ void budget_release(uint64_t bytes)
 		release_hooks[i]();
 }
 
+void budget_read(uint64_t *used, uint64_t *limit)
+{
+	*used = inflight_bytes;
+	*limit = budget_limit;
+}
+
 void budget_set_limit(uint64_t bytes)
 {
 	budget_limit = bytes;

@@ -61,6 +61,7 @@ struct request {
 	uint32_t asked_rec;		/* the recovery that looked for its
 					 * object (its gen), 0: none */
 	uint8_t stat_active;		/* counted active: 1 gateway, 2 peer */
+	uint64_t stat_start_ns;		/* when it was counted (monotonic) */
 	/* gateway fan-out */
 	int nr_pending;
 	int nr_retries;
@@ -118,5 +119,32 @@ void budget_add_release_hook(void (*fn)(void));
 void stat_request_start(struct request *req);
 void stat_request_end(struct request *req);
 void stat_read(struct sd_stat *st);
+
+/* stats.c: per class of request, results by kind and latencies */
+enum stat_class {
+	SC_CLIENT_READ, SC_CLIENT_WRITE, SC_CLIENT_REMOVE, SC_CLIENT_FLUSH,
+	SC_PEER_READ, SC_PEER_WRITE, SC_PEER_REMOVE, SC_NR
+};
+enum stat_result {
+	SR_OK, SR_NOT_FOUND, SR_IO_ERROR, SR_NO_SPACE, SR_NETWORK, SR_RETRY,
+	SR_INVALID, SR_OTHER, SR_NR
+};
+#define STAT_NR_BUCKETS	18
+extern const uint64_t stat_bucket_ns[STAT_NR_BUCKETS];
+
+struct stat_class_metrics {
+	uint64_t results[SR_NR];
+	/* not cumulative; the last one counts those above every bound */
+	uint64_t buckets[STAT_NR_BUCKETS + 1];
+	uint64_t sum_ns;
+};
+
+struct stat_metrics {
+	struct stat_class_metrics cls[SC_NR];
+};
+
+void stat_read_metrics(struct stat_metrics *m);
+/* payload bytes held by requests, and the limit */
+void budget_read(uint64_t *used, uint64_t *limit);
 
 #endif

@@ -2,11 +2,91 @@
 /*
  * The request counters that dog node stat shows (protocol.md §8.5): a
  * request is counted when the dispatcher starts it and stops being active
- * when it is done.  Main loop only.
+ * when it is done.  Besides, per class of request, results by kind and a
+ * latency histogram for the metrics endpoint (front/metrics.c).  Main
+ * loop only.
  */
+#include <time.h>
 #include "core/request.h"
 
 static struct sd_stat stat;
+static struct stat_metrics metrics;
+
+/* upper bounds of the latency buckets, 25 us to 10 s */
+const uint64_t stat_bucket_ns[STAT_NR_BUCKETS] = {
+	25000, 50000, 100000, 250000, 500000,
+	1000000, 2500000, 5000000, 10000000, 25000000, 50000000,
+	100000000, 250000000, 500000000,
+	1000000000, 2500000000, 5000000000, 10000000000,
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+}
+
+static int class_of(const struct request *req)
+{
+	uint8_t op = req->rq.opcode;
+
+	if (req->stat_active == 1) {
+		if (op == SD_OP_READ_OBJ)
+			return SC_CLIENT_READ;
+		if (op == SD_OP_REMOVE_OBJ)
+			return SC_CLIENT_REMOVE;
+		if (op == SD_OP_FLUSH_VDI)
+			return SC_CLIENT_FLUSH;
+		return SC_CLIENT_WRITE;
+	}
+	if (op == SD_OP_READ_PEER)
+		return SC_PEER_READ;
+	if (op == SD_OP_REMOVE_PEER)
+		return SC_PEER_REMOVE;
+	return SC_PEER_WRITE;
+}
+
+static int result_kind(uint32_t res)
+{
+	switch (res) {
+	case SD_RES_SUCCESS:
+		return SR_OK;
+	case SD_RES_NO_OBJ:
+	case SD_RES_NO_VDI:
+		return SR_NOT_FOUND;
+	case SD_RES_EIO:
+		return SR_IO_ERROR;
+	case SD_RES_NO_SPACE:
+		return SR_NO_SPACE;
+	case SD_RES_NETWORK_ERROR:
+		return SR_NETWORK;
+	case SD_RES_OLD_NODE_VER:
+	case SD_RES_NEW_NODE_VER:
+	case SD_RES_WAIT_FOR_JOIN:
+	case SD_RES_WAIT_FOR_FORMAT:
+	case SD_RES_AGAIN:
+		return SR_RETRY;
+	case SD_RES_INVALID_PARMS:
+		return SR_INVALID;
+	default:
+		return SR_OTHER;
+	}
+}
+
+static void count_result(const struct request *req)
+{
+	struct stat_class_metrics *c = &metrics.cls[class_of(req)];
+	uint64_t ns = mono_ns() - req->stat_start_ns;
+	int b = 0;
+
+	c->results[result_kind(req->rp.result)]++;
+	while (b < STAT_NR_BUCKETS && ns > stat_bucket_ns[b])
+		b++;
+	c->buckets[b]++;
+	c->sum_ns += ns;
+}
 
 static void count_gateway(const struct request *req, bool wr)
 {
@@ -42,6 +122,7 @@ void stat_request_start(struct request *req)
 {
 	bool wr = req->rq.flags & SD_FLAG_CMD_WRITE;
 
+	req->stat_start_ns = mono_ns();
 	switch (req->op->type) {
 	case OP_GATEWAY:
 		stat.gway_active++;
@@ -66,6 +147,8 @@ void stat_request_start(struct request *req)
 
 void stat_request_end(struct request *req)
 {
+	if (req->stat_active)
+		count_result(req);
 	if (req->stat_active == 1)
 		stat.gway_active--;
 	else if (req->stat_active == 2)
@@ -76,4 +159,9 @@ void stat_request_end(struct request *req)
 void stat_read(struct sd_stat *st)
 {
 	*st = stat;
+}
+
+void stat_read_metrics(struct stat_metrics *m)
+{
+	*m = metrics;
 }

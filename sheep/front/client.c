@@ -63,6 +63,7 @@ struct reply {
 static struct xlistener *listeners[2];
 static LIST_HEAD(paused_clients);
 static LIST_HEAD(all_clients);
+static size_t nr_clients;
 static struct timer resume_timer;
 static struct timer stall_timer;
 
@@ -107,6 +108,7 @@ static void client_gone(struct client *c, bool close_xconn)
 		return;
 	c->dead = true;
 	list_del(&c->list);
+	nr_clients--;
 	for (int i = 0; i < c->nr_locks; i++)
 		client_lock_release(c->locks[i]);
 	c->nr_locks = 0;
@@ -381,6 +383,7 @@ static int client_accept(struct xconn *xc, void *arg)
 
 	c->xc = xc;
 	list_add_tail(&c->list, &all_clients);
+	nr_clients++;
 	stall_watch_init(&c->stall, now_msec());
 	if (xconn_peer_addr(xc, &ss))
 		ss.ss_family = AF_UNSPEC;	/* trusted with nothing */
@@ -536,4 +539,9 @@ static void client_req_done(struct request *req)
 	r->msg.nr_iov = req->rp.data_length ? 2 : 1;
 	r->msg.done = reply_sent;
 	xconn_send(c->xc, &r->msg);
+}
+
+size_t client_count(void)
+{
+	return nr_clients;
 }

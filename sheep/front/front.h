@@ -15,6 +15,7 @@
 /* client.c */
 int listen_init(const char *bindaddr, int port, const char *sock_path);
 void listen_stop(void);
+size_t client_count(void);
 
 /* client_lock.c: KLOCK locks go with the client connection */
 #define SD_MAX_CLIENT_LOCKS	64

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "nbd.h"
+#include "net.h"
 #include "util.h"
 #include "core/core.h"
 #include "core/request.h"
@@ -152,6 +153,7 @@ static int nbd_port;
 static struct xlistener *listener;
 static LIST_HEAD(blocked_conns);
 static LIST_HEAD(all_conns);
+static size_t nr_conns;
 static struct timer resume_timer;
 static struct timer stall_timer;
 
@@ -341,6 +343,7 @@ static void conn_gone(struct nbd_conn *c, bool close_xconn)
 	c->refcnt++;
 	timer_del(&c->hs_timer);
 	list_del(&c->all_list);
+	nr_conns--;
 	INIT_LIST_HEAD(&c->all_list);
 	if (list_empty(&all_conns))
 		timer_del(&stall_timer);	/* nothing to watch */
@@ -1013,6 +1016,7 @@ static int nbd_accept(struct xconn *xc, void *arg)
 	INIT_LIST_HEAD(&c->cmds);
 	INIT_LIST_HEAD(&c->blocked_list);
 	list_add_tail(&c->all_list, &all_conns);
+	nr_conns++;
 	if (!stall_timer.armed)
 		timer_add(sys.loop, &stall_timer, 1000);
 	stall_watch_init(&c->stall, now_msec());
@@ -1030,29 +1034,7 @@ static int nbd_accept(struct xconn *xc, void *arg)
 /* "[ADDR:]PORT", ADDR may be "[IPv6]" */
 int nbd_configure(const char *spec)
 {
-	const char *colon = strrchr(spec, ':'), *p = spec;
-	size_t alen = 0;
-	char *end;
-	long port;
-
-	if (colon) {
-		alen = (size_t)(colon - spec);
-		if (alen && spec[0] == '[' && spec[alen - 1] == ']') {
-			p = spec + 1;
-			alen -= 2;
-		}
-		if (!alen || alen >= sizeof(nbd_addr) ||
-		    (p == spec && memchr(spec, ':', alen)))
-			return -1;
-		memcpy(nbd_addr, p, alen);
-		nbd_addr[alen] = 0;
-		p = colon + 1;
-	}
-	port = strtol(p, &end, 10);
-	if (!*p || *end || port < 1 || port > 65535)
-		return -1;
-	nbd_port = (int)port;
-	return 0;
+	return net_parse_listen(spec, nbd_addr, sizeof(nbd_addr), &nbd_port);
 }
 
 int nbd_init(const char *default_addr)
@@ -1074,4 +1056,9 @@ int nbd_init(const char *default_addr)
 	sd_notice("NBD export listening on %s:%d", addr ? addr : "*",
 		  nbd_port);
 	return 0;
+}
+
+size_t nbd_conn_count(void)
+{
+	return nr_conns;
 }

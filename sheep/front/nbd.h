@@ -79,5 +79,6 @@ void nbd_list_vdis(void (*entry)(const char *name, void *arg),
 /* nbd.c */
 int nbd_configure(const char *spec);
 int nbd_init(const char *default_addr);
+size_t nbd_conn_count(void);
 
 #endif

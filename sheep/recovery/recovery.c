@@ -98,6 +98,9 @@ static uint64_t throttle_window;
 static struct node_id *completed;
 static size_t nr_completed;
 static uint32_t completed_epoch;
+/* the last recovery that finished here, for the metrics */
+static uint32_t last_epoch;
+static uint64_t last_objects;
 
 static void rec_pump(struct recovery *rw);
 static void robj_fetch(struct robj *ro);
@@ -240,6 +243,8 @@ static void rec_finish(struct recovery *rw)
 	sd_notice("recovery of epoch %u done: %" PRIu64 " object(s) checked",
 		  rw->epoch, rw->nr_done);
 	rw->state = RS_DONE;
+	last_epoch = rw->epoch;
+	last_objects = rw->nr_done;
 	send_complete(rw);
 }
 
@@ -941,6 +946,12 @@ bool recovery_supersede(struct request *req)
 		rw->nr_done += !ro->ondemand;
 	}
 	return false;
+}
+
+void recovery_last(uint32_t *epoch, uint64_t *objects)
+{
+	*epoch = last_epoch;
+	*objects = last_objects;
 }
 
 int recovery_stat(struct recovery_state *st)

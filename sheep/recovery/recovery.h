@@ -18,6 +18,8 @@ void recovery_restart(void);
 bool recovery_park(struct request *req);
 bool recovery_supersede(struct request *req);
 int recovery_stat(struct recovery_state *st);
+/* the last recovery that finished on this node: its epoch, objects checked */
+void recovery_last(uint32_t *epoch, uint64_t *objects);
 bool recovery_halted(void);
 void recovery_resume(void);
 void recovery_set_throttle(const struct recovery_throttling *t);

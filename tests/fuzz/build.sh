@@ -91,7 +91,7 @@ srcs_nbd()
 {
 	echo tests/fuzz/fuzz_nbd.c tests/fuzz/stub_sheep.c \
 		sheep/front/nbd.c sheep/net/stall.c sheep/core/request.c \
-		lib/proto.c lib/util.c
+		lib/proto.c lib/util.c lib/net.c
 }
 srcs_backup()
 {

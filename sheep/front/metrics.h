@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Metrics (metrics.c) and the HTTP endpoint that serves them (http.c).
+ *
+ * Once a second the main loop copies what it knows (request counters and
+ * latencies, budget, connections, cluster, recovery, store, checksums)
+ * into a snapshot under a mutex; the HTTP thread formats the latest
+ * snapshot.  Scraping never runs on the event loop nor waits for it.
+ */
+#ifndef SHEEP_FRONT_METRICS_H
+#define SHEEP_FRONT_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "internal_proto.h"
+#include "core/request.h"
+#include "recovery/scrub.h"
+
+struct metrics_snap {
+	uint64_t taken_at;		/* unix seconds, 0: none yet */
+	bool gateway;
+	struct stat_metrics req;
+	struct sd_stat st;
+	uint64_t budget_used, budget_limit;
+	uint64_t io_queue, io_queue_max;
+	uint64_t clients, nbd_conns;
+	uint32_t epoch;
+	uint8_t status;
+	bool joined;
+	uint64_t nr_nodes;
+	struct recovery_state rec;
+	bool rec_halted;
+	uint32_t rec_last_epoch;
+	uint64_t rec_last_objects;
+	bool store_ok;
+	uint64_t store_size, store_free;
+	uint64_t stale_objects, stale_bytes;
+	uint64_t csum_mismatches;
+	struct scrub_stat scrub;
+	uint64_t vdis, vdi_locks;
+	char store_dir[256];
+};
+
+/* metrics.c */
+void metrics_start(void);
+/* the latest snapshot (main loop or any thread) */
+void metrics_get(struct metrics_snap *m);
+/* the Prometheus text format of @m into @buf; bytes written, or -1 */
+int metrics_format(const struct metrics_snap *m, char *buf, size_t len);
+/* /health: true if the node serves I/O, else false and why in @why */
+bool metrics_healthy(const struct metrics_snap *m, char *why, size_t len);
+
+/* http.c: sheep --http [ADDR:]PORT */
+int http_configure(const char *spec);
+int http_init(const char *default_addr);
+
+#endif
