@@ -19,7 +19,20 @@
 enum { LOG_L_EMERG, LOG_L_ALERT, LOG_L_CRIT, LOG_L_ERR, LOG_L_WARNING,
 	LOG_L_NOTICE, LOG_L_INFO, LOG_L_DEBUG };
 
+/* log.c: where lines go (-l dst=) and how they look (-l format=) */
+enum log_dst { LOG_DST_FILE, LOG_DST_STDOUT, LOG_DST_SYSLOG };
+enum log_fmt { LOG_FMT_DEFAULT, LOG_FMT_JSON };
+
+int log_setup(enum log_dst dst, enum log_fmt fmt, const char *path,
+	      int level, bool to_stderr);
+/* log_setup() to the file @path, plain lines */
 int log_open(const char *path, int level, bool to_stderr);
+/* open the log file again by its name (SIGHUP, after logrotate) */
+int log_reopen(void);
+/* a level by syslog name ("debug", "warning", also "error", "warn") or
+ * number 0-7; -1 if neither */
+int log_level_parse(const char *s);
+const char *log_level_word(int level);
 void log_set_level(int level);
 int log_get_level(void);
 void log_write(int level, const char *func, int line, const char *fmt, ...)

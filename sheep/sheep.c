@@ -85,7 +85,11 @@ static void usage(FILE *f)
 "  -h, --help             this help\n"
 "      --http [ADDR:]PORT serve /metrics (Prometheus) and /health over\n"
 "                         HTTP on PORT; ADDR defaults to --bindaddr's\n"
-"  -l, --log level=N,dir=DIR  log level 0-7 (default 6) and directory\n"
+"  -l, --log level=L,dir=DIR,dst=D,format=F  log level: emerg, alert,\n"
+"                         crit, err, warning, notice, info (default),\n"
+"                         debug or 0-7; directory of sheep.log (default\n"
+"                         BASE_DIR); dst: default (the file), stdout\n"
+"                         (with -f) or syslog; format: default or json\n"
 "      --nbd [ADDR:]PORT  export VDIs over NBD on PORT (usually 10809);\n"
 "                         ADDR defaults to the --bindaddr address\n"
 "  -n, --nosync           do not sync writes (tests, benchmarks)\n"
@@ -122,26 +126,48 @@ static int parse_recovery_opts(char *arg)
 	return 0;
 }
 
-static int parse_log_opts(char *arg, int *level, char **dir)
+struct log_opts {
+	int level;
+	char *dir;
+	enum log_dst dst;
+	enum log_fmt fmt;
+};
+
+/* -l level=NAME|N,dir=DIR,dst=default|stdout|syslog,format=default|json */
+static int parse_log_opts(char *arg, struct log_opts *o)
 {
 	char *tok, *save = NULL;
 
 	for (tok = strtok_r(arg, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
 		if (!strncmp(tok, "level=", 6)) {
-			char *end;
-			long l = strtol(tok + 6, &end, 10);
-
-			if (*end || l < 0 || l > 7)
-				return -1;
-			*level = (int)l;
+			o->level = log_level_parse(tok + 6);
+			if (o->level < 0)
+				goto bad;
 		} else if (!strncmp(tok, "dir=", 4)) {
-			*dir = tok + 4;
+			o->dir = tok + 4;
+		} else if (!strcmp(tok, "dst=default") ||
+			   !strcmp(tok, "dst=file")) {
+			o->dst = LOG_DST_FILE;
+		} else if (!strcmp(tok, "dst=stdout")) {
+			o->dst = LOG_DST_STDOUT;
+		} else if (!strcmp(tok, "dst=syslog")) {
+			o->dst = LOG_DST_SYSLOG;
+		} else if (!strcmp(tok, "format=default")) {
+			o->fmt = LOG_FMT_DEFAULT;
+		} else if (!strcmp(tok, "format=json")) {
+			o->fmt = LOG_FMT_JSON;
 		} else {
-			return -1;
+			goto bad;
 		}
 	}
 	return 0;
+bad:
+	fprintf(stderr, "invalid log option '%s': use level=NAME|0-7 "
+		"(emerg, alert, crit, err, warning, notice, info, debug), "
+		"dir=DIR, dst=default|stdout|syslog, format=default|json\n",
+		tok);
+	return -1;
 }
 
 static void signal_handler(int fd, uint32_t events, void *data)
@@ -150,9 +176,38 @@ static void signal_handler(int fd, uint32_t events, void *data)
 
 	if (read(fd, &si, sizeof(si)) != sizeof(si))
 		return;
+	if (si.ssi_signo == SIGHUP) {
+		if (log_reopen())
+			sd_err("cannot reopen the log: %m");
+		else
+			sd_notice("log reopened (SIGHUP)");
+		return;
+	}
 	sd_notice("signal %u: stopping", si.ssi_signo);
 	group_leave();
 	sheep_exit(0);
+}
+
+static void handled_signals(sigset_t *mask)
+{
+	sigemptyset(mask);
+	sigaddset(mask, SIGTERM);
+	sigaddset(mask, SIGINT);
+	sigaddset(mask, SIGHUP);
+}
+
+/*
+ * Before any thread starts: every thread inherits the mask, so these
+ * signals reach the signalfd only (a thread that left one unblocked
+ * would take it and die of its default action, without leaving).
+ */
+static void block_signals(void)
+{
+	sigset_t mask;
+
+	signal(SIGPIPE, SIG_IGN);
+	handled_signals(&mask);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
 }
 
 static int setup_signals(void)
@@ -160,11 +215,7 @@ static int setup_signals(void)
 	sigset_t mask;
 	int fd;
 
-	signal(SIGPIPE, SIG_IGN);
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
+	handled_signals(&mask);
 	fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (fd < 0)
 		return -1;
@@ -288,8 +339,9 @@ static const struct group_hooks group_hooks = {
 int main(int argc, char **argv)
 {
 	const char *driver = "local", *bindaddr = NULL, *myaddr = NULL;
-	char *logdir = NULL, logpath[4200], sock[4200];
-	int level = LOG_L_INFO, c;
+	struct log_opts lo = { .level = LOG_L_INFO };
+	char logpath[4200], sock[4200];
+	int c;
 	bool foreground = false;
 	long zone = -1;
 
@@ -305,10 +357,8 @@ int main(int argc, char **argv)
 		case 'g': sys.gateway = true; break;
 		case 'h': usage(stdout); return 0;
 		case 'l':
-			if (parse_log_opts(optarg, &level, &logdir)) {
-				fprintf(stderr, "invalid log option\n");
+			if (parse_log_opts(optarg, &lo))
 				return 1;
-			}
 			break;
 		case 'n': sys.nosync = true; break;
 		case OPT_ADMIN_FROM:
@@ -391,14 +441,20 @@ int main(int argc, char **argv)
 	}
 	if (lock_base())
 		return 1;
+	if (lo.dst == LOG_DST_STDOUT && !foreground) {
+		fprintf(stderr, "-l dst=stdout needs -f: a daemon has no "
+			"stdout\n");
+		return 1;
+	}
 	snprintf(logpath, sizeof(logpath), "%s/sheep.log",
-		 logdir ? logdir : sys.base);
-	if (log_open(logpath, level, foreground)) {
+		 lo.dir ? lo.dir : sys.base);
+	if (log_setup(lo.dst, lo.fmt, logpath, lo.level, foreground)) {
 		fprintf(stderr, "cannot open %s: %m\n", logpath);
 		return 1;
 	}
 	if (!foreground)
 		daemonize();
+	block_signals();
 	rcu_register_thread();
 	/*
 	 * Object-sized buffers come and go per request: keep them in the

@@ -83,7 +83,7 @@ srcs_proto() { echo tests/fuzz/fuzz_proto.c lib/proto.c; }
 srcs_request()
 {
 	echo tests/fuzz/fuzz_request.c tests/fuzz/stub_sheep.c \
-		lib/proto.c lib/util.c lib/hash.c lib/net.c \
+		lib/proto.c lib/util.c lib/log.c lib/hash.c lib/net.c \
 		sheep/ops/ops.c sheep/ops/validate.c sheep/state/vdi.c \
 		sheep/state/cluster.c
 }
@@ -91,22 +91,22 @@ srcs_nbd()
 {
 	echo tests/fuzz/fuzz_nbd.c tests/fuzz/stub_sheep.c \
 		sheep/front/nbd.c sheep/net/stall.c sheep/core/request.c \
-		lib/proto.c lib/util.c lib/net.c
+		lib/proto.c lib/util.c lib/log.c lib/net.c
 }
 srcs_backup()
 {
-	echo tests/fuzz/fuzz_backup.c lib/proto.c lib/util.c lib/hash.c \
+	echo tests/fuzz/fuzz_backup.c lib/proto.c lib/util.c lib/log.c lib/hash.c \
 		lib/net.c $(ls dog/*.c)
 }
 srcs_dog_reply()
 {
-	echo tests/fuzz/fuzz_dog_reply.c lib/proto.c lib/util.c \
+	echo tests/fuzz/fuzz_dog_reply.c lib/proto.c lib/util.c lib/log.c \
 		lib/hash.c lib/net.c $(ls dog/*.c)
 }
 srcs_cluster_msg()
 {
 	echo tests/fuzz/fuzz_cluster_msg.c tests/fuzz/stub_sheep.c \
-		lib/proto.c lib/util.c lib/hash.c lib/net.c \
+		lib/proto.c lib/util.c lib/log.c lib/hash.c lib/net.c \
 		sheep/group/group.c sheep/ops/ops.c sheep/ops/validate.c \
 		sheep/state/cluster.c sheep/state/vdi.c
 }

@@ -41,7 +41,7 @@ exec 3>&2
 $CC -std=gnu11 -D_GNU_SOURCE -Iinclude -Isheep -Wall -Wextra -Werror \
 	-Wno-unused-parameter -fsanitize=address,undefined -g -o "$BIN" \
 	tests/unit/local_driver_harness.c sheep/group/local.c lib/event.c \
-	lib/util.c lib/hash.c lib/proto.c -lpthread -lm || {
+	lib/util.c lib/log.c lib/hash.c lib/proto.c -lpthread -lm || {
 	echo "build failed"
 	echo "0 passed, 1 failed"
 	exit 1
