@@ -9,7 +9,7 @@ DEB_PKGS := build-essential pkg-config liburcu-dev libcmocka-dev libssl-dev \
 	libcpg-dev libquorum-dev corosync \
 	e2fsprogs util-linux procps psmisc bc libfuse3-dev fuse3 \
 	qemu-utils qemu-system-x86 fio python3 iproute2 nftables clang \
-	libclang-rt-dev libisal-dev
+	libclang-rt-dev libisal-dev logrotate
 
 # Debian packages only the QEMU builds need (qemu-patches/build*.sh, the
 # qemu target); not part of DEB_PKGS
@@ -134,6 +134,13 @@ qemu-orig:
 	@dir=$$(QEMU_DEB_PKGS="$(QEMU_DEB_PKGS)" bash qemu-patches/build-orig.sh) && \
 	echo "QEMU 5.2 tools in $$dir/bin"
 
+SYSCONFDIR ?= /etc
+SYSTEMD_UNIT_DIR ?= $(PREFIX)/lib/systemd/system
+UNIT_SUBST = sed -e 's|@SBINDIR@|$(PREFIX)/sbin|g' \
+	-e 's|@BINDIR@|$(PREFIX)/bin|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g'
+
+# binaries, man pages, systemd units, sample configuration (never over a
+# file that exists), a logrotate snippet
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin \
 		$(DESTDIR)$(PREFIX)/share/man/man8
@@ -143,6 +150,21 @@ install: all
 	install -m 644 man/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/
 	install -d $(DESTDIR)$(PREFIX)/share/man/man7
 	install -m 644 man/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
+	install -d $(DESTDIR)$(SYSTEMD_UNIT_DIR)
+	for u in sheep@.service sheepfs@.service; do \
+		$(UNIT_SUBST) contrib/systemd/$$u.in \
+			>$(DESTDIR)$(SYSTEMD_UNIT_DIR)/$$u && \
+		chmod 644 $(DESTDIR)$(SYSTEMD_UNIT_DIR)/$$u || exit 1; \
+	done
+	install -d $(DESTDIR)$(SYSCONFDIR)/kelpie \
+		$(DESTDIR)$(SYSCONFDIR)/logrotate.d
+	for f in sheep.conf sheepfs.conf corosync.conf.sample; do \
+		[ -e $(DESTDIR)$(SYSCONFDIR)/kelpie/$$f ] || \
+		install -m 644 contrib/etc/$$f \
+			$(DESTDIR)$(SYSCONFDIR)/kelpie/$$f || exit 1; \
+	done
+	install -m 644 contrib/logrotate/kelpie \
+		$(DESTDIR)$(SYSCONFDIR)/logrotate.d/kelpie
 
 clean:
 	rm -rf build sheep/sheep dog/dog sheepfs/sheepfs
