@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <urcu.h>
 #include "util.h"
@@ -72,10 +73,15 @@ struct work_queue *wq_create(const char *name, int nr_threads,
 	INIT_LIST_HEAD(&wq->q);
 	wq->threads = xzalloc(sizeof(pthread_t) * (size_t)nr_threads);
 	for (int i = 0; i < nr_threads; i++) {
+		char comm[16];
+
 		if (pthread_create(&wq->threads[i], NULL, worker, wq)) {
 			sd_err("cannot start %s worker", name);
 			abort();
 		}
+		/* "sheep-io" and the like in top -H and /proc */
+		snprintf(comm, sizeof(comm), "sheep-%s", name);
+		pthread_setname_np(wq->threads[i], comm);
 	}
 	return wq;
 }

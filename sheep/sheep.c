@@ -59,6 +59,14 @@ static const struct option long_opts[] = {
 	{ "admin-from", required_argument, NULL, OPT_ADMIN_FROM },
 	{ "cluster-key", required_argument, NULL, OPT_CLUSTER_KEY },
 	{ "budget", required_argument, NULL, OPT_BUDGET },
+	{ "directio", no_argument, NULL, 'D' },
+	{ "ioaddr", required_argument, NULL, 'i' },
+	{ "journal", required_argument, NULL, 'j' },
+	{ "upgrade", no_argument, NULL, 'u' },
+	{ "vnodes", required_argument, NULL, 'V' },
+	{ "wq-threads", required_argument, NULL, 'w' },
+	{ "wildcard-recovery", no_argument, NULL, 'W' },
+	{ "max-dynamic-threads", required_argument, NULL, 'x' },
 	{ "http", required_argument, NULL, OPT_HTTP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -95,6 +103,12 @@ static void usage(FILE *f)
 "  -n, --nosync           do not sync writes (tests, benchmarks)\n"
 "  -p, --port PORT        TCP port (default 7000)\n"
 "  -P, --pidfile FILE     write the daemon's PID to FILE\n"
+"  -u, --upgrade          accepted: an older store is always upgraded at\n"
+"                         start-up\n"
+"  -w, --wq-threads io=N  threads of store I/O (default 8, at most 64)\n"
+"  -W, --wildcard-recovery  accepted: recovery always asks every node\n"
+"                         once the previous owners have no copy\n"
+"  -D, -i, -j, -r, -V, -x (Sheepdog) are refused with the reason\n"
 "  -R, --recovery max=N,interval=MS  recover at most N objects per MS\n"
 "                         milliseconds (default: unthrottled)\n"
 "  -v, --version          print the version\n"
@@ -102,6 +116,59 @@ static void usage(FILE *f)
 "  -z, --zone N           failure zone (default: from the address; the\n"
 "                         local driver gives every node its own zone)\n"
 "BASE_DIR defaults to /tmp.\n");
+}
+
+/*
+ * Options of Sheepdog's sheep that Kelpie does not implement: refused
+ * with the reason, never accepted and ignored.
+ */
+static const char *refused_option(int c)
+{
+	switch (c) {
+	case 'D':
+		return "-D (O_DIRECT) is not supported: objects go through the "
+		       "page cache, synced as the durability contract says";
+	case 'i':
+		return "-i (a separate data address) is not supported: sheep "
+		       "talk to each other on -b/-y's address";
+	case 'j':
+		return "-j (the journal) is not supported yet";
+	case 'r':
+		return "-r (Sheepdog's HTTP object service, Swift) is not "
+		       "supported; --http serves metrics";
+	case 'V':
+		return "-V (a fixed number of vnodes) is not supported yet: "
+		       "every node has 128";
+	default:
+		return "-x (dynamic thread pools) is not supported: the pools "
+		       "are fixed (-w io=N)";
+	}
+}
+
+/* -w io=N: the I/O pool; Sheepdog's other pools do not exist here */
+static int parse_wq_opts(char *arg)
+{
+	char *tok, *save = NULL, *end;
+
+	for (tok = strtok_r(arg, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		long n;
+
+		if (strncmp(tok, "io=", 3)) {
+			fprintf(stderr, "-w %s is not supported: only io=N "
+				"(1-%d threads of store I/O) is\n", tok,
+				SD_MAX_IO_THREADS);
+			return -1;
+		}
+		n = strtol(tok + 3, &end, 10);
+		if (*end || n < 1 || n > SD_MAX_IO_THREADS) {
+			fprintf(stderr, "invalid -w %s: io=1 to io=%d\n", tok,
+				SD_MAX_IO_THREADS);
+			return -1;
+		}
+		sys.io_threads = (int)n;
+	}
+	return 0;
 }
 
 static int parse_recovery_opts(char *arg)
@@ -346,8 +413,8 @@ int main(int argc, char **argv)
 	long zone = -1;
 
 	sys.port = SD_LISTEN_PORT;
-	while ((c = getopt_long(argc, argv, "b:c:fghl:np:P:R:vy:z:", long_opts,
-				NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "b:c:fghl:np:P:R:vy:z:Di:j:r:uV:w:Wx:",
+				long_opts, NULL)) != -1) {
 		char *end;
 
 		switch (c) {
@@ -386,6 +453,11 @@ int main(int argc, char **argv)
 				return 1;
 			break;
 		case OPT_HTTP:
+			if (strchr(optarg, '=')) {
+				/* Sheepdog's --http host=,port=: Swift */
+				fprintf(stderr, "%s\n", refused_option('r'));
+				return 1;
+			}
 			if (http_configure(optarg)) {
 				fprintf(stderr, "invalid --http '%s'\n", optarg);
 				return 1;
@@ -416,6 +488,16 @@ int main(int argc, char **argv)
 			       KELPIE_VERSION);
 			return 0;
 		case 'y': myaddr = optarg; break;
+		case 'u':
+		case 'W':
+			break;	/* what they ask is always done: see usage */
+		case 'w':
+			if (parse_wq_opts(optarg))
+				return 1;
+			break;
+		case 'D': case 'i': case 'j': case 'r': case 'V': case 'x':
+			fprintf(stderr, "%s\n", refused_option(c));
+			return 1;
 		case 'z':
 			zone = strtol(optarg, &end, 10);
 			if (*end || zone < 0 || zone > 0xffffffffL) {
@@ -465,7 +547,8 @@ int main(int argc, char **argv)
 	sd_notice("Kelpie sheep %s starting in %s, port %d", KELPIE_VERSION,
 		  sys.base, sys.port);
 	sys.loop = event_loop_create();
-	sys.io_wq = wq_create("io", SD_IO_THREADS, SD_IO_QUEUE, sys.loop);
+	sys.io_wq = wq_create("io", sys.io_threads ? sys.io_threads :
+			      SD_IO_THREADS, SD_IO_QUEUE, sys.loop);
 	request_set_dispatch(queue_request);
 	flush_init();
 	vdi_init_bitmaps();

@@ -24,7 +24,8 @@
 #define SD_CONN_MAX_INFLIGHT	64
 #define SD_CLIENT_STALL_MS	30000	/* no progress either way: disconnect */
 #define SD_MAX_CLIENTS		4096
-#define SD_IO_THREADS		8
+#define SD_IO_THREADS		8	/* sheep -w io=N */
+#define SD_MAX_IO_THREADS	64
 #define SD_IO_QUEUE		1024
 #define SD_GW_MAX_RETRIES	100	/* x SD_GW_RETRY_MS */
 #define SD_GW_RETRY_MS		300
@@ -39,6 +40,7 @@ struct sheep_state {
 	struct sd_node self;	/* space may be updated by the config */
 	struct event_loop *loop;
 	struct work_queue *io_wq;
+	int io_threads;		/* -w io=N, 0: SD_IO_THREADS */
 };
 
 extern struct sheep_state sys;
