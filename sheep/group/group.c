@@ -723,6 +723,25 @@ void group_shutdown(void)
 
 /* ---- cluster state changes asked for by ops ---- */
 
+/*
+ * dog cluster recover force (cluster.md §4.6): in WAIT, the members now
+ * present become the next epoch and recover; what only the missing nodes
+ * held is lost.  On every member, in total order.
+ */
+int group_force_recover(void)
+{
+	if (cs->status != SD_STATUS_WAIT || !cs->ctime || !cs->epoch)
+		return SD_RES_FORCE_RECOVER;
+	sd_warn("recovery forced: %zu of %zu node(s) of epoch %u present",
+		cs->nr_members, cs->nr_epoch_nodes, cs->epoch);
+	cs->status = SD_STATUS_OK;
+	new_epoch();
+	publish_view();
+	fetch_missing_epochs();
+	start_pending_recovery();
+	return SD_RES_SUCCESS;
+}
+
 void group_set_recovery(bool disabled)
 {
 	cs->disable_recovery = disabled;

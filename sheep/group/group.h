@@ -32,6 +32,8 @@ int cluster_op_submit(struct request *req);
 int group_format(const struct sd_req *req, const char *store);
 void group_shutdown(void);
 void group_set_recovery(bool disabled);
+/* SD_RES_*: leave WAIT with the members present (dog cluster recover force) */
+int group_force_recover(void);
 int group_alter_copies(uint8_t copies);
 void group_set_killed(void);
 

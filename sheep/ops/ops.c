@@ -622,6 +622,13 @@ static int cluster_recover_flag(const struct sd_req *req, struct sd_rsp *rsp,
 	return SD_RES_SUCCESS;
 }
 
+static int cluster_force_recover(const struct sd_req *req,
+				 struct sd_rsp *rsp, void *data,
+				 const struct cluster_ctx *ctx)
+{
+	return group_force_recover();
+}
+
 static int cluster_alter_copy(const struct sd_req *req, struct sd_rsp *rsp,
 			      void *data, const struct cluster_ctx *ctx)
 {
@@ -742,6 +749,10 @@ static const struct sd_op ops[256] = {
 	[SD_OP_FLUSH_PEER] = PEER("FLUSH_PEER", 0),
 	[SD_OP_DECREF_OBJ] = GATEWAY("DECREF_OBJ", OPV_PEER),
 	[SD_OP_DECREF_PEER] = PEER("DECREF_PEER", 0),
+	[SD_OP_FORCE_RECOVER] = { .name = "FORCE_RECOVER",
+		.type = OP_CLUSTER, .force = true,
+		.cluster_fn = cluster_force_recover, .checks = OPV_ADMIN,
+		.max_len = SD_MAX_NODES * sizeof(struct sd_node) },
 	[SD_OP_ENABLE_RECOVER] = { .name = "ENABLE_RECOVER",
 		.type = OP_CLUSTER, .cluster_fn = cluster_recover_flag,
 		.checks = OPV_ADMIN },

@@ -53,6 +53,7 @@ WEAK int group_format(const struct sd_req *req, const char *store)
 WEAK void group_shutdown(void) { }
 WEAK void group_set_recovery(bool disabled) { }
 WEAK int group_alter_copies(uint8_t copies) { return -1; }
+WEAK int group_force_recover(void) { return SD_RES_FORCE_RECOVER; }
 WEAK void group_set_killed(void) { }
 
 /* state/epoch.c */
