@@ -802,20 +802,65 @@ static int term_width(void)
 	return 80;
 }
 
-/* a progress bar on terminals only (dog.md §1.3) */
+bool progress_on_stderr;
+
+/* where the bar goes: a terminal, never the data a command writes */
+static FILE *progress_fp(void)
+{
+	if (progress_on_stderr)
+		return isatty(STDERR_FILENO) ? stderr : NULL;
+	return isatty(STDOUT_FILENO) ? stdout : NULL;
+}
+
+/* "1:05" or "2:03:07" */
+static void fmt_secs(uint64_t s, char *buf, size_t len)
+{
+	if (s >= 3600)
+		snprintf(buf, len, "%" PRIu64 ":%02" PRIu64 ":%02" PRIu64,
+			 s / 3600, s / 60 % 60, s % 60);
+	else
+		snprintf(buf, len, "%" PRIu64 ":%02" PRIu64, s / 60, s % 60);
+}
+
+/* the time left at the pace so far, once there is a pace */
+static void fmt_eta(uint64_t done, uint64_t total, char *buf, size_t len)
+{
+	static uint64_t started, of_total;
+	uint64_t now = now_msec(), ms;
+	char t[32];
+
+	if (!started || total != of_total || done == 0) {
+		started = now;
+		of_total = total;
+	}
+	ms = now - started;
+	buf[0] = 0;
+	if (done >= total) {
+		fmt_secs(ms / 1000, t, sizeof(t));
+		snprintf(buf, len, " in %s", t);
+	} else if (done && ms >= 1000) {
+		fmt_secs((uint64_t)((double)ms * (double)(total - done) /
+				    (double)done / 1000), t, sizeof(t));
+		snprintf(buf, len, " ETA %s", t);
+	}
+}
+
+/* a progress bar with the time left, on terminals only (dog.md §1.3) */
 void show_progress(uint64_t done, uint64_t total)
 {
-	char head[32], tail[96], d[32], t[32], *bar;
+	char head[32], tail[128], d[32], t[32], eta[48], *bar;
 	double pct = total ? (double)done * 100 / (double)total : 100;
+	FILE *fp = progress_fp();
 	int width = term_width(), len, fill;
 
-	if (!isatty(STDOUT_FILENO))
+	if (!fp)
 		return;
+	fmt_eta(done, total, eta, sizeof(eta));
 	snprintf(head, sizeof(head), "\r%5.1f %% [", pct);
-	snprintf(tail, sizeof(tail), "] %s / %s",
+	snprintf(tail, sizeof(tail), "] %s / %s%s",
 		 size_to_str(done, d, sizeof(d)),
-		 size_to_str(total, t, sizeof(t)));
-	len = width - (int)strlen(head) - (int)strlen(tail);
+		 size_to_str(total, t, sizeof(t)), eta);
+	len = width - (int)strlen(head) - (int)strlen(tail) - 1;
 	if (len < 3)
 		len = 3;
 	bar = xmalloc((size_t)len + 1);
@@ -824,10 +869,10 @@ void show_progress(uint64_t done, uint64_t total)
 	fill = (int)((double)(len - 1) * pct / 100);
 	memset(bar, '=', (size_t)fill);
 	bar[fill] = '>';
-	printf("%s%s%s", head, bar, tail);
+	fprintf(fp, "%s%s%s", head, bar, tail);
 	if (done >= total)
-		printf("\n");
-	fflush(stdout);
+		fprintf(fp, "\n");
+	fflush(fp);
 	free(bar);
 }
 

@@ -140,6 +140,8 @@ int parse_block_shift(const char *s, uint8_t *shift);
 void print_size_error(const char *s);
 bool confirm(const char *caution);
 bool confirm_prompt(const char *prompt);
+/* a bar on the terminal; on stderr when stdout carries data */
+extern bool progress_on_stderr;
 void show_progress(uint64_t done, uint64_t total);
 char *fmt_size(uint64_t size, char *buf, size_t len);
 char *fmt_time(uint64_t sec, const char *fmt, char *buf, size_t len);

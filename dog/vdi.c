@@ -611,7 +611,7 @@ static uint64_t range_end(uint64_t off, uint64_t len, bool has_len,
 static int vdi_read(int argc, char **argv)
 {
 	struct vdi_inode in;
-	uint64_t off, len, end;
+	uint64_t off, len, end, start;
 	uint32_t obj;
 	uint8_t *buf = NULL;
 	bool has_len;
@@ -632,8 +632,10 @@ static int vdi_read(int argc, char **argv)
 		goto out;
 	}
 	end = range_end(off, len, has_len, in.h.vdi_size);
+	start = off;
 	obj = inode_obj_size(&in.h);
 	buf = xmalloc(obj);
+	progress_on_stderr = true;	/* stdout is the data */
 	while (off < end) {
 		uint32_t idx = (uint32_t)(off / obj);
 		uint32_t ooff = (uint32_t)(off % obj);
@@ -655,6 +657,7 @@ static int vdi_read(int argc, char **argv)
 			goto out;
 		}
 		off += n;
+		show_progress(off - start, end - start);
 	}
 	ret = EXIT_SUCCESS;
 out:
@@ -718,7 +721,7 @@ static void flush_vdi(uint32_t vid)
 static int vdi_write(int argc, char **argv)
 {
 	struct vdi_inode in;
-	uint64_t off, len, end;
+	uint64_t off, len, end, start;
 	uint8_t *buf = NULL;
 	uint32_t obj;
 	bool has_len;
@@ -739,6 +742,7 @@ static int vdi_write(int argc, char **argv)
 		goto out;
 	}
 	end = range_end(off, len, has_len, in.h.vdi_size);
+	start = off;
 	obj = inode_obj_size(&in.h);
 	buf = xmalloc(obj);
 	while (off < end) {
@@ -763,6 +767,7 @@ static int vdi_write(int argc, char **argv)
 			goto out;
 		}
 		off += n;
+		show_progress(off - start, end - start);
 	}
 	if (vopt.writeback)
 		flush_vdi(in.vid);

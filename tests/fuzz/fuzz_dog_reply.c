@@ -133,6 +133,7 @@ static void reset_globals(void)
 	dog_ring_free();
 	raw_output = false;
 	verbose = false;
+	progress_on_stderr = false;
 	vopt = vopt_initial;
 	last_op = 0;
 }
