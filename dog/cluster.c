@@ -119,10 +119,9 @@ static int confirm_format(void)
 	if (copt.force)
 		return 0;
 	if (copt.copies > zones) {
-		snprintf(msg, sizeof(msg), "Caution! The number of copies "
-			 "(%u) is larger than the number of zones (%d):\n"
-			 "objects will have fewer copies than requested "
-			 "until more zones join.", copt.copies, zones);
+		/* word for word as Sheepdog's: scripts answer it */
+		snprintf(msg, sizeof(msg), "Number of copies (%u) is larger "
+			 "than number of zones (%d).", copt.copies, zones);
 		if (!confirm(msg))
 			return -1;
 	}

@@ -376,7 +376,7 @@ int dog_read_object(uint64_t oid, void *buf, uint32_t len, uint32_t off,
 	if (dog_exec(&req, buf, len, &rsp))
 		return SD_RES_EIO;
 	if (rsp.result != SD_RES_SUCCESS) {
-		fprintf(stderr, "Failed to read object %016" PRIx64 " %s\n",
+		fprintf(stderr, "Failed to read object %" PRIx64 " %s\n",
 			oid, sd_strerror(rsp.result));
 		return (int)rsp.result;
 	}
@@ -407,7 +407,7 @@ int dog_write_object(uint64_t oid, uint64_t cow_oid, const void *buf,
 	if (dog_exec(&req, (void *)buf, 0, &rsp))
 		return SD_RES_EIO;
 	if (rsp.result != SD_RES_SUCCESS) {
-		fprintf(stderr, "Failed to write object %016" PRIx64 ": %s\n",
+		fprintf(stderr, "Failed to write object %" PRIx64 ": %s\n",
 			oid, sd_strerror(rsp.result));
 		return (int)rsp.result;
 	}

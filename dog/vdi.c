@@ -906,7 +906,7 @@ static int object_location(int argc, char **argv)
 		return EXIT_FAILURE;
 	}
 	oid = vid_to_data_oid(owner, (uint32_t)vopt.index);
-	printf("Looking for the object %016" PRIx64 " (vid 0x%" PRIx32
+	printf("Looking for the object 0x%" PRIx64 " (vid 0x%" PRIx32
 	       " idx %" PRIu64 ", %u copies) with %d nodes\n\n", oid, in.vid,
 	       vopt.index, in.h.nr_copies, sd_nodes_nr);
 found:

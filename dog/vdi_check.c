@@ -143,7 +143,7 @@ static int check_object(uint64_t oid, int copies)
 	good = majority(c, n, &found);
 	if (good < 0) {
 		if (!found)
-			fprintf(stderr, "no node has %016" PRIx64 "\n", oid);
+			fprintf(stderr, "no node has %" PRIx64 "\n", oid);
 		else
 			fprintf(stderr, "no majority of %016" PRIx64 "\n",
 				oid);
