@@ -144,6 +144,13 @@ struct stat_metrics {
 };
 
 void stat_read_metrics(struct stat_metrics *m);
+
+/* client reads and writes of one VDI's data objects (vid 0: the rest) */
+struct stat_vdi {
+	uint32_t vid;
+	uint64_t reads, writes, read_bytes, write_bytes;
+};
+size_t stat_top_vdis(struct stat_vdi *top, size_t n);
 /* payload bytes held by requests, and the limit */
 void budget_read(uint64_t *used, uint64_t *limit);
 

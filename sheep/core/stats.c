@@ -12,6 +12,16 @@
 static struct sd_stat stat;
 static struct stat_metrics metrics;
 
+/*
+ * Per-VDI counters of client reads and writes of data objects: open
+ * addressing on the vid, bounded; once the table is full, VDIs seen for
+ * the first time are counted together under vid 0.
+ */
+#define VDI_SLOTS	4096
+static struct stat_vdi vdi_table[VDI_SLOTS];
+static size_t vdi_used;
+static struct stat_vdi vdi_other;
+
 /* upper bounds of the latency buckets, 25 us to 10 s */
 const uint64_t stat_bucket_ns[STAT_NR_BUCKETS] = {
 	25000, 50000, 100000, 250000, 500000,
@@ -75,6 +85,67 @@ static int result_kind(uint32_t res)
 	}
 }
 
+static struct stat_vdi *vdi_slot(uint32_t vid)
+{
+	size_t i = (vid * 2654435761U) % VDI_SLOTS;
+
+	for (size_t k = 0; k < VDI_SLOTS; k++, i = (i + 1) % VDI_SLOTS) {
+		if (vdi_table[i].vid == vid)
+			return &vdi_table[i];
+		if (!vdi_table[i].vid) {
+			if (vdi_used >= VDI_SLOTS * 3 / 4)
+				break;
+			vdi_used++;
+			vdi_table[i].vid = vid;
+			return &vdi_table[i];
+		}
+	}
+	return &vdi_other;
+}
+
+static void count_vdi(const struct request *req, int cls)
+{
+	struct stat_vdi *v;
+
+	if ((cls != SC_CLIENT_READ && cls != SC_CLIENT_WRITE) ||
+	    !is_data_obj(req->rq.obj.oid) || req->rp.result != SD_RES_SUCCESS)
+		return;
+	v = vdi_slot(oid_to_vid(req->rq.obj.oid));
+	if (cls == SC_CLIENT_READ) {
+		v->reads++;
+		v->read_bytes += req->rq.data_length;
+	} else {
+		v->writes++;
+		v->write_bytes += req->rq.data_length;
+	}
+}
+
+/* the @n busiest VDIs (reads and writes) into @top; how many there are */
+size_t stat_top_vdis(struct stat_vdi *top, size_t n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < VDI_SLOTS; i++) {
+		const struct stat_vdi *v = &vdi_table[i];
+		uint64_t ops = v->reads + v->writes;
+		size_t j;
+
+		if (!v->vid || (k == n && ops <= top[k - 1].reads +
+				top[k - 1].writes))
+			continue;
+		/* insertion into @top, busiest first */
+		j = k < n ? k++ : n - 1;
+		while (j > 0 && top[j - 1].reads + top[j - 1].writes < ops) {
+			top[j] = top[j - 1];
+			j--;
+		}
+		top[j] = *v;
+	}
+	if (vdi_other.reads + vdi_other.writes && k < n)
+		top[k++] = vdi_other;
+	return k;
+}
+
 static void count_result(const struct request *req)
 {
 	struct stat_class_metrics *c = &metrics.cls[class_of(req)];
@@ -82,6 +153,7 @@ static void count_result(const struct request *req)
 	int b = 0;
 
 	c->results[result_kind(req->rp.result)]++;
+	count_vdi(req, class_of(req));
 	while (b < STAT_NR_BUCKETS && ns > stat_bucket_ns[b])
 		b++;
 	c->buckets[b]++;

@@ -8,6 +8,7 @@
  * _seconds).  Series are bounded: labels take values from fixed lists
  * (plus the store's path), never from request contents.
  */
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -84,6 +85,7 @@ static void take_snapshot(struct metrics_snap *m)
 	}
 	scrub_get_stat(&m->scrub);
 	vdi_for_each(count_vdi, m);
+	m->nr_top = stat_top_vdis(m->top, METRICS_TOP_VDIS);
 }
 
 static void snap_tick(struct timer *t)
@@ -370,6 +372,39 @@ static void format_store(struct out *o, const struct metrics_snap *m)
 	       m->scrub.unrepaired);
 }
 
+static void vdi_sample(struct out *o, const char *name,
+		       const struct stat_vdi *v, const char *op, uint64_t n)
+{
+	if (v->vid)
+		emit(o, "%s{vid=\"%" PRIx32 "\",op=\"%s\"} %llu\n", name,
+		     v->vid, op, (unsigned long long)n);
+	else
+		emit(o, "%s{vid=\"other\",op=\"%s\"} %llu\n", name, op,
+		     (unsigned long long)n);
+}
+
+static void format_vdis(struct out *o, const struct metrics_snap *m)
+{
+	family(o, "kelpie_vdi_operations_total", "counter",
+	       "Client reads and writes of data objects through this node, "
+	       "for the busiest VDIs (vid in hex; other: VDIs beyond the "
+	       "table).");
+	for (size_t i = 0; i < m->nr_top; i++) {
+		vdi_sample(o, "kelpie_vdi_operations_total", &m->top[i],
+			   "read", m->top[i].reads);
+		vdi_sample(o, "kelpie_vdi_operations_total", &m->top[i],
+			   "write", m->top[i].writes);
+	}
+	family(o, "kelpie_vdi_bytes_total", "counter",
+	       "Bytes of those reads and writes.");
+	for (size_t i = 0; i < m->nr_top; i++) {
+		vdi_sample(o, "kelpie_vdi_bytes_total", &m->top[i], "read",
+			   m->top[i].read_bytes);
+		vdi_sample(o, "kelpie_vdi_bytes_total", &m->top[i], "write",
+			   m->top[i].write_bytes);
+	}
+}
+
 int metrics_format(const struct metrics_snap *m, char *buf, size_t len)
 {
 	struct out o = { .buf = buf, .len = len };
@@ -383,6 +418,7 @@ int metrics_format(const struct metrics_snap *m, char *buf, size_t len)
 	format_traffic(&o, m);
 	format_cluster(&o, m);
 	format_store(&o, m);
+	format_vdis(&o, m);
 	return o.full ? -1 : (int)o.pos;
 }
 

@@ -17,6 +17,9 @@
 #include "core/request.h"
 #include "recovery/scrub.h"
 
+/* per-VDI series: the busiest VDIs only, so series stay bounded */
+#define METRICS_TOP_VDIS	10
+
 struct metrics_snap {
 	uint64_t taken_at;		/* unix seconds, 0: none yet */
 	bool gateway;
@@ -39,6 +42,8 @@ struct metrics_snap {
 	uint64_t csum_mismatches;
 	struct scrub_stat scrub;
 	uint64_t vdis, vdi_locks;
+	struct stat_vdi top[METRICS_TOP_VDIS];
+	size_t nr_top;
 	char store_dir[256];
 };
 
