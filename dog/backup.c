@@ -31,7 +31,16 @@
  *      8  4  0
  *     12  4  CRC32C of every byte of the stream before this field
  *
- * Nothing may follow the end record.  For each block where either snapshot
+ * Nothing may follow the end record.
+ *
+ * Sheepdog's stream (dog.md §2.15), the default of vdi backup: a header
+ * of u32 version 1 and u32 magic 0x11921192, records {u32 index, u32
+ * offset, u32 length, u32 0} each followed by its data, and an end record
+ * with index 0xFFFFFFFF and the rest 0; no sizes, no checksums (only its
+ * structure is checked; the snapshot restored on gives the object size).
+ * restore reads both.
+ *
+ * For each block where either snapshot
  * has data, the objects of both are compared (missing ones read as zeros)
  * and the 512-byte sectors that are equal at both ends are left out; a
  * block whose objects are equal gets no record.  Without a base snapshot
@@ -61,6 +70,9 @@
 #define BACKUP_REC_SIZE		16
 #define BACKUP_END_IDX		UINT32_C(0xFFFFFFFF)
 #define SECTOR			512
+#define SD_BACKUP_VERSION	1
+#define SD_BACKUP_MAGIC		UINT32_C(0x11921192)
+#define SD_BACKUP_HDR_SIZE	8
 
 /* ---- CRC32C ---- */
 
@@ -97,6 +109,7 @@ struct backup_hdr {
 	uint32_t shift;
 	uint32_t from;
 	uint32_t to;
+	bool sheepdog;		/* Sheepdog's stream: no sizes, no CRCs */
 };
 
 static void backup_hdr_encode(const struct backup_hdr *h, uint8_t *b)
@@ -130,14 +143,14 @@ static int emit(struct out_stream *o, const void *buf, size_t len)
 }
 
 static int emit_record(struct out_stream *o, uint32_t idx, uint32_t off,
-		       const uint8_t *data, uint32_t len)
+		       const uint8_t *data, uint32_t len, bool sheepdog)
 {
 	uint8_t r[BACKUP_REC_SIZE];
 
 	put_le32(r, idx);
 	put_le32(r + 4, off);
 	put_le32(r + 8, len);
-	put_le32(r + 12, crc32c(0, data, len));
+	put_le32(r + 12, sheepdog ? 0 : crc32c(0, data, len));
 	if (emit(o, r, sizeof(r)) || emit(o, data, len))
 		return -1;
 	o->nr_records++;
@@ -202,6 +215,7 @@ int vdi_backup(int argc, char **argv)
 	struct backup_hdr bh = { .version = BACKUP_VERSION };
 	uint8_t hdr[BACKUP_HDR_SIZE], end[BACKUP_REC_SIZE];
 	uint8_t *a = NULL, *b = NULL;
+	bool sheepdog = !vopt.checksummed;
 	uint32_t size;
 	int ret;
 
@@ -241,9 +255,16 @@ int vdi_backup(int argc, char **argv)
 	bh.to = to.h.snap_id;
 
 	ret = EXIT_FAILURE;
-	backup_hdr_encode(&bh, hdr);
-	if (emit(&o, hdr, sizeof(hdr)))
-		goto out;
+	if (sheepdog) {
+		put_le32(hdr, SD_BACKUP_VERSION);
+		put_le32(hdr + 4, SD_BACKUP_MAGIC);
+		if (emit(&o, hdr, SD_BACKUP_HDR_SIZE))
+			goto out;
+	} else {
+		backup_hdr_encode(&bh, hdr);
+		if (emit(&o, hdr, sizeof(hdr)))
+			goto out;
+	}
 	size = inode_obj_size(&to.h);
 	a = xmalloc(size);
 	b = xmalloc(size);
@@ -258,15 +279,17 @@ int vdi_backup(int argc, char **argv)
 		    read_block(vopt.from_set ? &from : NULL, i, b, size))
 			goto out;
 		if (diff_range(a, b, size, &off, &len) &&
-		    emit_record(&o, i, off, a + off, len))
+		    emit_record(&o, i, off, a + off, len, sheepdog))
 			goto out;
 		show_progress((uint64_t)(i + 1) * size,
 			      (uint64_t)to.nr * size);
 	}
+	memset(end, 0, sizeof(end));
 	put_le32(end, BACKUP_END_IDX);
-	put_le32(end + 4, o.nr_records);
-	put_le32(end + 8, 0);
-	put_le32(end + 12, crc32c(o.crc, end, 12));
+	if (!sheepdog) {
+		put_le32(end + 4, o.nr_records);
+		put_le32(end + 12, crc32c(o.crc, end, 12));
+	}
 	if (xwrite(STDOUT_FILENO, end, sizeof(end)) < 0) {
 		fprintf(stderr, "Failed to write the backup: %s\n",
 			strerror(errno));
@@ -314,19 +337,47 @@ static int bad_stream(const char *why)
 	return -1;
 }
 
-static int read_header(struct in_stream *s, struct backup_hdr *bh)
+/* Sheepdog's stream: what its header lacks comes from the snapshot */
+static int read_sheepdog_header(const uint8_t *b, struct backup_hdr *bh,
+				const struct vdi_inode *snap)
+{
+	if (get_le32(b) != SD_BACKUP_VERSION) {
+		fprintf(stderr, "Unsupported backup version %" PRIu32 "\n",
+			get_le32(b));
+		return -1;
+	}
+	memset(bh, 0, sizeof(*bh));
+	bh->sheepdog = true;
+	bh->version = SD_BACKUP_VERSION;
+	bh->vdi_size = snap->h.vdi_size;
+	/* the inode comes from a sheep: its shift is checked there */
+	bh->shift = (uint32_t)__builtin_ctz(inode_obj_size(&snap->h));
+	return 0;
+}
+
+static int read_header(struct in_stream *s, struct backup_hdr *bh,
+		       const struct vdi_inode *snap)
 {
 	uint8_t b[BACKUP_HDR_SIZE];
-	int r = in_read(s, b, sizeof(b));
+	int r = in_read(s, b, SD_BACKUP_HDR_SIZE);
 
 	if (r < 0)
 		return -1;
 	if (r)
 		return bad_stream("it is shorter than its header");
+	if (get_le32(b + 4) == SD_BACKUP_MAGIC)
+		return read_sheepdog_header(b, bh, snap);
 	if (memcmp(b, BACKUP_MAGIC, 8))
-		return bad_stream("it is not a Kelpie backup (bad magic)");
+		return bad_stream("it is not a backup (bad magic)");
+	r = in_read(s, b + SD_BACKUP_HDR_SIZE,
+		    BACKUP_HDR_SIZE - SD_BACKUP_HDR_SIZE);
+	if (r < 0)
+		return -1;
+	if (r)
+		return bad_stream("it is shorter than its header");
 	if (get_le32(b + 36) != crc32c(0, b, 36))
 		return bad_stream("the header is corrupt");
+	bh->sheepdog = false;
 	bh->version = get_le32(b + 8);
 	bh->flags = get_le32(b + 12);
 	bh->vdi_size = get_le64(b + 16);
@@ -377,16 +428,18 @@ static int read_records(struct in_stream *s, const struct backup_hdr *bh,
 		off = get_le32(r + 4);
 		len = get_le32(r + 8);
 		if (idx == BACKUP_END_IDX) {
-			if (off != nr || len)
+			if (bh->sheepdog ? off || len || get_le32(r + 12) :
+			    off != nr || len)
 				goto corrupt;
-			if (get_le32(r + 12) != crc) {
+			if (!bh->sheepdog && get_le32(r + 12) != crc) {
 				bad_stream("checksum mismatch");
 				goto out;
 			}
 			break;
 		}
 		if ((int64_t)idx <= prev || idx >= nr_objs || !len ||
-		    off > size || len > size - off)
+		    off > size || len > size - off ||
+		    (bh->sheepdog && get_le32(r + 12)))
 			goto corrupt;
 		/* sized by the records, not the object: most are small */
 		if (len > cap) {
@@ -397,7 +450,7 @@ static int read_records(struct in_stream *s, const struct backup_hdr *bh,
 		rd = in_read(s, data, len);
 		if (rd)
 			goto truncated;
-		if (crc32c(0, data, len) != get_le32(r + 12)) {
+		if (!bh->sheepdog && crc32c(0, data, len) != get_le32(r + 12)) {
 			bad_stream("checksum mismatch in a data record");
 			goto out;
 		}
@@ -478,7 +531,7 @@ static int verify_stream(const struct vdi_inode *snap, struct backup_hdr *bh)
 		if (s.tee < 0)
 			return -1;
 	}
-	if (read_header(&s, bh) || read_records(&s, bh, NULL))
+	if (read_header(&s, bh, snap) || read_records(&s, bh, NULL))
 		goto fail;
 	if ((uint32_t)inode_obj_size(&snap->h) != UINT32_C(1) << bh->shift) {
 		fprintf(stderr, "The backup has objects of 2^%" PRIu32 " bytes "
@@ -595,7 +648,7 @@ int vdi_restore(int argc, char **argv)
 	}
 	if (open_vdi_vid(new_vid, &restored, true))
 		goto undo;
-	if (read_header(&s, &bh) || read_records(&s, &bh, &restored)) {
+	if (read_header(&s, &bh, &snap) || read_records(&s, &bh, &restored)) {
 		fprintf(stderr, "Failed to restore the backup into %s\n",
 			name);
 		goto undo;

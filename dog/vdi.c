@@ -1039,6 +1039,9 @@ static int vdi_parser(int ch, const char *arg)
 	case 'e':
 		vopt.exist = true;
 		break;
+	case 'K':
+		vopt.checksummed = true;
+		break;
 	case 'F':
 		vopt.from_set = true;
 		return parse_snapshot(arg, &vopt.from_snapid, vopt.from_tag);
@@ -1077,6 +1080,8 @@ static const struct sd_option vdi_options[] = {
 	  "only check that every copy exists" },
 	{ 'F', "from", true, "snapshot",
 	  "base snapshot of an incremental backup (id or tag)" },
+	{ 'K', "checksummed", false, NULL,
+	  "write Kelpie's checksummed stream, not Sheepdog's" },
 	{ 0, NULL, false, NULL, NULL },
 };
 
@@ -1122,7 +1127,7 @@ static const struct subcommand vdi_cmds[] = {
 	  "read image data to stdout", NULL, 0, 1, vdi_read },
 	{ "write", "<vdiname> [<offset> [<len>]]", "apwhT",
 	  "write stdin into an image", NULL, 0, 1, vdi_write },
-	{ "backup", "<vdiname>", "sFaphT",
+	{ "backup", "<vdiname>", "sFKaphT",
 	  "write the changes between two snapshots to stdout", NULL, 0, 1,
 	  vdi_backup },
 	{ "restore", "<vdiname>", "saphTBI",

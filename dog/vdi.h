@@ -33,6 +33,7 @@ struct vdi_opts {
 	bool force;		/* -f */
 	bool exist;		/* -e */
 	bool from_set;		/* -F */
+	bool checksummed;	/* -K: Kelpie's backup stream */
 	uint32_t from_snapid;
 	char from_tag[SD_MAX_VDI_TAG_LEN];
 };

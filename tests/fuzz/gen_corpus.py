@@ -234,6 +234,14 @@ def backup(records, size=16 << 20, shift=22, frm=0, to=1, flags=0,
     return s + le("I", crc32c(s))
 
 
+def sd_backup(records, version=1):
+    """Sheepdog's stream (dog.md 2.15): no sizes, no checksums"""
+    s = le("II", version, 0x11921192)
+    for idx, off, data in records:
+        s += le("IIII", idx, off, len(data), 0) + data
+    return s + le("IIII", 0xffffffff, 0, 0, 0)
+
+
 def gen_backup():
     recs = [(0, 0, b"\x11" * 512), (2, 4096, b"\x22" * 1024),
             (3, (4 << 20) - 512, b"\x33" * 512)]
@@ -256,6 +264,9 @@ def gen_backup():
     write("backup", "bad-version", bytes([0, 0]) + backup([], version=2))
     write("backup", "unordered", bytes([0, 0]) + backup(
         [(2, 0, b"x"), (1, 0, b"y")]))
+    write("backup", "sheepdog-three", bytes([0, 0]) + sd_backup(recs))
+    write("backup", "sheepdog-pipe", bytes([0x20, 0]) + sd_backup(recs))
+    write("backup", "sheepdog-empty", bytes([0, 0]) + sd_backup([]))
 
 
 # ---- fuzz_cluster_msg ----
