@@ -5,8 +5,8 @@
  * I/O, 503 and the reason otherwise).
  *
  * One thread of its own with blocking sockets, one connection at a time,
- * each bounded: a request head of at most 4 KiB read within 5 s, the
- * answer written within 5 s, then the connection is closed.  A slow or
+ * each bounded: a request head of at most 4 KiB read within 5 s in all,
+ * each send of the answer within 5 s, then the connection is closed.  A slow or
  * hostile scraper delays other scrapes, never a request of the I/O path:
  * the thread only reads the snapshot that the main loop publishes.
  */
@@ -73,13 +73,22 @@ static void respond_text(int fd, int code, const char *reason,
 		strlen(text), head_only);
 }
 
-/* the request head up to its blank line, NUL-terminated; its length or -1 */
+/*
+ * The request head up to its blank line, NUL-terminated; its length or
+ * -1.  Within HTTP_TIMEOUT_SEC in all, not per byte: a client that
+ * trickles bytes holds the endpoint no longer than a silent one.
+ */
 static int read_head(int fd, char *buf, size_t len)
 {
+	uint64_t deadline = now_msec() + HTTP_TIMEOUT_SEC * 1000;
 	size_t got = 0;
 
 	while (got < len - 1) {
-		ssize_t n = recv(fd, buf + got, len - 1 - got, 0);
+		ssize_t n;
+
+		if (now_msec() >= deadline)
+			return -1;
+		n = recv(fd, buf + got, len - 1 - got, 0);
 
 		if (n < 0 && errno == EINTR)
 			continue;
