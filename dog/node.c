@@ -45,9 +45,14 @@ static int node_list(int argc, char **argv)
 
 /* ---- node info ---- */
 
+/* 0-100: a sheep that reports more used than its size shows 100 */
 static int use_pct(uint64_t used, uint64_t size)
 {
-	return size ? (int)((double)used * 100 / (double)size) : 0;
+	if (!size)
+		return 0;
+	if (used >= size)
+		return 100;
+	return (int)((double)used * 100 / (double)size);
 }
 
 static void add_current_size(uint32_t vid, const struct sd_inode_header *h,
