@@ -523,6 +523,11 @@ int main(int argc, char **argv)
 	}
 	if (lock_base())
 		return 1;
+	if (lo.dst == LOG_DST_SYSLOG && lo.fmt == LOG_FMT_JSON) {
+		fprintf(stderr, "-l format=json is for the log file and "
+			"stdout; syslog takes plain lines\n");
+		return 1;
+	}
 	if (lo.dst == LOG_DST_STDOUT && !foreground) {
 		fprintf(stderr, "-l dst=stdout needs -f: a daemon has no "
 			"stdout\n");
@@ -568,7 +573,6 @@ int main(int argc, char **argv)
 	peer_init();
 	if (group_init(driver, &group_hooks))
 		goto fail;
-	metrics_start();
 	if (http_init(bindaddr))
 		goto fail;
 	if (write_pidfile())

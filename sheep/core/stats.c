@@ -148,12 +148,12 @@ size_t stat_top_vdis(struct stat_vdi *top, size_t n)
 
 static void count_result(const struct request *req)
 {
-	struct stat_class_metrics *c = &metrics.cls[class_of(req)];
+	int cls = class_of(req), b = 0;
+	struct stat_class_metrics *c = &metrics.cls[cls];
 	uint64_t ns = mono_ns() - req->stat_start_ns;
-	int b = 0;
 
 	c->results[result_kind(req->rp.result)]++;
-	count_vdi(req, class_of(req));
+	count_vdi(req, cls);
 	while (b < STAT_NR_BUCKETS && ns > stat_bucket_ns[b])
 		b++;
 	c->buckets[b]++;

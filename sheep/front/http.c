@@ -203,7 +203,8 @@ int http_init(const char *default_addr)
 	int fl;
 
 	if (!http_port)
-		return 0;
+		return 0;	/* no endpoint, no snapshots either */
+	metrics_start();
 	http_fd = net_listen_tcp(addr, http_port);
 	if (http_fd < 0) {
 		sd_err("HTTP: cannot listen on %s:%d: %m", addr ? addr : "*",

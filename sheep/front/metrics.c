@@ -61,6 +61,7 @@ static void take_snapshot(struct metrics_snap *m)
 {
 	memset(m, 0, sizeof(*m));
 	m->taken_at = (uint64_t)time(NULL);
+	m->taken_mono = now_msec();
 	m->gateway = sys.gateway;
 	stat_read_metrics(&m->req);
 	stat_read(&m->st);
@@ -336,16 +337,16 @@ static void format_store(struct out *o, const struct metrics_snap *m)
 	if (m->store_ok) {
 		family(o, "kelpie_store_size_bytes", "gauge",
 		       "Size of the file system under a store directory.");
-		emit(o, "kelpie_store_size_bytes{path=\"%s\"} %llu\n", path,
-		     (unsigned long long)m->store_size);
+		sample(o, "kelpie_store_size_bytes", "path", path,
+		       m->store_size);
 		family(o, "kelpie_store_free_bytes", "gauge",
 		       "Bytes free for the store in its file system.");
-		emit(o, "kelpie_store_free_bytes{path=\"%s\"} %llu\n", path,
-		     (unsigned long long)m->store_free);
+		sample(o, "kelpie_store_free_bytes", "path", path,
+		       m->store_free);
 		family(o, "kelpie_store_used_bytes", "gauge",
 		       "Bytes used in the store's file system.");
-		emit(o, "kelpie_store_used_bytes{path=\"%s\"} %llu\n", path,
-		     (unsigned long long)(m->store_size - m->store_free));
+		sample(o, "kelpie_store_used_bytes", "path", path,
+		       m->store_size - m->store_free);
 	}
 	gauge(o, "kelpie_stale_objects",
 	      "Old copies kept until recovery no longer needs them.",
@@ -427,11 +428,12 @@ int metrics_format(const struct metrics_snap *m, char *buf, size_t len)
 
 bool metrics_healthy(const struct metrics_snap *m, char *why, size_t len)
 {
-	uint64_t now = (uint64_t)time(NULL);
+	/* the monotonic clock: a wall-clock step is no stuck loop */
+	uint64_t now = now_msec();
 
-	if (!m->taken_at || now > m->taken_at + SNAP_STALE_SEC)
+	if (!m->taken_at || now > m->taken_mono + SNAP_STALE_SEC * 1000)
 		snprintf(why, len, "the main loop has not answered for %llu s",
-			 (unsigned long long)(now - m->taken_at));
+			 (unsigned long long)(now - m->taken_mono) / 1000);
 	else if (!m->status)
 		snprintf(why, len, "starting");
 	else if (m->status == SD_STATUS_WAIT)

@@ -22,6 +22,7 @@
 
 struct metrics_snap {
 	uint64_t taken_at;		/* unix seconds, 0: none yet */
+	uint64_t taken_mono;		/* now_msec() then */
 	bool gateway;
 	struct stat_metrics req;
 	struct sd_stat st;
@@ -47,7 +48,7 @@ struct metrics_snap {
 	char store_dir[256];
 };
 
-/* metrics.c */
+/* metrics.c: snapshots from now on, once a second (http_init) */
 void metrics_start(void);
 /* the latest snapshot (main loop or any thread) */
 void metrics_get(struct metrics_snap *m);

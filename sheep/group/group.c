@@ -116,7 +116,6 @@ static bool epoch_missing(uint32_t epoch)
 	return access(path, F_OK) != 0;
 }
 
-/* on to the next missing epoch, or done */
 /* an epoch record: its header and at most every node */
 #define EPOCH_FETCH_BUF ((uint32_t)(SD_MAX_NODES * sizeof(struct sd_node) + 8))
 
@@ -130,6 +129,7 @@ static void *reply_sized_buf(struct peer_req *pr, uint32_t len)
 	return xmalloc(pr->rbuf_len);
 }
 
+/* on to the next missing epoch, or done */
 static void epoch_fetch_advance(struct epoch_fetch *f)
 {
 	while (f->epoch < f->last) {
