@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "dog.h"
+#include "node_metrics.h"
 #include "net.h"
 #include "proto.h"
 #include "util.h"
@@ -21,6 +22,7 @@ static struct node_opts {
 	bool progress;
 	bool local;
 	bool watch;
+	bool metrics;
 } nopt;
 
 static int node_list(int argc, char **argv)
@@ -472,6 +474,12 @@ static int node_stat(int argc, char **argv)
 	struct sd_stat st;
 	int ret;
 
+	if (nopt.metrics && nopt.watch) {
+		fprintf(stderr, "-m and -w cannot be used together\n");
+		return EXIT_USAGE;
+	}
+	if (nopt.metrics)
+		return node_stat_metrics();
 	if (nopt.watch)
 		return stat_watch();
 	ret = get_stat(&st);
@@ -645,6 +653,9 @@ static int node_parser(int ch, const char *arg)
 	case 'w':
 		nopt.watch = true;
 		break;
+	case 'm':
+		nopt.metrics = true;
+		break;
 	}
 	return 0;
 }
@@ -654,6 +665,8 @@ static const struct sd_option node_options[] = {
 	{ 'l', "local", false, NULL, "kill the node dog is talking to" },
 	{ 'w', "watch", false, NULL,
 	  "print the statistics and their rates every second" },
+	{ 'm', "metrics", false, NULL,
+	  "print every counter of the sheep (what --http serves)" },
 	{ 0, NULL, false, NULL, NULL },
 };
 
@@ -666,7 +679,7 @@ static const struct subcommand node_cmds[] = {
 	  CMD_NEED_NODELIST, 0, node_info },
 	{ "recovery", NULL, "aphPrT", "show or tune recovery", recovery_cmds,
 	  CMD_NEED_NODELIST, 0, recovery_info },
-	{ "stat", NULL, "aprwhT", "show the request statistics of the sheep",
+	{ "stat", NULL, "amprwhT", "show the request statistics of the sheep",
 	  NULL, 0, 0, node_stat },
 	{ "log", NULL, "aphT", "show or change the log level of the sheep",
 	  log_cmds, 0, 0, NULL },

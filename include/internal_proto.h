@@ -76,6 +76,13 @@
 #define SD_OP_SCRUB_STOP		0xE3
 #define SD_OP_SCRUB_STATUS		0xE4
 #define SCRUB_STATUS_LEN		72
+/*
+ * Kelpie: the node's counters as text in the Prometheus exposition format,
+ * what `sheep --http` serves at /metrics (dog node stat -m); the reply
+ * is at most METRICS_TEXT_MAX bytes, BUFFER_SMALL if data_length is short
+ */
+#define SD_OP_GET_METRICS		0xE5
+#define METRICS_TEXT_MAX		(256 * 1024)
 
 #define SD_FLAG_CMD_RECOVERY		0x0080
 #define SD_FLAG_CMD_WILDCARD		0x0100

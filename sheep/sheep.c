@@ -403,6 +403,11 @@ static const struct group_hooks group_hooks = {
 	.stop_listening = listen_stop,
 };
 
+static const struct ops_metrics_hooks metrics_hooks = {
+	.count = metrics_count_objects,
+	.text = metrics_text,
+};
+
 int main(int argc, char **argv)
 {
 	const char *driver = "local", *bindaddr = NULL, *myaddr = NULL;
@@ -571,6 +576,7 @@ int main(int argc, char **argv)
 	if (nbd_init(bindaddr))
 		goto fail;
 	peer_init();
+	ops_set_metrics_hooks(&metrics_hooks);
 	if (group_init(driver, &group_hooks))
 		goto fail;
 	if (http_init(bindaddr))

@@ -25,7 +25,7 @@
 
 #define HTTP_MAX_HEAD		4096
 #define HTTP_TIMEOUT_SEC	5
-#define HTTP_MAX_BODY		(256 * 1024)
+#define HTTP_MAX_BODY		METRICS_TEXT_MAX
 
 static char http_addr[256];
 static int http_port;
@@ -107,6 +107,7 @@ static void serve_metrics(int fd, bool head_only)
 	struct metrics_snap m;
 	int n;
 
+	metrics_count_objects();
 	metrics_get(&m);
 	n = metrics_format(&m, body, sizeof(body));
 	if (n < 0) {

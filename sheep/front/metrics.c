@@ -26,9 +26,25 @@
 
 #define SNAP_INTERVAL_MS	1000
 
+/* the store is walked for its object counts at most this often */
+#define OBJECTS_EVERY_MS	1000
+
 static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct metrics_snap snap;
 static struct timer snap_timer;
+
+/* the last walk's counts; a walk runs outside the lock */
+static pthread_mutex_t objects_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	uint64_t at;		/* now_msec() of the last walk, 0: none */
+	bool walking, ok;
+	uint64_t n[OBJ_KIND_NR];
+} objects;
+
+static const char *const obj_kind_names[OBJ_KIND_NR] = {
+	[OBJ_KIND_DATA] = "data", [OBJ_KIND_INODE] = "inode",
+	[OBJ_KIND_ATTR] = "attr", [OBJ_KIND_LEDGER] = "ledger",
+};
 
 static const char *const class_names[SC_NR] = {
 	[SC_CLIENT_READ] = "client_read", [SC_CLIENT_WRITE] = "client_write",
@@ -43,6 +59,56 @@ static const char *const result_names[SR_NR] = {
 	[SR_NETWORK] = "network_error", [SR_RETRY] = "retry",
 	[SR_INVALID] = "invalid", [SR_OTHER] = "other",
 };
+
+/* ---- object counts, off the main loop ---- */
+
+static int count_object(uint64_t oid, void *arg)
+{
+	uint64_t *n = arg;
+
+	if (is_vdi_obj(oid))
+		n[OBJ_KIND_INODE]++;
+	else if (is_vdi_attr_obj(oid))
+		n[OBJ_KIND_ATTR]++;
+	else if (is_ledger_obj(oid))
+		n[OBJ_KIND_LEDGER]++;
+	else
+		n[OBJ_KIND_DATA]++;
+	return 0;
+}
+
+void metrics_count_objects(void)
+{
+	uint64_t n[OBJ_KIND_NR] = { 0 };
+	uint64_t now = now_msec();
+	bool ok;
+
+	if (sys.gateway)
+		return;
+	pthread_mutex_lock(&objects_lock);
+	if (objects.walking ||
+	    (objects.at && now < objects.at + OBJECTS_EVERY_MS)) {
+		pthread_mutex_unlock(&objects_lock);
+		return;
+	}
+	objects.walking = true;
+	pthread_mutex_unlock(&objects_lock);
+	ok = !store_for_each(count_object, n);
+	pthread_mutex_lock(&objects_lock);
+	memcpy(objects.n, n, sizeof(n));
+	objects.ok = ok;
+	objects.at = now_msec();
+	objects.walking = false;
+	pthread_mutex_unlock(&objects_lock);
+}
+
+static void copy_objects(struct metrics_snap *m)
+{
+	pthread_mutex_lock(&objects_lock);
+	m->objects_ok = objects.at && objects.ok;
+	memcpy(m->objects, objects.n, sizeof(m->objects));
+	pthread_mutex_unlock(&objects_lock);
+}
 
 /* ---- the snapshot, on the main loop ---- */
 
@@ -83,6 +149,7 @@ static void take_snapshot(struct metrics_snap *m)
 		m->csum_mismatches = store_nr_mismatches();
 		snprintf(m->store_dir, sizeof(m->store_dir), "%s",
 			 store_dir());
+		copy_objects(m);
 	}
 	scrub_get_stat(&m->scrub);
 	vdi_for_each(count_vdi, m);
@@ -104,6 +171,14 @@ void metrics_start(void)
 {
 	snap_timer.fn = snap_tick;
 	snap_tick(&snap_timer);
+}
+
+int metrics_text(char *buf, size_t len)
+{
+	struct metrics_snap m;
+
+	take_snapshot(&m);
+	return metrics_format(&m, buf, len);
 }
 
 void metrics_get(struct metrics_snap *m)
@@ -347,6 +422,15 @@ static void format_store(struct out *o, const struct metrics_snap *m)
 		       "Bytes used in the store's file system.");
 		sample(o, "kelpie_store_used_bytes", "path", path,
 		       m->store_size - m->store_free);
+	}
+	if (m->objects_ok) {
+		family(o, "kelpie_objects", "gauge",
+		       "Objects stored on this node, by kind (a walk of the "
+		       "store at most once a second).");
+		for (int k = 0; k < OBJ_KIND_NR; k++)
+			emit(o, "kelpie_objects{path=\"%s\",kind=\"%s\"} "
+			     "%llu\n", path, obj_kind_names[k],
+			     (unsigned long long)m->objects[k]);
 	}
 	gauge(o, "kelpie_stale_objects",
 	      "Old copies kept until recovery no longer needs them.",

@@ -17,6 +17,12 @@
 #include "core/request.h"
 #include "recovery/scrub.h"
 
+/* stored objects by kind (kelpie_objects) */
+enum {
+	OBJ_KIND_DATA, OBJ_KIND_INODE, OBJ_KIND_ATTR, OBJ_KIND_LEDGER,
+	OBJ_KIND_NR
+};
+
 /* per-VDI series: the busiest VDIs only, so series stay bounded */
 #define METRICS_TOP_VDIS	10
 
@@ -39,6 +45,8 @@ struct metrics_snap {
 	uint64_t rec_last_objects;
 	bool store_ok;
 	uint64_t store_size, store_free;
+	bool objects_ok;		/* the store has been walked */
+	uint64_t objects[OBJ_KIND_NR];
 	uint64_t stale_objects, stale_bytes;
 	uint64_t csum_mismatches;
 	struct scrub_stat scrub;
@@ -52,6 +60,10 @@ struct metrics_snap {
 void metrics_start(void);
 /* the latest snapshot (main loop or any thread) */
 void metrics_get(struct metrics_snap *m);
+/* count the stored objects by kind: any thread but the main loop */
+void metrics_count_objects(void);
+/* a fresh snapshot formatted into @buf (main loop; GET_METRICS) */
+int metrics_text(char *buf, size_t len);
 /* the Prometheus text format of @m into @buf; bytes written, or -1 */
 int metrics_format(const struct metrics_snap *m, char *buf, size_t len);
 /* /health: true if the node serves I/O, else false and why in @why */

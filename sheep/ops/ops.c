@@ -507,6 +507,44 @@ static int local_scrub_status(struct request *req)
 	return SD_RES_SUCCESS;
 }
 
+static const struct ops_metrics_hooks *metrics_hooks;
+
+void ops_set_metrics_hooks(const struct ops_metrics_hooks *hooks)
+{
+	metrics_hooks = hooks;
+}
+
+static int local_metrics_work(struct request *req)
+{
+	(void)req;
+	metrics_hooks->count();
+	return SD_RES_SUCCESS;
+}
+
+static void local_metrics_done(struct request *req)
+{
+	int n;
+
+	if (req->rp.result == SD_RES_SUCCESS) {
+		n = metrics_hooks->text(req->data, req->data_len);
+		if (n < 0)
+			req->rp.result = SD_RES_BUFFER_SMALL;
+		else
+			req->rp.data_length = (uint32_t)n;
+	}
+	request_done(req);
+}
+
+/* the object counts in a worker, the rest of the text on the main loop */
+static int local_get_metrics(struct request *req)
+{
+	if (!metrics_hooks)
+		return SD_RES_NO_SUPPORT;
+	req->io_done = local_metrics_done;
+	submit_io(req);
+	return SD_RES_ASYNC;
+}
+
 static int local_get_recovery(struct request *req)
 {
 	struct recovery_throttling throttle;
@@ -805,6 +843,9 @@ static const struct sd_op ops[256] = {
 	[SD_OP_SCRUB_STATUS] = { .name = "SCRUB_STATUS", .type = OP_LOCAL,
 		.force = true, .main_fn = local_scrub_status,
 		.max_len = SCRUB_STATUS_LEN },
+	[SD_OP_GET_METRICS] = { .name = "GET_METRICS", .type = OP_LOCAL,
+		.force = true, .main_fn = local_get_metrics,
+		.work_fn = local_metrics_work, .max_len = METRICS_TEXT_MAX },
 	[SD_OP_AUTH_NONCE] = { .name = "AUTH_NONCE", .type = OP_LOCAL,
 		.force = true, .checks = OPV_CONN,
 		.max_len = AUTH_NONCE_LEN },

@@ -6,6 +6,7 @@
 #ifndef SHEEP_OPS_OPS_H
 #define SHEEP_OPS_OPS_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "core/request.h"
 
@@ -13,5 +14,16 @@
 const struct sd_op *get_sd_op(uint8_t opcode);
 /* admit and run @req (req->op may be NULL: it is looked up) */
 void queue_request(struct request *req);
+
+/*
+ * GET_METRICS, handed in by main from front/ (a higher layer): @count
+ * runs in an I/O worker (it may walk the store), then @text on the main
+ * loop writes the exposition text; bytes written, or -1 if @len is short
+ */
+struct ops_metrics_hooks {
+	void (*count)(void);
+	int (*text)(char *buf, size_t len);
+};
+void ops_set_metrics_hooks(const struct ops_metrics_hooks *hooks);
 
 #endif

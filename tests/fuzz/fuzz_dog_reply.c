@@ -56,6 +56,8 @@ static const char *const commands[][MAX_ARGS] = {
 	{ "vdi", "track", "fuzz", "-i", "0" },
 	{ "vdi", "getattr", "fuzz", "key" },
 	{ "vdi", "read", "fuzz", "0", "4096" },
+	{ "node", "stat", "-m" },
+	{ "node", "stat", "-m", "-r" },
 	{ "vdi", "object", DUMP_INODE },
 };
 #define NR_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -326,7 +326,33 @@ def gen_cluster_msg():
 
 # ---- fuzz_dog_reply ----
 
-DOG_COMMANDS = 23  # the length of commands[] in fuzz_dog_reply.c
+DOG_COMMANDS = 25  # the length of commands[] in fuzz_dog_reply.c
+
+
+def metrics_text():
+    """a short reply of GET_METRICS: a sample of each shape dog reads"""
+    lines = ["# HELP kelpie_requests_total Requests.",
+             "# TYPE kelpie_requests_total counter",
+             'kelpie_requests_total{class="client_write",result="ok"} 7']
+    for le_, n in (("0.001", 3), ("0.01", 6), ("+Inf", 7)):
+        lines.append('kelpie_request_duration_seconds_bucket{'
+                     'class="client_write",le="%s"} %d' % (le_, n))
+    lines += ['kelpie_request_duration_seconds_sum{class="client_write"} '
+              '0.042',
+              'kelpie_request_duration_seconds_count{class="client_write"} 7',
+              'kelpie_requests_in_flight{side="client"} 1',
+              'kelpie_errors_total{kind="checksum"} 2',
+              'kelpie_budget_used_bytes 4096',
+              'kelpie_cluster_epoch 3',
+              'kelpie_cluster_status{status="ok"} 1',
+              'kelpie_recovery_running 1',
+              'kelpie_store_size_bytes{path="/s/\\"x\\"/obj"} 1e+12',
+              'kelpie_store_free_bytes{path="/s/\\"x\\"/obj"} 5e+11',
+              'kelpie_objects{path="/s/\\"x\\"/obj",kind="data"} 12',
+              'kelpie_stale_objects 0',
+              'kelpie_vdi_operations_total{vid="1f358",op="read"} 3',
+              'kelpie_vdi_operations_total{vid="other",op="read"} 1']
+    return ("\n".join(lines) + "\n").encode()
 
 
 def dog_response(req, nth, cmd):
@@ -377,6 +403,9 @@ def dog_response(req, nth, cmd):
         return sd_rsp(op, 0, 24) + le("IIQB7s", 10, 0, 100, 1, bytes(7))
     if op == 0xb8:          # STAT
         return sd_rsp(op, 0, 120) + le("15Q", *range(1, 16))
+    if op == 0xe5:          # GET_METRICS
+        body = metrics_text()[:dlen]
+        return sd_rsp(op, 0, len(body)) + body
     if op == 0xb9:          # GET_LOGLEVEL
         return sd_rsp(op, 0, 4) + le("I", 6)
     if op == 0xab:          # GET_VDI_COPIES
