@@ -1,0 +1,305 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""PNG plots of Kelpie's benchmark results (tests/bench/run).
+
+    plot.py RESULTS.json OUTDIR [--md FILE] [--dpi N]
+
+Reads the results.json that report.py render wrote and writes, into
+OUTDIR:
+    latency-TABLE.png  one per workload table with latency percentiles:
+                       p50, p99 and p99.9 of every row (Kelpie and the
+                       baseline of each client), log scale, in µs
+    iops-clusters.png  IOPS of every workload per cluster (nodes/copies),
+                       one bar per client, the baselines as dashed lines
+    scaling.png        total IOPS of the scaling series per cluster size,
+                       the one-node IOPS as the reference
+With --md, appends Markdown image links to the plots to FILE (the
+results.md beside them).  Prints the files written, one per line.  Exits
+3 with a note on stderr when matplotlib cannot be imported (the caller
+decides whether to install it), 1 on any other error.
+"""
+import argparse
+import json
+import os
+import sys
+
+sys.dont_write_bytecode = True      # no __pycache__ in the source tree
+from report import TABLES, CLIENT_NAME, target_label  # noqa: E402
+
+# short titles for the small multiples of iops-clusters.png
+SHORT = {
+    "randwrite-4k-qd1": "4 KiB random write, QD1",
+    "randread-4k-qd1": "4 KiB random read, QD1",
+    "randwrite-4k-qd32": "4 KiB random write, QD32",
+    "randread-4k-qd32": "4 KiB random read, QD32",
+    "randwrite-4k-qd32-flush32": "4 KiB random write, QD32,\nflush every 32",
+    "randwrite-4k-qd1-flush": "4 KiB random write + flush, QD1",
+    "randwrite-4k-qd1-durable": "4 KiB durable random write, QD1",
+    "seqwrite-1m-qd4": "1 MiB sequential write, QD4",
+    "seqread-1m-qd4": "1 MiB sequential read, QD4",
+    "seqwrite-4m-qd4": "4 MiB sequential write, QD4",
+    "seqread-4m-qd4": "4 MiB sequential read, QD4",
+}
+CLIENTS = ("fio", "qemu", "dog")
+CLIENT_COLOR = {"fio": "#1f77b4", "qemu": "#2ca02c", "dog": "#d62728"}
+BASELINE_NAME = {"fio": "qemu-nbd", "qemu": "qemu-img on a raw file",
+                 "dog": "kelpie 1n/1c"}
+PCT = (("p50", "o", "#08306b"), ("p99", "s", "#4292c6"),
+       ("p99.9", "^", "#9ecae1"))
+
+
+def io_rows(runs, table):
+    """the rows of one table that produced numbers, per client, the
+    baseline first"""
+    rows = [r for r in runs if r.get("section") == "io" and
+            r.get("table") == table and r.get("ok") and r.get("iops")]
+    out = []
+    for c in CLIENTS:
+        crows = [r for r in rows if r.get("client") == c]
+        out += [r for r in crows if r.get("baseline")]
+        out += [r for r in crows if not r.get("baseline")]
+    return out
+
+
+def cluster_label(r):
+    s = f"{r['nodes']}n/{r['copies']}c"
+    if r.get("nosync"):
+        s += " -n"
+    return s
+
+
+def cluster_key(r):
+    return (bool(r.get("nosync")), r["nodes"], r["copies"])
+
+
+def fmt_us(v, _pos=None):
+    if v >= 1000:
+        return f"{v / 1000:g} ms"
+    return f"{v:g} µs"
+
+
+def plot_latency(plt, ticker, runs, table, title, path, dpi):
+    rows = [r for r in io_rows(runs, table) if r.get("lat_us")]
+    if not rows:
+        return False
+    # one line per row, top to bottom, a gap between clients
+    ys, labels, y = [], [], 0.0
+    prev = None
+    for r in rows:
+        if prev is not None and r["client"] != prev:
+            y += 0.6
+        prev = r["client"]
+        ys.append(y)
+        label = f"{CLIENT_NAME[r['client']]}: {target_label(r)}"
+        if r.get("baseline"):
+            label += " (baseline)"
+        labels.append(label)
+        y += 1.0
+    fig, ax = plt.subplots(figsize=(9.0, 1.3 + 0.32 * len(rows)))
+    for r, y in zip(rows, ys):
+        lat = r["lat_us"]
+        vals = [lat.get(p) for p, _, _ in PCT]
+        if r.get("baseline"):
+            ax.axhspan(y - 0.45, y + 0.45, color="#eeeeee", zorder=0)
+            # the baseline's p50 across its client's rows
+            cys = [yy for rr, yy in zip(rows, ys)
+                   if rr["client"] == r["client"]]
+            if lat.get("p50"):
+                ax.plot([lat["p50"]] * 2, [min(cys) - 0.45, max(cys) + 0.45],
+                        color="#888888", linestyle=":", linewidth=1,
+                        zorder=1)
+        good = [v for v in vals if v]
+        if len(good) > 1:
+            ax.plot([min(good), max(good)], [y, y], color="#bbbbbb",
+                    linewidth=2, zorder=1)
+        for (p, m, col), v in zip(PCT, vals):
+            if v:
+                ax.plot([v], [y], marker=m, color=col, markersize=7,
+                        linestyle="none", zorder=2)
+    ax.set_yticks(ys)
+    ax.set_yticklabels(labels, fontsize=9)
+    for t, r in zip(ax.get_yticklabels(), rows):
+        if r.get("baseline"):
+            t.set_fontweight("bold")
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(ticker.FuncFormatter(fmt_us))
+    ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+    ax.grid(axis="x", which="major", color="#dddddd")
+    ax.grid(axis="x", which="minor", color="#f2f2f2")
+    ax.set_axisbelow(True)
+    ax.set_xlabel("latency from submission to completion (log scale); "
+                  "dotted: the baseline's p50")
+    ax.set_title(title, fontsize=11)
+    handles = [plt.Line2D([], [], marker=m, color=col, linestyle="none",
+                          markersize=7, label=p) for p, m, col in PCT]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0),
+              fontsize=9, title="percentile", title_fontsize=9,
+              frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return True
+
+
+def plot_iops_clusters(plt, ticker, runs, path, dpi):
+    tables = [(k, t) for k, t, _ in TABLES if io_rows(runs, k)]
+    if not tables:
+        return False
+    ncols = 3
+    nrows = (len(tables) + 1 + ncols - 1) // ncols   # + 1: the legend
+    fig, axes = plt.subplots(nrows, ncols,
+                             figsize=(3.9 * ncols, 2.75 * nrows),
+                             squeeze=False)
+    flat = [a for row in axes for a in row]
+    seen = {}
+    for ax, (key, _title) in zip(flat, tables):
+        rows = io_rows(runs, key)
+        kel = [r for r in rows if r.get("target") == "kelpie"]
+        cl = sorted({cluster_key(r): cluster_label(r) for r in kel}.items())
+        xs = {k: i for i, (k, _) in enumerate(cl)}
+        clients = [c for c in CLIENTS if any(r["client"] == c for r in kel)]
+        width = 0.8 / max(1, len(clients))
+        for j, c in enumerate(clients):
+            pts = [(xs[cluster_key(r)], r["iops"]) for r in kel
+                   if r["client"] == c]
+            off = (j - (len(clients) - 1) / 2) * width
+            h = ax.bar([x + off for x, _ in pts], [v for _, v in pts],
+                       width=width * 0.95, color=CLIENT_COLOR[c])
+            seen.setdefault(c, h)
+            base = next((r for r in rows if r["client"] == c and
+                         r.get("baseline")), None)
+            if base and base.get("target") != "kelpie":
+                ln = ax.axhline(base["iops"], color=CLIENT_COLOR[c],
+                                linestyle="--", linewidth=1.2)
+                seen.setdefault(c + "-base", ln)
+        ax.set_xticks(range(len(cl)))
+        ax.set_xticklabels([lab for _, lab in cl], fontsize=8)
+        ax.set_title(SHORT.get(key, key), fontsize=9.5)
+        ax.set_ylabel("IOPS", fontsize=8)
+        ax.tick_params(axis="y", labelsize=8)
+        ax.yaxis.set_major_formatter(ticker.FuncFormatter(
+            lambda v, _p: f"{v:,.0f}"))
+        ax.grid(axis="y", color="#e5e5e5")
+        ax.set_axisbelow(True)
+        ax.set_ylim(bottom=0)
+    for ax in flat[len(tables):]:
+        ax.axis("off")
+    handles, names = [], []
+    for c in CLIENTS:
+        if c in seen:
+            handles.append(seen[c])
+            names.append(CLIENT_NAME[c] + " on Kelpie" +
+                         (" (baseline: 1n/1c)" if c == "dog" else ""))
+        if c + "-base" in seen:
+            handles.append(seen[c + "-base"])
+            names.append(f"{CLIENT_NAME[c]} on {BASELINE_NAME[c]} "
+                         "(baseline)")
+    flat[len(tables)].legend(handles, names, loc="center", fontsize=9,
+                             frameon=False,
+                             title="x axis: nodes/copies\n"
+                             "(-n: sheep without sync)",
+                             title_fontsize=9)
+    fig.suptitle("IOPS per workload and cluster: Kelpie beside the "
+                 "baseline of each client", fontsize=12)
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return True
+
+
+def plot_scaling(plt, ticker, runs, path, dpi):
+    rows = [r for r in runs if r.get("section") == "scaling" and
+            r.get("ok")]
+    if not rows:
+        return False
+    nodes = sorted({r["nodes"] for r in rows})
+    wls = [w for w in ("randwrite", "randread")
+           if any(r["workload"] == w for r in rows)]
+    color = {"randwrite": "#d62728", "randread": "#1f77b4"}
+    width = 0.8 / len(wls)
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    top = 0
+    handles, names = [], []
+    for j, w in enumerate(wls):
+        wr = {r["nodes"]: r for r in rows if r["workload"] == w}
+        xs = [i for i, n in enumerate(nodes) if n in wr]
+        vals = [wr[nodes[i]]["iops"] for i in xs]
+        off = (j - (len(wls) - 1) / 2) * width
+        bars = ax.bar([x + off for x in xs], vals, width=width * 0.95,
+                      color=color[w])
+        handles.append(bars)
+        names.append(f"4 KiB {w}, all clients")
+        ax.bar_label(bars, labels=[f"{v:,.0f}" for v in vals], fontsize=8,
+                     padding=2)
+        top = max([top] + vals)
+        if 1 in wr:
+            handles.append(ax.axhline(wr[1]["iops"], color=color[w],
+                                      linestyle="--", linewidth=1.2))
+            names.append(f"{w} on 1 node (the reference)")
+    ax.set_xticks(range(len(nodes)))
+    ax.set_xticklabels([f"{n}n/1c\n({n} client{'s' if n > 1 else ''})"
+                        for n in nodes], fontsize=9)
+    ax.set_xlabel("cluster: nodes/copies, one client per node")
+    ax.set_ylabel("IOPS (sum over the clients)")
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(
+        lambda v, _p: f"{v:,.0f}"))
+    ax.set_ylim(0, top * 1.3)
+    ax.grid(axis="y", color="#e5e5e5")
+    ax.set_axisbelow(True)
+    ax.legend(handles, names, fontsize=8, loc="upper right", ncol=2,
+              frameon=False)
+    ax.set_title("Scaling: 4 KiB random I/O, queue depth 16 per client, "
+                 "1 copy\n(every node and client on the same machine)",
+                 fontsize=10.5)
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return True
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("results")
+    p.add_argument("outdir")
+    p.add_argument("--md")
+    p.add_argument("--dpi", type=int, default=90)
+    a = p.parse_args()
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import matplotlib.ticker as ticker
+    except ImportError as e:
+        print(f"note: no plots: matplotlib cannot be imported by "
+              f"{sys.executable} ({e}); on Debian: apt-get install "
+              "python3-matplotlib", file=sys.stderr)
+        return 3
+    with open(a.results) as f:
+        runs = json.load(f)["runs"]
+    os.makedirs(a.outdir, exist_ok=True)
+    written = []     # (title, path)
+    for key, title, _lat in TABLES:
+        path = os.path.join(a.outdir, f"latency-{key}.png")
+        if plot_latency(plt, ticker, runs, key, f"Latency: {title}", path,
+                        a.dpi):
+            written.append((f"Latency: {title}", path))
+    path = os.path.join(a.outdir, "iops-clusters.png")
+    if plot_iops_clusters(plt, ticker, runs, path, a.dpi):
+        written.append(("IOPS per workload and cluster", path))
+    path = os.path.join(a.outdir, "scaling.png")
+    if plot_scaling(plt, ticker, runs, path, a.dpi):
+        written.append(("Scaling: IOPS per cluster size", path))
+    for _t, path in written:
+        print(path)
+    if a.md and written:
+        base = os.path.dirname(os.path.abspath(a.md))
+        with open(a.md, "a") as f:
+            f.write("### Plots\n\n")
+            for t, path in written:
+                f.write(f"![{t}]({os.path.relpath(path, base)})\n\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
