@@ -63,6 +63,18 @@ static bool new_vdi_valid(const struct sd_req *rq)
 	return shift_valid(rq->vdi.block_size_shift);
 }
 
+static bool vdi_state_valid(const struct sd_req *rq)
+{
+	if (!rq->vdi_state.new_vid || rq->vdi_state.new_vid >= SD_NR_VDIS ||
+	    rq->vdi_state.old_vid >= SD_NR_VDIS)
+		return false;
+	/* erasure-coded VDIs are refused everywhere until they exist */
+	if (!rq->vdi_state.copies || rq->vdi_state.copies > SD_MAX_COPIES ||
+	    rq->vdi_state.copy_policy)
+		return false;
+	return shift_valid(rq->vdi_state.block_size_shift);
+}
+
 static uint32_t check_origin(const struct sd_op *op, enum req_origin from,
 			     bool admin_ok)
 {
@@ -98,6 +110,8 @@ uint32_t validate_request(const struct sd_req *rq, const struct sd_op *op,
 	if ((op->checks & OPV_CLUSTER) && !cluster_valid(rq))
 		return SD_RES_INVALID_PARMS;
 	if ((op->checks & OPV_NEW_VDI) && !new_vdi_valid(rq))
+		return SD_RES_INVALID_PARMS;
+	if ((op->checks & OPV_VDI_STATE) && !vdi_state_valid(rq))
 		return SD_RES_INVALID_PARMS;
 	return SD_RES_SUCCESS;
 }

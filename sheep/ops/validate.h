@@ -29,6 +29,8 @@
 #define OPV_NEW_VDI	(1 << 7)
 /* about the connection itself: served by front/, never dispatched */
 #define OPV_CONN	(1 << 8)
+/* NOTIFY_VDI_ADD: the VDI id, copies and object size in their ranges */
+#define OPV_VDI_STATE	(1 << 9)
 
 /* who sent a request */
 enum req_origin {

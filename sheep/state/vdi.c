@@ -136,7 +136,7 @@ uint8_t vdi_shift(uint32_t vid)
 	       cstate->block_size_shift : SD_DEFAULT_BLOCK_SIZE_SHIFT;
 }
 
-static void vdi_from_header(const struct sd_inode_header *h)
+void vdi_set_from_header(const struct sd_inode_header *h)
 {
 	struct vdi_info *vi = vdi_get(h->vdi_id, true);
 
@@ -208,7 +208,7 @@ static int scan_one(uint64_t oid, void *arg)
 	inode_header_decode(&h, buf);
 	if (h.vdi_id != oid_to_vid(oid) || h.vdi_id >= SD_NR_VDIS)
 		return 0;
-	vdi_from_header(&h);
+	vdi_set_from_header(&h);
 	return 0;
 }
 

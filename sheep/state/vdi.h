@@ -21,6 +21,8 @@ struct vdi_info {
 int vdi_init_bitmaps(void);
 /* start-up: rebuild the bitmaps and VDI state from local inodes */
 void vdi_scan_local(void);
+/* the state of a VDI as its inode header tells (in use, snapshot, deleted) */
+void vdi_set_from_header(const struct sd_inode_header *h);
 void vdi_set_inuse(uint32_t vid, bool on);
 void vdi_set_deleted(uint32_t vid, bool on);
 bool vdi_test_inuse(uint32_t vid);

@@ -499,6 +499,55 @@ int vdi_notify_add(const struct sd_req *req, struct sd_rsp *rsp, void *data,
 	return SD_RES_SUCCESS;
 }
 
+/* ---- NOTIFY_VDI_ADD (dog cluster snapshot load) ---- */
+
+static int restore_from_header(uint32_t vid, const void *data, uint32_t len)
+{
+	struct sd_inode_header h;
+
+	if (len != SD_INODE_HEADER_SIZE)
+		return SD_RES_INVALID_PARMS;
+	inode_header_decode(&h, data);
+	if (h.vdi_id != vid || !h.nr_copies || h.nr_copies > SD_MAX_COPIES ||
+	    h.copy_policy ||
+	    (h.block_size_shift &&
+	     (h.block_size_shift < SD_MIN_BLOCK_SIZE_SHIFT ||
+	      h.block_size_shift > KELPIE_MAX_BLOCK_SIZE_SHIFT)))
+		return SD_RES_INVALID_PARMS;
+	vdi_set_from_header(&h);
+	return SD_RES_SUCCESS;
+}
+
+/*
+ * Without payload (Sheepdog's form): @new_vid gets the copies, policy and
+ * object size of the request, in use if set_bitmap, and @old_vid becomes
+ * a snapshot.  Kelpie's dog also sends the VDI's inode header, written
+ * before: the VDI then takes its state from it (snapshot, deleted,
+ * parent), as a sheep does from the inodes in its store at start-up.
+ */
+int vdi_notify_restore(const struct sd_req *req, struct sd_rsp *rsp,
+		       void *data, const struct cluster_ctx *ctx)
+{
+	uint32_t vid = req->vdi_state.new_vid;
+	struct vdi_info *vi, *old;
+
+	if (req->data_length)
+		return restore_from_header(vid, data, req->data_length);
+	vi = vdi_get(vid, true);
+	vi->nr_copies = req->vdi_state.copies;
+	vi->copy_policy = req->vdi_state.copy_policy;
+	vi->block_size_shift = req->vdi_state.block_size_shift;
+	vi->deleted = 0;
+	if (req->vdi_state.set_bitmap)
+		vdi_set_inuse(vid, true);
+	if (req->vdi_state.old_vid) {
+		old = vdi_get(req->vdi_state.old_vid, false);
+		if (old)
+			old->snapshot = 1;
+	}
+	return SD_RES_SUCCESS;
+}
+
 /* ---- DEL_VDI (objects.md §10.2) ---- */
 
 int vdi_del_work(struct request *req)

@@ -13,6 +13,9 @@ int vdi_del_work(struct request *req);
 /* main parts, on every node in total order */
 int vdi_notify_add(const struct sd_req *req, struct sd_rsp *rsp, void *data,
 		   const struct cluster_ctx *ctx);
+/* NOTIFY_VDI_ADD: register a VDI whose inode is written by the client */
+int vdi_notify_restore(const struct sd_req *req, struct sd_rsp *rsp,
+		       void *data, const struct cluster_ctx *ctx);
 int vdi_notify_del(const struct sd_req *req, struct sd_rsp *rsp, void *data,
 		   const struct cluster_ctx *ctx);
 int vdi_lock_main(const struct sd_req *req, struct sd_rsp *rsp, void *data,

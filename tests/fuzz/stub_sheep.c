@@ -122,6 +122,9 @@ WEAK int vdi_del_work(struct request *req) { return SD_RES_NO_SUPPORT; }
 WEAK int vdi_notify_add(const struct sd_req *req, struct sd_rsp *rsp,
 			void *data, const struct cluster_ctx *ctx)
 { return SD_RES_NO_SUPPORT; }
+WEAK int vdi_notify_restore(const struct sd_req *req, struct sd_rsp *rsp,
+			    void *data, const struct cluster_ctx *ctx)
+{ return SD_RES_NO_SUPPORT; }
 WEAK int vdi_notify_del(const struct sd_req *req, struct sd_rsp *rsp,
 			void *data, const struct cluster_ctx *ctx)
 { return SD_RES_NO_SUPPORT; }
