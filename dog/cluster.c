@@ -553,6 +553,9 @@ static const struct subcommand cluster_cmds[] = {
 	{ "scrub", NULL, "aphrT", "verify stored objects against their "
 	  "checksums and repair them", scrub_cmds, CMD_NEED_NODELIST, 0,
 	  NULL },
+	{ "snapshot", NULL, "aphrT", "save the VDIs of the cluster to a "
+	  "directory, or format the cluster and load them back",
+	  cluster_snapshot_cmds, 0, 0, NULL },
 	{ "check", NULL, "aphT",
 	  "check and repair the replicas of every image", NULL,
 	  CMD_NEED_NODELIST, 0, cluster_check },

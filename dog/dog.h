@@ -63,6 +63,8 @@ extern struct command node_command;
 extern struct command cluster_command;
 /* scrub.c: dog cluster scrub start|stop|status */
 extern const struct subcommand scrub_cmds[];
+/* cluster_snapshot.c: dog cluster snapshot save|list|load|show */
+extern const struct subcommand cluster_snapshot_cmds[];
 extern struct command benchmark_command;
 
 /* global options and cluster view */
