@@ -93,6 +93,9 @@ static void usage(FILE *f)
 "  -h, --help             this help\n"
 "      --http [ADDR:]PORT serve /metrics (Prometheus) and /health over\n"
 "                         HTTP on PORT; ADDR defaults to --bindaddr's\n"
+"  -j, --journal size=SIZE[,dir=DIR]  journal synchronous writes in\n"
+"                         DIR/journal (default BASE_DIR), SIZE at least\n"
+"                         1M: one sync for many concurrent writes\n"
 "  -l, --log level=L,dir=DIR,dst=D,format=F  log level: emerg, alert,\n"
 "                         crit, err, warning, notice, info (default),\n"
 "                         debug or 0-7; directory of sheep.log (default\n"
@@ -108,7 +111,7 @@ static void usage(FILE *f)
 "  -w, --wq-threads io=N  threads of store I/O (default 8, at most 64)\n"
 "  -W, --wildcard-recovery  accepted: recovery always asks every node\n"
 "                         once the previous owners have no copy\n"
-"  -D, -i, -j, -r, -V, -x (Sheepdog) are refused with the reason\n"
+"  -D, -i, -r, -V, -x (Sheepdog) are refused with the reason\n"
 "  -R, --recovery max=N,interval=MS  recover at most N objects per MS\n"
 "                         milliseconds (default: unthrottled)\n"
 "  -v, --version          print the version\n"
@@ -131,8 +134,6 @@ static const char *refused_option(int c)
 	case 'i':
 		return "-i (a separate data address) is not supported: sheep "
 		       "talk to each other on -b/-y's address";
-	case 'j':
-		return "-j (the journal) is not supported yet";
 	case 'r':
 		return "-r (Sheepdog's HTTP object service, Swift) is not "
 		       "supported; --http serves metrics";
@@ -167,6 +168,60 @@ static int parse_wq_opts(char *arg)
 			return -1;
 		}
 		sys.io_threads = (int)n;
+	}
+	return 0;
+}
+
+/* -j size=SIZE[,dir=DIR] */
+static struct {
+	uint64_t size;
+	char *dir;
+} journal;
+
+static int parse_journal_opts(char *arg)
+{
+	char *tok, *save = NULL;
+
+	for (tok = strtok_r(arg, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (!strncmp(tok, "size=", 5)) {
+			if (parse_size(tok + 5, &journal.size) ||
+			    journal.size < (1 << 20)) {
+				fprintf(stderr, "invalid -j %s: at least "
+					"1M\n", tok);
+				return -1;
+			}
+		} else if (!strncmp(tok, "dir=", 4) && tok[4]) {
+			journal.dir = tok + 4;
+		} else if (!strcmp(tok, "skip")) {
+			fprintf(stderr, "-j skip (start without replaying "
+				"the journal) is not supported: acknowledged "
+				"writes would be lost\n");
+			return -1;
+		} else {
+			fprintf(stderr, "-j %s is not supported: size=SIZE"
+				"[,dir=DIR]\n", tok);
+			return -1;
+		}
+	}
+	if (!journal.size) {
+		fprintf(stderr, "-j needs size=SIZE\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* -j with -n or -g: nothing to journal */
+static int check_journal(void)
+{
+	if (journal.size && sys.nosync) {
+		fprintf(stderr, "-j with -n: the store does not sync, there "
+			"is nothing to journal\n");
+		return -1;
+	}
+	if (journal.size && sys.gateway) {
+		fprintf(stderr, "-j with -g: a gateway stores nothing\n");
+		return -1;
 	}
 	return 0;
 }
@@ -500,7 +555,11 @@ int main(int argc, char **argv)
 			if (parse_wq_opts(optarg))
 				return 1;
 			break;
-		case 'D': case 'i': case 'j': case 'r': case 'V': case 'x':
+		case 'j':
+			if (parse_journal_opts(optarg))
+				return 1;
+			break;
+		case 'D': case 'i': case 'r': case 'V': case 'x':
 			fprintf(stderr, "%s\n", refused_option(c));
 			return 1;
 		case 'z':
@@ -519,6 +578,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 1;
 	}
+	if (check_journal())
+		return 1;
 	if (!realpath(optind < argc ? argv[optind] : "/tmp", sys.base)) {
 		if (mkdir_p(optind < argc ? argv[optind] : "/tmp") ||
 		    !realpath(argv[optind], sys.base)) {
@@ -564,6 +625,10 @@ int main(int argc, char **argv)
 	vdi_init_bitmaps();
 	refcount_init();
 	if (!sys.gateway && store_init(sys.base, sys.nosync))
+		goto fail;
+	if (journal.size &&
+	    store_journal_init(journal.dir ? journal.dir : sys.base,
+			       journal.size))
 		goto fail;
 	if (config_load())
 		goto fail;

@@ -153,13 +153,54 @@ int store_write(uint64_t oid, const void *buf, uint32_t len, uint32_t off,
 	size = size_of(oid, e);
 	ret = size ? csum_write(fdc_fd(e), oid, size, buf, len, off) :
 		     SD_RES_EIO;
-	if (ret == SD_RES_SUCCESS && sync && !store_nosync &&
-	    fdatasync(fdc_fd(e)))
-		ret = store_err_to_res(errno);
-	else if (ret == SD_RES_SUCCESS && !sync && !store_nosync)
+	if (ret != SD_RES_SUCCESS || store_nosync)
+		goto out;
+	if (!sync || journal_on())
 		dirty_add(oid);		/* before the write is acknowledged */
+	if (sync && journal_on())
+		ret = journal_write(oid, buf, len, off);
+	else if (sync && fdatasync(fdc_fd(e)))
+		ret = store_err_to_res(errno);
+out:
 	fdc_put(e);
 	return ret;
+}
+
+static int store_sync_obj(uint64_t oid)
+{
+	char p[4400];
+	struct fdc_ent *e;
+	int ret = SD_RES_SUCCESS;
+
+	obj_path(p, sizeof(p), oid, "");
+	e = fdc_get(oid, p);
+	if (!e)
+		return store_err_to_res(errno);
+	if (!store_nosync && fdatasync(fdc_fd(e)))
+		ret = store_err_to_res(errno);
+	fdc_put(e);
+	return ret;
+}
+
+static int write_unsynced(uint64_t oid, const void *buf, uint32_t len,
+			  uint32_t off)
+{
+	return store_write(oid, buf, len, off, false);
+}
+
+int store_journal_init(const char *dir, uint64_t size)
+{
+	static const struct journal_store ops = {
+		.write = write_unsynced, .flush = store_flush,
+		.sync_obj = store_sync_obj,
+	};
+
+	return journal_open(dir, size, &ops);
+}
+
+void store_journal_close(void)
+{
+	journal_close();
 }
 
 int store_repair(uint64_t oid, const void *good, uint32_t len, int *nr)
@@ -233,6 +274,20 @@ static ssize_t write_data(int fd, uint64_t oid, const char *buf, uint32_t len,
 	return len;
 }
 
+/* rename @tmp over @p, the object @oid; @tmp is gone either way */
+static int replace_obj(uint64_t oid, const char *tmp, const char *p)
+{
+	int ret = journal_forget(oid);
+
+	if (ret == SD_RES_NO_OBJ)
+		ret = SD_RES_SUCCESS;
+	if (ret == SD_RES_SUCCESS && rename(tmp, p))
+		ret = store_err_to_res(errno);
+	if (ret != SD_RES_SUCCESS)
+		unlink(tmp);
+	return ret;
+}
+
 /*
  * Write a whole object to OID.tmp, then put it in place: replacing what is
  * there (rename), or only if nothing is (link, for recovery: a copy that
@@ -290,10 +345,10 @@ static int create_obj(uint64_t oid, uint32_t obj_size, const void *buf,
 			return SD_RES_SUCCESS;	/* a newer copy is here */
 		if (r)
 			return store_err_to_res(err);
-	} else if (rename(tmp, p)) {
-		ret = store_err_to_res(errno);
-		unlink(tmp);
-		return ret;
+	} else {
+		ret = replace_obj(oid, tmp, p);
+		if (ret != SD_RES_SUCCESS)
+			return ret;
 	}
 	fdc_drop(oid);
 	if (!sync && !store_nosync)
@@ -323,8 +378,12 @@ int store_create_new(uint64_t oid, uint32_t obj_size, const void *buf,
 int store_remove(uint64_t oid)
 {
 	char p[4400];
+	int ret;
 
 	obj_path(p, sizeof(p), oid, "");
+	ret = journal_forget(oid);
+	if (ret != SD_RES_SUCCESS && ret != SD_RES_NO_OBJ)
+		return ret;
 	if (unlink(p))
 		return store_err_to_res(errno);
 	sd_debug("object %" PRIx64 " removed", oid);
@@ -442,6 +501,7 @@ int store_wipe(void)
 	sync_dir();
 	/* again: an fd opened while the files were going must not stay */
 	fdc_drop_all();
+	journal_wiped();
 	return SD_RES_SUCCESS;
 }
 

@@ -176,8 +176,12 @@ int store_move_to_stale(uint64_t oid, uint32_t epoch)
 	char from[4400], to[4400], dir[4400];
 	struct stale_ent *e;
 	uint32_t old;
-	int ret = SD_RES_SUCCESS;
+	int ret = journal_forget(oid);
 
+	/* journaled writes synced first: the stale copy keeps them */
+	if (ret != SD_RES_SUCCESS && ret != SD_RES_NO_OBJ)
+		return ret;
+	ret = SD_RES_SUCCESS;
 	pthread_mutex_lock(&stale_lock);
 	/* the copy moved now is the newest: it never gets an older label */
 	e = *slot_of(oid);

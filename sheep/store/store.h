@@ -12,6 +12,15 @@
 #include <stdint.h>
 
 int store_init(const char *base, bool nosync);
+/*
+ * sheep -j: replay DIR/journal, then journal every synchronous write from
+ * now on (store/journal.c); after store_init, before serving
+ */
+int store_journal_init(const char *dir, uint64_t size);
+/* stop journaling (the journal keeps its records: tests of the replay) */
+void store_journal_close(void);
+/* checkpoints since start-up */
+uint64_t journal_checkpoints(void);
 int store_read(uint64_t oid, void *buf, uint32_t len, uint32_t off);
 /* @sync: make the data durable before returning (no SD_FLAG_CMD_CACHE) */
 int store_write(uint64_t oid, const void *buf, uint32_t len, uint32_t off,

@@ -36,6 +36,28 @@ void dirty_dir(void);
 uint64_t *dirty_take(size_t *nr, bool *dir);
 void dirty_restore(const uint64_t *oids, size_t nr, bool dir);
 
+/* journal.c: sheep -j; the store's functions it calls, from plain.c */
+struct journal_store {
+	/* write without a sync (the replay) */
+	int (*write)(uint64_t oid, const void *buf, uint32_t len,
+		     uint32_t off);
+	/* sync every object written since the last flush */
+	int (*flush)(void);
+	/* sync one object; NO_OBJ if there is none */
+	int (*sync_obj)(uint64_t oid);
+};
+/* replay DIR/journal, then journal synchronous writes */
+int journal_open(const char *dir, uint64_t size,
+		 const struct journal_store *st);
+void journal_close(void);
+bool journal_on(void);
+/* append a write of an object already written (unsynced) and commit */
+int journal_write(uint64_t oid, const void *buf, uint32_t len, uint32_t off);
+/* before an object is removed, replaced or moved: no replay into a later */
+int journal_forget(uint64_t oid);
+/* the store was wiped (format): nothing of the journal applies */
+void journal_wiped(void);
+
 /* build the stale index (stale.c); at start-up, before any other call */
 int stale_init(void);
 
