@@ -10,7 +10,7 @@
  * next.  A sync covers every record appended before it started, because
  * records are appended in order under the lock.
  *
- * The journal is one preallocated file: a 64-byte header {"KELPIEJ1", le32
+ * The journal is one file, written once with zeros at its size: a 64-byte header {"KELPIEJ1", le32
  * version 1, le32 0, le64 generation, le64 size} and records from byte 64:
  * a 40-byte header {le32 magic "KJR1", le32 CRC32C of the record with
  * this field 0, le64 generation, u8 type (1 write, 2 forget), 3 zero
@@ -426,6 +426,32 @@ static int replay_file(int fd)
 	return 0;
 }
 
+/*
+ * The file at @size with every byte written once (zeros): a sync after
+ * an append then carries the data only, where preallocated (unwritten)
+ * extents would make every sync commit a metadata change too.
+ */
+static int size_file(int fd, uint64_t size)
+{
+	static const uint8_t zero[1 << 16];
+	struct stat sb;
+
+	if (fstat(fd, &sb))
+		return errno;
+	if ((uint64_t)sb.st_size == size && sb.st_blocks * 512ULL >= size)
+		return 0;
+	if (ftruncate(fd, 0))
+		return errno;
+	for (uint64_t off = 0; off < size; off += sizeof(zero)) {
+		size_t n = (size_t)(size - off < sizeof(zero) ?
+				    size - off : sizeof(zero));
+
+		if (pwrite(fd, zero, n, (off_t)off) != (ssize_t)n)
+			return errno ? errno : EIO;
+	}
+	return fdatasync(fd) ? errno : 0;
+}
+
 int journal_open(const char *dir, uint64_t size,
 		 const struct journal_store *store)
 {
@@ -451,8 +477,7 @@ int journal_open(const char *dir, uint64_t size,
 		sd_err("cannot replay %s", path);
 		goto fail;
 	}
-	err = ftruncate(fd, (off_t)size) ? errno :
-	      posix_fallocate(fd, 0, (off_t)size);
+	err = size_file(fd, size);
 	if (err) {
 		sd_err("cannot size %s to %" PRIu64 " bytes: %s", path, size,
 		       strerror(err));
