@@ -150,6 +150,8 @@ static void take_snapshot(struct metrics_snap *m)
 		snprintf(m->store_dir, sizeof(m->store_dir), "%s",
 			 store_dir());
 		copy_objects(m);
+		m->journaled = store_journaled();
+		m->journal_checkpoints = journal_checkpoints();
 	}
 	scrub_get_stat(&m->scrub);
 	vdi_for_each(count_vdi, m);
@@ -432,6 +434,11 @@ static void format_store(struct out *o, const struct metrics_snap *m)
 			     "%llu\n", path, obj_kind_names[k],
 			     (unsigned long long)m->objects[k]);
 	}
+	if (m->journaled)
+		counter(o, "kelpie_journal_checkpoints_total",
+			"Checkpoints of the write journal (sheep -j): each "
+			"synced the objects written since the last.",
+			m->journal_checkpoints);
 	gauge(o, "kelpie_stale_objects",
 	      "Old copies kept until recovery no longer needs them.",
 	      m->stale_objects);

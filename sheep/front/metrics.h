@@ -48,6 +48,8 @@ struct metrics_snap {
 	bool objects_ok;		/* the store has been walked */
 	uint64_t objects[OBJ_KIND_NR];
 	uint64_t stale_objects, stale_bytes;
+	bool journaled;
+	uint64_t journal_checkpoints;
 	uint64_t csum_mismatches;
 	struct scrub_stat scrub;
 	uint64_t vdis, vdi_locks;

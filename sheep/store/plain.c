@@ -203,6 +203,11 @@ void store_journal_close(void)
 	journal_close();
 }
 
+bool store_journaled(void)
+{
+	return journal_on();
+}
+
 int store_repair(uint64_t oid, const void *good, uint32_t len, int *nr)
 {
 	char p[4400];

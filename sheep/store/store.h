@@ -19,7 +19,8 @@ int store_init(const char *base, bool nosync);
 int store_journal_init(const char *dir, uint64_t size);
 /* stop journaling (the journal keeps its records: tests of the replay) */
 void store_journal_close(void);
-/* checkpoints since start-up */
+/* whether writes are journaled; the journal's checkpoints since start-up */
+bool store_journaled(void);
 uint64_t journal_checkpoints(void);
 int store_read(uint64_t oid, void *buf, uint32_t len, uint32_t off);
 /* @sync: make the data durable before returning (no SD_FLAG_CMD_CACHE) */
