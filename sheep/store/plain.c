@@ -182,10 +182,16 @@ static int store_sync_obj(uint64_t oid)
 	return ret;
 }
 
+/* the journal's replay: a write again, over what a crash left */
 static int write_unsynced(uint64_t oid, const void *buf, uint32_t len,
 			  uint32_t off)
 {
-	return store_write(oid, buf, len, off, false);
+	int ret;
+
+	csum_replaying(true);
+	ret = store_write(oid, buf, len, off, false);
+	csum_replaying(false);
+	return ret;
 }
 
 int store_journal_init(const char *dir, uint64_t size)

@@ -24,6 +24,8 @@ int csum_write(int fd, uint64_t oid, uint32_t size, const void *buf,
 int csum_read(int fd, uint64_t oid, uint32_t size, void *buf, uint32_t len,
 	      uint32_t off);
 uint64_t csum_mismatches(void);
+/* the journal's replay: a partly written block that fails is torn */
+void csum_replaying(bool on);
 int csum_repair(int fd, uint64_t oid, uint32_t size, const void *good);
 
 /* upgrade.c: add checksums to a store written without them (start-up) */
