@@ -13,6 +13,8 @@ OUTDIR:
                        one bar per client, the baselines as dashed lines
     scaling.png        total IOPS of the scaling series per cluster size,
                        the one-node IOPS as the reference
+    journal.png        the journal section: IOPS of each write workload
+                       without and with sheep -j, with their ratio
 With --md, appends Markdown image links to the plots to FILE (the
 results.md beside them).  Prints the files written, one per line.  Exits
 3 with a note on stderr when matplotlib cannot be imported (the caller
@@ -24,7 +26,8 @@ import os
 import sys
 
 sys.dont_write_bytecode = True      # no __pycache__ in the source tree
-from report import TABLES, CLIENT_NAME, target_label  # noqa: E402
+from report import (TABLES, CLIENT_NAME, JOURNAL_TABLES,  # noqa: E402
+                    target_label)
 
 # short titles for the small multiples of iops-clusters.png
 SHORT = {
@@ -258,6 +261,56 @@ def plot_scaling(plt, ticker, runs, path, dpi):
     return True
 
 
+def plot_journal(plt, ticker, runs, path, dpi):
+    rows = [r for r in runs if r.get("section") == "journal" and
+            r.get("ok") and r.get("iops")]
+    if not rows:
+        return False
+    size = next((r["journal"] for r in rows
+                 if r.get("journal", "none") != "none"), "?")
+    pairs = []      # (label, without, with)
+    for client in ("dog", "fio"):
+        for key, what in JOURNAL_TABLES:
+            pick = [r for r in rows if r["client"] == client and
+                    r.get("table") == key]
+            wo = next((r["iops"] for r in pick
+                       if r.get("journal", "none") == "none"), None)
+            w = next((r["iops"] for r in pick
+                      if r.get("journal", "none") != "none"), None)
+            if wo or w:
+                pairs.append((f"{CLIENT_NAME[client]}: {what}", wo, w))
+    fig, ax = plt.subplots(figsize=(9.0, 1.4 + 0.6 * len(pairs)))
+    h = 0.38
+    for i, (_label, wo, w) in enumerate(pairs):
+        if wo:
+            ax.barh(i - h / 2, wo, height=h, color="#bbbbbb",
+                    label="without -j" if i == 0 else None)
+        if w:
+            ax.barh(i + h / 2, w, height=h, color="#1f77b4",
+                    label=f"with -j size={size}" if i == 0 else None)
+        if wo and w:
+            ax.text(max(wo, w) * 1.03, i, f"{w / wo:.2f}×",
+                    va="center", fontsize=9)
+    ax.set_yticks(range(len(pairs)))
+    ax.set_yticklabels([p[0] for p in pairs], fontsize=9)
+    ax.invert_yaxis()
+    ax.xaxis.set_major_formatter(ticker.FuncFormatter(
+        lambda v, _p: f"{v:,.0f}"))
+    ax.grid(axis="x", which="major", color="#dddddd")
+    ax.set_axisbelow(True)
+    ax.set_xlim(0, max(max(p[1] or 0, p[2] or 0) for p in pairs) * 1.3)
+    ax.set_xlabel("IOPS; at the right of each pair: with / without")
+    r0 = rows[0]
+    ax.set_title(f"Write journal: kelpie {r0['nodes']}n/{r0['copies']}c "
+                 f"without and with -j size={size}", fontsize=11)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=9,
+              frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return True
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("results")
@@ -290,6 +343,9 @@ def main():
     path = os.path.join(a.outdir, "scaling.png")
     if plot_scaling(plt, ticker, runs, path, a.dpi):
         written.append(("Scaling: IOPS per cluster size", path))
+    path = os.path.join(a.outdir, "journal.png")
+    if plot_journal(plt, ticker, runs, path, a.dpi):
+        written.append(("Write journal: IOPS without and with -j", path))
     for _t, path in written:
         print(path)
     if a.md and written:

@@ -8,8 +8,9 @@
         append one run, normalised, to RESULTS (JSON lines)
     report.py scale RESULTS --meta K=V... --dog FILE... [--cpu SECONDS]
         append one scaling run: the sum of several concurrent clients
-    report.py verify RESULTS --meta K=V... --ok 0|1
-        append the outcome of a data verification
+    report.py verify RESULTS --meta K=V... (--ok 0|1 | --dog FILE)
+        append the outcome of a data verification (with --dog, of a
+        read-back by dog benchmark io: its blocks checked and errors)
     report.py render RESULTS --md FILE --json FILE [--check] [--header TEXT]
         print the Markdown tables (also written to --md), write every run
         and the tables as JSON; with --check exit 1 unless every run
@@ -17,8 +18,10 @@
 
 A run's record: section, table, client, target, nodes, copies, nosync,
 baseline, ops, seconds, iops, mbps, lat_us {p50, p99, p99.9}, cpu_s,
-errors, verify_errors, verified_blocks, ok.  Ratios are throughput (IOPS)
-over the throughput of the baseline row of the same table and client.
+errors, verify_errors, verified_blocks, ok; in the journal section also
+journal ("none" or the size given to sheep -j).  Ratios are throughput
+(IOPS) over the throughput of the baseline row of the same table and
+client; in the journal table, with -j over without.
 """
 import argparse
 import json
@@ -44,6 +47,17 @@ TABLES = [
     ("seqread-4m-qd4", "4 MiB sequential read, queue depth 4", False),
 ]
 TITLE = {k: t for k, t, _ in TABLES}
+# the rows of the journal section (tests/bench/run: JOURNAL_DOG,
+# JOURNAL_FIO), in the order of its table
+JOURNAL_TABLES = [
+    ("randwrite-4k-qd1-durable", "4 KiB durable random write, QD1"),
+    ("randwrite-4k-qd32-durable", "4 KiB durable random write, QD32"),
+    ("randwrite-4k-qd1-flush", "4 KiB random write + flush, QD1"),
+    ("randwrite-4k-qd32-flush32",
+     "4 KiB random write, QD32, flush every 32"),
+    ("randwrite-4k-qd1", "4 KiB random write (cached), QD1"),
+    ("randwrite-4k-qd32", "4 KiB random write (cached), QD32"),
+]
 CLIENT_NAME = {"fio": "fio (NBD)", "qemu": "qemu-img bench",
                "dog": "dog benchmark"}
 LEGEND = (
@@ -208,7 +222,18 @@ def cmd_scale(a):
 
 def cmd_verify(a):
     rec = parse_meta(a.meta)
-    rec["ok"] = a.ok == "1"
+    if a.dog:
+        try:
+            d = from_dog(a.dog)
+            rec["verified_blocks"] = d["verified_blocks"]
+            rec["verify_errors"] = d["verify_errors"]
+            rec["ok"] = (d["ops"] > 0 and not d["errors"] and
+                         not d["verify_errors"] and
+                         d["verified_blocks"] > 0)
+        except (OSError, ValueError, KeyError, IndexError) as e:
+            rec.update({"ok": False, "error": str(e)})
+    else:
+        rec["ok"] = a.ok == "1"
     append(a.results, rec)
     return 0
 
@@ -349,6 +374,77 @@ def render_targets(runs):
     return out, {"targets": table}
 
 
+def render_journal(runs):
+    """per write that syncs: the same cluster without and with sheep -j,
+    one after the other in the same run"""
+    rows = [r for r in runs if r.get("section") == "journal"]
+    if not rows:
+        return [], {}
+    size = next((r["journal"] for r in rows
+                 if r.get("journal", "none") != "none"), "?")
+    r0 = rows[0]
+    out = [f"### Write journal: kelpie {r0['nodes']}n/{r0['copies']}c "
+           f"without and with -j size={size}\n",
+           "| client | workload | IOPS without -j | IOPS with -j | "
+           "with / without | p50 µs without | p50 µs with | "
+           "p99 µs without | p99 µs with | CPU s/1k ops without | "
+           "CPU s/1k ops with |",
+           "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    table = []
+    for client in ("dog", "fio"):
+        for key, what in JOURNAL_TABLES:
+            pick = [r for r in rows if r.get("client") == client and
+                    r.get("table") == key]
+            if not pick:
+                continue
+            wo = next((r for r in pick
+                       if r.get("journal", "none") == "none"), None)
+            w = next((r for r in pick
+                      if r.get("journal", "none") != "none"), None)
+
+            def val(r, k):
+                return r.get(k) if r and r.get("ok") else None
+
+            def lat(r, p):
+                return (r.get("lat_us", {}).get(p)
+                        if r and r.get("ok") else None)
+
+            ratio = None
+            if val(wo, "iops") and val(w, "iops"):
+                ratio = w["iops"] / wo["iops"]
+            failed = [name for name, r in (("without", wo), ("with", w))
+                      if r is not None and not r.get("ok")]
+            label = what + (" **FAILED** (" + ", ".join(failed) + ")"
+                            if failed else "")
+            out.append("| " + " | ".join([
+                CLIENT_NAME[client], label,
+                fmt(val(wo, "iops")), fmt(val(w, "iops")),
+                "–" if ratio is None else f"{ratio:.2f}×",
+                fmt(lat(wo, "p50")), fmt(lat(w, "p50")),
+                fmt(lat(wo, "p99")), fmt(lat(w, "p99")),
+                fmt(cpu_per_kop(wo) if wo and wo.get("ok") else None, 2),
+                fmt(cpu_per_kop(w) if w and w.get("ok") else None, 2)]) +
+                " |")
+            table.append({
+                "client": client, "table": key, "workload": what,
+                "journal": size, "nodes": r0["nodes"],
+                "copies": r0["copies"],
+                "iops_without": val(wo, "iops"), "iops_with": val(w, "iops"),
+                "ratio": ratio,
+                "lat_us_without": wo.get("lat_us") if wo else None,
+                "lat_us_with": w.get("lat_us") if w else None,
+                "cpu_s_per_1k_ops_without": cpu_per_kop(wo) if wo else None,
+                "cpu_s_per_1k_ops_with": cpu_per_kop(w) if w else None})
+    out.append("")
+    out.append("Only writes without the cache flag sync (the durable "
+               "rows); sheep journals those.  NBD writes without FUA and "
+               "the protocol client's flush rows are cached writes "
+               "synced by the flush, which -j leaves as they were: those "
+               "rows are the control.")
+    out.append("")
+    return out, {"journal": table}
+
+
 def render_scaling(runs):
     rows = [r for r in runs if r.get("section") == "scaling"]
     if not rows:
@@ -405,6 +501,9 @@ def cmd_render(a):
     lines, scaling = render_scaling(runs)
     out += lines
     tables.update(scaling)
+    lines, journal = render_journal(runs)
+    out += lines
+    tables.update(journal)
     verifies = [r for r in runs if r.get("section") == "verify"]
     if verifies:
         out.append("Data verification: " + ", ".join(
@@ -425,7 +524,8 @@ def cmd_render(a):
     for r in bad:
         print(f"check: no numbers or bad data: {json.dumps(r)}",
               file=sys.stderr)
-    if not any(r.get("section") in ("io", "scaling") for r in runs):
+    if not any(r.get("section") in ("io", "scaling", "journal")
+               for r in runs):
         print("check: no run at all", file=sys.stderr)
         return 1
     if not sum(r.get("verified_blocks", 0) for r in runs):
@@ -454,7 +554,9 @@ def main():
     s = sub.add_parser("verify")
     s.add_argument("results")
     s.add_argument("--meta", nargs="*", default=[])
-    s.add_argument("--ok", required=True)
+    g = s.add_mutually_exclusive_group(required=True)
+    g.add_argument("--ok")
+    g.add_argument("--dog")
     s = sub.add_parser("render")
     s.add_argument("results")
     s.add_argument("--md", required=True)
