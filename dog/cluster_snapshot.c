@@ -532,6 +532,7 @@ static int snapshot_list(int argc, char **argv)
 		printf("Index\t\tTag\t\tSnapshot Time\n");
 	for (size_t i = 0; i < nr; i++) {
 		time_t t = (time_t)recs[i].time;
+		struct tm tm;
 		char when[64];
 
 		if (raw_output) {
@@ -539,8 +540,11 @@ static int snapshot_list(int argc, char **argv)
 			       recs[i].tag, recs[i].time);
 			continue;
 		}
-		strftime(when, sizeof(when), "%a %b %e %H:%M:%S %Y",
-			 localtime(&t));
+		/* a time from the file: localtime fails on absurd ones */
+		if (!localtime_r(&t, &tm) ||
+		    !strftime(when, sizeof(when), "%a %b %e %H:%M:%S %Y",
+			      &tm))
+			snprintf(when, sizeof(when), "%" PRIu64, recs[i].time);
 		printf("%" PRIu32 "\t\t%s\t\t%s\n", recs[i].idx, recs[i].tag,
 		       when);
 	}

@@ -18,7 +18,7 @@ cd "$(dirname "$0")/../.." || exit 1
 CC=${FUZZ_CC:-clang}
 OUT=build/fuzz
 OBJ=$OUT/obj
-ALL="request nbd proto backup cluster_msg dog_reply"
+ALL="request nbd proto backup cluster_msg dog_reply snapshot"
 
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all"
 CFLAGS="-g -O1 -fno-omit-frame-pointer $SAN -std=gnu11 -D_GNU_SOURCE \
@@ -103,6 +103,11 @@ srcs_dog_reply()
 	echo tests/fuzz/fuzz_dog_reply.c lib/proto.c lib/util.c lib/log.c \
 		lib/hash.c lib/net.c $(ls dog/*.c)
 }
+srcs_snapshot()
+{
+	echo tests/fuzz/fuzz_snapshot.c lib/proto.c lib/util.c lib/log.c \
+		lib/hash.c lib/net.c $(ls dog/*.c)
+}
 srcs_cluster_msg()
 {
 	echo tests/fuzz/fuzz_cluster_msg.c tests/fuzz/stub_sheep.c \
@@ -125,6 +130,11 @@ ldflags_backup()
 ldflags_dog_reply()
 {
 	printf -- '-Wl,--wrap=%s ' send recv net_connect net_connect_addr
+}
+
+ldflags_snapshot()
+{
+	ldflags_dog_reply
 }
 
 build_one()

@@ -460,9 +460,31 @@ def gen_dog_reply():
     write("dog_reply", "dump-inode-file", bytes([DOG_COMMANDS - 1]) + inode)
 
 
+# ---- fuzz_snapshot ----
+
+def gen_snapshot():
+    """a snapshot log with records, a trunk naming an inode, the inode"""
+    hdr = le("II", 0xfee1c001, 1) + bytes([3, 0, 22]) + bytes(21)
+    recs = b""
+    for i, tag in ((1, b"t"), (2, b"second")):
+        recs += le("I", i) + tag.ljust(256, b"\0") + le("Q", 1764547200) + \
+            bytes(20)
+    log = hdr + recs
+    inode = inode_header("saved", 0x7c2b25, size=8 << 20, snap=1)
+    ent = le("QBBBBI", (1 << 63) | (0x7c2b25 << 32), 3, 0, 22, 0,
+             len(inode)) + bytes(20) + le("I", 0)
+    trunk = b"KFTRUNK1" + le("Q", 1) + ent
+    for cmd in range(4):
+        write("snapshot", "cmd-%d" % cmd, bytes([cmd]) + le("H", len(log)) +
+              log + le("H", len(trunk)) + trunk + inode)
+    write("snapshot", "no-records", bytes([1]) + le("H", len(hdr)) + hdr)
+    write("snapshot", "not-a-trunk", bytes([1]) + le("H", len(log)) + log +
+          le("H", 8) + b"KFTRUNK0")
+
+
 def main():
     for h in ("request", "nbd", "proto", "backup", "cluster_msg",
-              "dog_reply"):
+              "dog_reply", "snapshot"):
         shutil.rmtree(os.path.join(CORPUS, h), ignore_errors=True)
     gen_request()
     gen_nbd()
@@ -470,6 +492,7 @@ def main():
     gen_backup()
     gen_cluster_msg()
     gen_dog_reply()
+    gen_snapshot()
     for h in sorted(os.listdir(CORPUS)):
         print("%-12s %3d seeds" % (h, len(os.listdir(os.path.join(CORPUS,
                                                                    h)))))
