@@ -304,7 +304,7 @@ struct save_ctx {
 	int nr_names;
 	struct idset saved_oids, saved_vids, ref_vids;
 	struct trunk_ent *ents;
-	size_t nr_ents;
+	size_t nr_ents, cap_ents;
 	uint32_t nr_vdis, vdis_done;
 	int err;
 };
@@ -350,7 +350,10 @@ static int read_quiet(uint64_t oid, void *buf, uint32_t len, uint8_t copies,
 static int save_object(struct save_ctx *c, uint64_t oid,
 		       const struct sd_inode_header *h, bool optional)
 {
-	uint32_t len = sd_obj_size(oid, h->block_size_shift);
+	/* the shift comes from the sheep: inode_obj_size() checks it */
+	uint32_t len = is_data_obj(oid) || is_vmstate_obj(oid) ?
+		       inode_obj_size(h) :
+		       sd_obj_size(oid, SD_DEFAULT_BLOCK_SIZE_SHIFT);
 	struct trunk_ent e = {
 		.oid = oid, .copies = h->nr_copies, .policy = h->copy_policy,
 		.shift = h->block_size_shift, .len = len,
@@ -372,9 +375,12 @@ static int save_object(struct save_ctx *c, uint64_t oid,
 		ret = -1;
 	free(buf);
 	if (ret)
-		return ret;
+		return ret;	/* 1: absent, and allowed to be */
 	idset_add(&c->saved_oids, oid);
-	c->ents = xrealloc(c->ents, (c->nr_ents + 1) * sizeof(*c->ents));
+	if (c->nr_ents == c->cap_ents) {
+		c->cap_ents = c->cap_ents ? 2 * c->cap_ents : 1024;
+		c->ents = xrealloc(c->ents, c->cap_ents * sizeof(*c->ents));
+	}
 	c->ents[c->nr_ents++] = e;
 	return 0;
 }
@@ -409,9 +415,15 @@ static int save_vdi(struct save_ctx *c, uint32_t vid,
 		if (index[i] != vid)
 			idset_add(&c->ref_vids, index[i]);
 	}
-	for (uint32_t i = 0; (uint64_t)i * size < vm; i++)
-		if (save_object(c, vid_to_vmstate_oid(vid, i), h, true) < 0)
+	/* chunks of the state stream, up to the first missing one */
+	for (uint32_t i = 0; (uint64_t)i * size < vm; i++) {
+		int ret = save_object(c, vid_to_vmstate_oid(vid, i), h, true);
+
+		if (ret < 0)
 			return -1;
+		if (ret > 0)
+			break;
+	}
 	return 0;
 }
 
