@@ -224,9 +224,10 @@ int journal_write(uint64_t oid, const void *buf, uint32_t len, uint32_t off)
 	 * and its older records forgotten, so that no replay writes them
 	 * over this newer data.
 	 */
-	if ((uint64_t)R_HDR + len > jsize - J_HDR)
-		return journal_forget(oid) == SD_RES_SUCCESS ?
-		       jst->sync_obj(oid) : SD_RES_EIO;
+	if ((uint64_t)R_HDR + len > jsize - J_HDR) {
+		ret = journal_forget(oid);
+		return ret == SD_RES_SUCCESS ? jst->sync_obj(oid) : ret;
+	}
 	pthread_mutex_lock(&jlock);
 	ret = append_locked(R_WRITE, oid, buf, len, off);
 	if (ret == SD_RES_SUCCESS)
