@@ -183,11 +183,18 @@ int metrics_text(char *buf, size_t len)
 	return metrics_format(&m, buf, len);
 }
 
+/*
+ * The snapshot is up to a second old; the object counts are read fresh
+ * so that a walk the caller has just made shows (the snapshot may predate
+ * the first walk, and then /metrics lacked kelpie_objects).
+ */
 void metrics_get(struct metrics_snap *m)
 {
 	pthread_mutex_lock(&snap_lock);
 	*m = snap;
 	pthread_mutex_unlock(&snap_lock);
+	if (!sys.gateway)
+		copy_objects(m);
 }
 
 /* ---- the text format ---- */
