@@ -308,6 +308,29 @@ static int cluster_shutdown(int argc, char **argv)
 	return EXIT_SUCCESS;
 }
 
+/* ---- cluster reweight ---- */
+
+/*
+ * Every node measures its capacity again and, if it moved by 1 % or more,
+ * announces it: capacity-weighted vnodes change and data moves (one epoch
+ * per node that changed).  Clusters of fixed vnodes refuse it.
+ */
+static int cluster_reweight(int argc, char **argv)
+{
+	struct sd_req req;
+	struct sd_rsp rsp;
+
+	sd_init_req(&req, SD_OP_REWEIGHT);
+	if (dog_exec(&req, NULL, 0, &rsp))
+		return EXIT_SYSFAIL;
+	if (rsp.result != SD_RES_SUCCESS) {
+		fprintf(stderr, "Failed to reweight the cluster: %s\n",
+			sd_strerror(rsp.result));
+		return EXIT_FAILURE;
+	}
+	return EXIT_SUCCESS;
+}
+
 /* ---- cluster recover ---- */
 
 static int recover_force(int argc, char **argv)
@@ -559,6 +582,8 @@ static const struct subcommand cluster_cmds[] = {
 	{ "check", NULL, "aphT",
 	  "check and repair the replicas of every image", NULL,
 	  CMD_NEED_NODELIST, 0, cluster_check },
+	{ "reweight", NULL, "aphT", "weigh the nodes' vnodes by their "
+	  "capacity again", NULL, 0, 0, cluster_reweight },
 	{ "alter-copy", NULL, "aphTcf",
 	  "change the default redundancy of new images", NULL,
 	  CMD_NEED_NODELIST, 0, alter_copy },

@@ -614,6 +614,30 @@ static int snapshot_show(int argc, char **argv)
 
 /* ---- load ---- */
 
+/*
+ * The vnode mode to format with: the cluster's, or before a format the
+ * node's own (sheep -V or not); CLUSTER_INFO reports either
+ */
+static uint16_t vnode_mode_flags(void)
+{
+	uint8_t *buf = xzalloc(SD_CLUSTER_INFO_SIZE);
+	struct cluster_info_hdr c;
+	uint16_t flags = SD_CLUSTER_FLAG_AUTO_VNODES;
+	struct sd_req req;
+	struct sd_rsp rsp;
+
+	sd_init_req(&req, SD_OP_CLUSTER_INFO);
+	req.data_length = SD_CLUSTER_INFO_SIZE;
+	if (!dog_exec(&req, buf, SD_CLUSTER_INFO_SIZE, &rsp) &&
+	    rsp.result == SD_RES_SUCCESS &&
+	    rsp.data_length >= sizeof(struct cluster_info_hdr)) {
+		cinfo_hdr_decode(&c, buf);
+		flags = c.flags & SD_CLUSTER_FLAG_AUTO_VNODES;
+	}
+	free(buf);
+	return flags;
+}
+
 static int make_fs(const struct log_hdr *h)
 {
 	char store[SD_MAX_STORE_NAME] = "plain";
@@ -629,7 +653,7 @@ static int make_fs(const struct log_hdr *h)
 	req.cluster.copy_policy = h->policy;
 	req.cluster.block_size_shift = h->shift;
 	req.cluster.ctime = sd_time_now();
-	req.cluster.flags = SD_CLUSTER_FLAG_AUTO_VNODES;
+	req.cluster.flags = vnode_mode_flags();
 	if (dog_exec(&req, store, 0, &rsp))
 		return -1;
 	if (rsp.result != SD_RES_SUCCESS) {

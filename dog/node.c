@@ -584,6 +584,45 @@ static const struct subcommand log_cmds[] = {
 	{ NULL },
 };
 
+/* ---- node vnodes set ---- */
+
+/* node vnodes set <n>: this node's vnodes in a cluster of fixed vnodes */
+static int vnodes_set(int argc, char **argv)
+{
+	uint8_t buf[8] = { 0 };
+	struct sd_req req;
+	struct sd_rsp rsp;
+	char *end;
+	long n;
+
+	errno = 0;
+	n = strtol(argv[0], &end, 10);
+	if (errno || end == argv[0] || *end || n < 1 || n > UINT16_MAX) {
+		fprintf(stderr, "Invalid number of vnodes '%s': must be an "
+			"integer between 1 and 65535\n", argv[0]);
+		return EXIT_USAGE;
+	}
+	/* Sheepdog's dog declares 8 bytes; the count is the first 4 */
+	put_le32(buf, (uint32_t)n);
+	sd_init_req(&req, SD_OP_SET_VNODES);
+	req.flags = SD_FLAG_CMD_WRITE;
+	req.data_length = sizeof(buf);
+	if (dog_exec(&req, buf, 0, &rsp))
+		return -1;
+	if (rsp.result != SD_RES_SUCCESS) {
+		fprintf(stderr, "Failed to set the number of vnodes: %s\n",
+			sd_strerror(rsp.result));
+		return -1;
+	}
+	return EXIT_SUCCESS;
+}
+
+static const struct subcommand vnodes_cmds[] = {
+	{ "set", "<n>", NULL, "give the node n vnodes (fixed vnodes only)",
+	  NULL, 0, 1, vnodes_set },
+	{ NULL },
+};
+
 /* ---- node format ---- */
 
 /* a local file: <dir>/node_config holding the store name (16 bytes) */
@@ -683,6 +722,8 @@ static const struct subcommand node_cmds[] = {
 	  NULL, 0, 0, node_stat },
 	{ "log", NULL, "aphT", "show or change the log level of the sheep",
 	  log_cmds, 0, 0, NULL },
+	{ "vnodes", NULL, "aphT", "change the number of vnodes of the node",
+	  vnodes_cmds, 0, 0, NULL },
 	{ "format", "<dir> <plain|tree>", "aphT",
 	  "write the store name into <dir>/node_config", NULL, 0, 2,
 	  node_format },

@@ -35,6 +35,16 @@ int node_cmp(const struct sd_node *a, const struct sd_node *b);
 int node_id_eq(const struct node_id *a, const struct node_id *b);
 void nodes_sort(struct sd_node *nodes, size_t nr);
 
+/*
+ * Automatic vnodes (cluster.md §2.4): every storage node with a known
+ * capacity gets rintf(128 * space / avg) vnodes, avg being the integer
+ * mean capacity of those nodes, in IEEE single precision.  Gateways (0
+ * vnodes) and nodes of unknown capacity (space 0) are left alone.  A
+ * storage node never rounds down to 0 (it would silently stop storing
+ * anything), and a count never passes 65535.
+ */
+void nodes_auto_vnodes(struct sd_node *nodes, size_t nr);
+
 /* returns 0, or -1 if out of memory */
 int ring_build(struct vnode_ring *ring, const struct sd_node *nodes,
 	       size_t nr);

@@ -83,6 +83,12 @@
  */
 #define SD_OP_GET_METRICS		0xE5
 #define METRICS_TEXT_MAX		(256 * 1024)
+/*
+ * Kelpie, between sheep only: the sender announces its changed record
+ * (an sd_node: its capacity after dog cluster reweight); every node
+ * replaces it, weighs the vnodes again and starts a new epoch
+ */
+#define SD_OP_UPDATE_NODE		0xE6
 
 #define SD_FLAG_CMD_RECOVERY		0x0080
 #define SD_FLAG_CMD_WILDCARD		0x0100
@@ -169,7 +175,9 @@ struct cluster_info_hdr {
 	uint8_t copy_policy;
 	uint8_t status;
 	uint8_t block_size_shift;
-	uint8_t pad[3];
+	/* Kelpie: the sender runs with a fixed vnode count (sheep -V) */
+	uint8_t fixed_vnodes;
+	uint8_t pad[2];
 	char default_store[SD_MAX_STORE_NAME];
 	uint8_t pad2[7];
 };

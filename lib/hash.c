@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "hash.h"
@@ -107,6 +108,43 @@ static int count_zones(const struct sd_node *nodes, size_t nr)
 			zones[n++] = nodes[i].zone;
 	}
 	return n;
+}
+
+/* the capacity-weighted count of cluster.md §2.4, before clamping */
+static float weighted_vnodes(uint64_t space, uint64_t avg)
+{
+	/* single precision, as the spec: the float product, then divided */
+	float f = (float)SD_DEFAULT_VNODES * (float)space;
+
+	return rintf(f / (float)avg);
+}
+
+void nodes_auto_vnodes(struct sd_node *nodes, size_t nr)
+{
+	uint64_t total = 0, n = 0, avg;
+
+	for (size_t i = 0; i < nr; i++)
+		if (nodes[i].nr_vnodes && nodes[i].space) {
+			total += nodes[i].space;
+			n++;
+		}
+	if (!n)
+		return;
+	avg = total / n;
+	if (!avg)
+		return;
+	for (size_t i = 0; i < nr; i++) {
+		float v;
+
+		if (!nodes[i].nr_vnodes || !nodes[i].space)
+			continue;
+		v = weighted_vnodes(nodes[i].space, avg);
+		if (v < 1)
+			v = 1;
+		if (v > UINT16_MAX)
+			v = UINT16_MAX;
+		nodes[i].nr_vnodes = (uint16_t)v;
+	}
 }
 
 int ring_build(struct vnode_ring *ring, const struct sd_node *nodes,

@@ -111,7 +111,10 @@ static void usage(FILE *f)
 "  -w, --wq-threads io=N  threads of store I/O (default 8, at most 64)\n"
 "  -W, --wildcard-recovery  accepted: recovery always asks every node\n"
 "                         once the previous owners have no copy\n"
-"  -D, -i, -r, -V, -x (Sheepdog) are refused with the reason\n"
+"  -V, --vnodes N         a fixed number of vnodes (1-65535) instead of\n"
+"                         capacity-weighted ones; the cluster is then\n"
+"                         formatted with dog cluster format -V\n"
+"  -D, -i, -r, -x (Sheepdog) are refused with the reason\n"
 "  -R, --recovery max=N,interval=MS  recover at most N objects per MS\n"
 "                         milliseconds (default: unthrottled)\n"
 "  -v, --version          print the version\n"
@@ -137,9 +140,6 @@ static const char *refused_option(int c)
 	case 'r':
 		return "-r (Sheepdog's HTTP object service, Swift) is not "
 		       "supported; --http serves metrics";
-	case 'V':
-		return "-V (a fixed number of vnodes) is not supported yet: "
-		       "every node has 128";
 	default:
 		return "-x (dynamic thread pools) is not supported: the pools "
 		       "are fixed (-w io=N)";
@@ -211,8 +211,8 @@ static int parse_journal_opts(char *arg)
 	return 0;
 }
 
-/* -j with -n or -g: nothing to journal */
-static int check_journal(void)
+/* -j with -n or -g: nothing to journal; -V with -g: nothing to place */
+static int check_option_pairs(void)
 {
 	if (journal.size && sys.nosync) {
 		fprintf(stderr, "-j with -n: the store does not sync, there "
@@ -221,6 +221,10 @@ static int check_journal(void)
 	}
 	if (journal.size && sys.gateway) {
 		fprintf(stderr, "-j with -g: a gateway stores nothing\n");
+		return -1;
+	}
+	if (sys.fixed_vnodes && sys.gateway) {
+		fprintf(stderr, "-V with -g: a gateway has no vnodes\n");
 		return -1;
 	}
 	return 0;
@@ -437,7 +441,12 @@ static int init_self(const char *myaddr, long zone, bool local)
 		return -1;
 	}
 	n->nid.port = (uint16_t)sys.port;
-	n->nr_vnodes = sys.gateway ? 0 : SD_DEFAULT_VNODES;
+	if (sys.gateway)
+		n->nr_vnodes = 0;
+	else if (sys.fixed_vnodes)
+		n->nr_vnodes = (uint16_t)sys.fixed_vnodes;
+	else
+		n->nr_vnodes = SD_DEFAULT_VNODES;	/* until weighted */
 	if (zone >= 0)
 		n->zone = (uint32_t)zone;
 	else if (local)
@@ -559,7 +568,16 @@ int main(int argc, char **argv)
 			if (parse_journal_opts(optarg))
 				return 1;
 			break;
-		case 'D': case 'i': case 'r': case 'V': case 'x':
+		case 'V':
+			sys.fixed_vnodes = strtol(optarg, &end, 10);
+			if (*end || sys.fixed_vnodes < 1 ||
+			    sys.fixed_vnodes > UINT16_MAX) {
+				fprintf(stderr, "invalid number of vnodes '%s': "
+					"1 to 65535\n", optarg);
+				return 1;
+			}
+			break;
+		case 'D': case 'i': case 'r': case 'x':
 			fprintf(stderr, "%s\n", refused_option(c));
 			return 1;
 		case 'z':
@@ -578,7 +596,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 1;
 	}
-	if (check_journal())
+	if (check_option_pairs())
 		return 1;
 	if (!realpath(optind < argc ? argv[optind] : "/tmp", sys.base)) {
 		if (mkdir_p(optind < argc ? argv[optind] : "/tmp") ||

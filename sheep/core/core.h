@@ -37,6 +37,7 @@ struct sheep_state {
 	int port;
 	bool nosync;
 	bool gateway;
+	long fixed_vnodes;	/* -V N, 0: weighted by capacity */
 	struct sd_node self;	/* space may be updated by the config */
 	struct event_loop *loop;
 	struct work_queue *io_wq;

@@ -27,6 +27,7 @@
 #include "store/store.h"
 #include "group/driver.h"
 #include "group/group.h"
+#include "group/vnodes.h"
 
 #define CMSG_HDR_SIZE	(8 + SD_REQ_SIZE + SD_RSP_SIZE)
 
@@ -39,6 +40,9 @@ static uint32_t recover_from;	/* ... from this epoch (0: no old ring) */
 static struct cluster_state *cs;	/* the state we own (state/cluster.h) */
 static struct cluster_driver *cdrv;
 static struct group_hooks hooks;
+/* the members as the driver announced them, before weighing */
+static struct sd_node *announced;
+static size_t nr_announced;
 
 /* ---- epochs ---- */
 
@@ -67,6 +71,20 @@ static bool same_nodes(const struct sd_node *a, size_t na,
 		if (node_cmp(&a[i], &b[i]))
 			return false;
 	return true;
+}
+
+/* the driver's member list, weighed (group/vnodes.h) */
+static void take_members(const struct sd_node *nodes, size_t nr)
+{
+	if (nodes != announced) {
+		free(announced);
+		announced = xmalloc((nr ? nr : 1) * sizeof(*nodes));
+		memcpy(announced, nodes, nr * sizeof(*nodes));
+		nr_announced = nr;
+	}
+	set_members(nodes, nr);
+	vnodes_weigh(cs->members, cs->nr_members, cs->epoch_nodes,
+		     cs->nr_epoch_nodes);
 }
 
 /* are all nodes of the latest epoch among @members? */
@@ -302,8 +320,12 @@ size_t cinfo_encode(void *buf, size_t max, uint8_t status)
 	h.nr_nodes = (int16_t)nr;
 	h.epoch = cs->epoch;
 	h.ctime = cs->ctime;
-	/* vnode counts are always automatic in Kelpie (no -V yet) */
-	h.flags = cs->flags | SD_CLUSTER_FLAG_AUTO_VNODES;
+	/* before a format, the vnode mode is this node's own (dog format) */
+	if (cs->ctime)
+		h.flags = cs->flags;
+	else
+		h.flags = sys.fixed_vnodes ? 0 : SD_CLUSTER_FLAG_AUTO_VNODES;
+	h.fixed_vnodes = sys.fixed_vnodes ? 1 : 0;
 	h.nr_copies = cs->copies;
 	h.copy_policy = cs->copy_policy;
 	h.status = status;
@@ -377,6 +399,10 @@ static bool sd_join_handler(const struct sd_node *joining,
 		if (epoch_nodes_present(all, nr_members + 1))
 			status = SD_STATUS_OK;
 		free(all);
+	}
+	if (!self && !vnodes_joiner_ok(joining, jh.fixed_vnodes)) {
+		free(jnodes);
+		return false;
 	}
 out:
 	*len = cinfo_encode(opaque, max_len, status);
@@ -459,7 +485,7 @@ static void sd_accept_handler(const struct sd_node *joined,
 		stale_if_left_behind(&h, nodes);
 		adopt_cinfo(&h, nodes);
 	}
-	set_members(members, nr_members);
+	take_members(members, nr_members);
 	if (cs->status != SD_STATUS_SHUTDOWN)
 		cs->status = h.status == SD_STATUS_OK ? SD_STATUS_OK :
 			     cs->status;
@@ -496,7 +522,7 @@ static void sd_leave_handler(const struct sd_node *left,
 	char name[128];
 
 	sd_info("%s left", node_to_str(left, name, sizeof(name)));
-	set_members(members, nr_members);
+	take_members(members, nr_members);
 	peer_drop(&left->nid);
 	vdi_release_node_locks(&left->nid);
 	if (cs->status == SD_STATUS_OK)
@@ -692,6 +718,9 @@ int group_format(const struct sd_req *req, const char *store)
 	cs->epoch = 0;
 	cs->shutdown_clean = false;
 	cs->status = SD_STATUS_OK;
+	/* the members as announced, weighed afresh for the new cluster */
+	set_epoch_nodes(announced, 0);
+	take_members(announced, nr_announced);
 	new_epoch();
 	recover_pending = false;
 	config_save();
@@ -738,6 +767,48 @@ int group_force_recover(void)
 	new_epoch();
 	publish_view();
 	fetch_missing_epochs();
+	start_pending_recovery();
+	return SD_RES_SUCCESS;
+}
+
+/*
+ * A member's record changed (dog node vnodes set, dog cluster reweight):
+ * on every member, in total order.  @nr_vnodes counts only with fixed
+ * vnodes; 0 keeps the member's.  The new record goes into a new epoch,
+ * whose record wins from now on (group/vnodes.h), and data moves.
+ */
+int group_update_node(const struct node_id *nid, uint64_t space,
+		      uint16_t nr_vnodes)
+{
+	struct sd_node *m = NULL;
+	char name[128];
+
+	if (cs->status != SD_STATUS_OK)
+		return SD_RES_HALT;
+	for (size_t i = 0; i < cs->nr_members; i++)
+		if (node_id_eq(&cs->members[i].nid, nid))
+			m = &cs->members[i];
+	if (!m)
+		return SD_RES_INVALID_PARMS;
+	if (!m->nr_vnodes)
+		return SD_RES_GATEWAY_MODE;
+	if (space)
+		m->space = space;
+	if (nr_vnodes && !vnodes_auto())
+		m->nr_vnodes = nr_vnodes;
+	if (node_is_self(m)) {
+		sys.self.space = m->space;
+		sys.self.nr_vnodes = m->nr_vnodes;
+		config_save();
+	}
+	/* weighed against a list that holds the new record */
+	set_epoch_nodes(cs->members, cs->nr_members);
+	vnodes_weigh(cs->members, cs->nr_members, cs->epoch_nodes,
+		     cs->nr_epoch_nodes);
+	sd_notice("%s: %" PRIu64 " bytes, %u vnodes", node_to_str(m, name,
+		  sizeof(name)), m->space, m->nr_vnodes);
+	new_epoch();
+	publish_view();
 	start_pending_recovery();
 	return SD_RES_SUCCESS;
 }
@@ -814,7 +885,8 @@ int group_init(const char *driver, const struct group_hooks *h)
 	if (!cdrv)
 		return -1;
 	cluster_wq = wq_create("cluster", 1, 4096, sys.loop);
-	if (epoch_log_init() || load_latest_epoch())
+	if (epoch_log_init() || load_latest_epoch() ||
+	    vnodes_check_self(cs->epoch_nodes, cs->nr_epoch_nodes, cs->epoch))
 		return -1;
 	cs->status = SD_STATUS_WAIT;
 	publish_view();

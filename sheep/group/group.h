@@ -35,6 +35,12 @@ void group_set_recovery(bool disabled);
 /* SD_RES_*: leave WAIT with the members present (dog cluster recover force) */
 int group_force_recover(void);
 int group_alter_copies(uint8_t copies);
+/*
+ * SD_RES_*: a member announces a new capacity (@space, 0: unchanged) or,
+ * with fixed vnodes, a new count (@nr_vnodes, 0: unchanged); epoch+1
+ */
+int group_update_node(const struct node_id *nid, uint64_t space,
+		      uint16_t nr_vnodes);
 void group_set_killed(void);
 
 /* this node's cluster_info header + latest epoch's nodes; returns bytes */

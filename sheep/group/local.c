@@ -772,6 +772,19 @@ static int on_accept(const struct rec *r)
 	return 0;
 }
 
+/*
+ * sheep's orderly exit (pid file removal); weak, so that test programs
+ * that drive this file alone need not have one
+ */
+void sheep_exit(int code) __attribute__((weak));
+
+static void refused_exit(void)
+{
+	if (sheep_exit)
+		sheep_exit(1);
+	exit(1);
+}
+
 static void on_leave(const struct rec *r)
 {
 	struct member *m = find_member(r->subject);
@@ -786,10 +799,14 @@ static void on_leave(const struct rec *r)
 		if (st.joined)
 			sd_info("join of %s dropped%s", nstr(&p->node),
 				r->flags & REC_F_REJECTED ? " (refused)" : "");
+		if (r->subject == st.token &&
+		    (r->flags & REC_F_REJECTED)) {
+			/* as the corosync driver: a refused sheep stops */
+			sd_emerg("our join was refused");
+			refused_exit();
+		}
 		if (r->subject == st.token)
-			sd_err("our join was %s",
-			       r->flags & REC_F_REJECTED ? "refused" :
-			       "dropped");
+			sd_err("our join was dropped");
 		pending_del(p);
 		return;
 	}

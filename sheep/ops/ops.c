@@ -13,6 +13,7 @@
 #include "core/auth.h"
 #include "core/request.h"
 #include "group/group.h"
+#include "group/vnodes.h"
 #include "gw/gw.h"
 #include "net/peer.h"
 #include "ops/ops.h"
@@ -450,6 +451,21 @@ static int local_get_loglevel(struct request *req)
 	return SD_RES_SUCCESS;
 }
 
+/* GET_VNODES: this node's vnode count in the current ring */
+static int local_get_vnodes(struct request *req)
+{
+	uint16_t n = sys.self.nr_vnodes;
+
+	if (req->data_len < 4)
+		return SD_RES_BUFFER_SMALL;
+	for (size_t i = 0; i < cstate->nr_members; i++)
+		if (node_is_self(&cstate->members[i]))
+			n = cstate->members[i].nr_vnodes;
+	put_le32(req->data, n);
+	req->rp.data_length = 4;
+	return SD_RES_SUCCESS;
+}
+
 static int local_set_loglevel(struct request *req)
 {
 	int32_t level;
@@ -651,6 +667,56 @@ static int cluster_nop(const struct sd_req *req, struct sd_rsp *rsp,
 	return SD_RES_SUCCESS;
 }
 
+/*
+ * SET_VNODES (dog node vnodes set N): the node dog asked takes N vnodes,
+ * in a cluster of fixed vnodes.  Every node checks the same things in
+ * the same order, so all come to the same answer.
+ */
+static int cluster_set_vnodes(const struct sd_req *req, struct sd_rsp *rsp,
+			      void *data, const struct cluster_ctx *ctx)
+{
+	int32_t n;
+
+	if (!ctx->sender->nr_vnodes)
+		return SD_RES_GATEWAY_MODE;
+	if (vnodes_auto())
+		return SD_RES_INVALID_VNODES_STRATEGY;
+	if (req->data_length < 4 || !data)
+		return SD_RES_INVALID_PARMS;
+	n = (int32_t)get_le32(data);
+	if (n < 1 || n > UINT16_MAX)
+		return SD_RES_INVALID_PARMS;
+	return group_update_node(&ctx->sender->nid, 0, (uint16_t)n);
+}
+
+/*
+ * REWEIGHT (dog cluster reweight): every node measures its capacity and
+ * announces it if it moved (UPDATE_NODE).  Capacity weighs only
+ * automatic vnodes: with fixed ones it is refused, not done for nothing.
+ */
+static int cluster_reweight(const struct sd_req *req, struct sd_rsp *rsp,
+			    void *data, const struct cluster_ctx *ctx)
+{
+	if (!vnodes_auto())
+		return SD_RES_INVALID_VNODES_STRATEGY;
+	vnodes_reweigh_self();
+	return SD_RES_SUCCESS;
+}
+
+/* UPDATE_NODE: a member announces its own new capacity */
+static int cluster_update_node(const struct sd_req *req, struct sd_rsp *rsp,
+			       void *data, const struct cluster_ctx *ctx)
+{
+	struct sd_node n;
+
+	if (req->data_length < sizeof(struct sd_node) || !data)
+		return SD_RES_INVALID_PARMS;
+	sd_node_decode(&n, data);
+	if (!node_id_eq(&n.nid, &ctx->sender->nid) || !n.space)
+		return SD_RES_INVALID_PARMS;
+	return group_update_node(&n.nid, n.space, 0);
+}
+
 static int cluster_recover_flag(const struct sd_req *req, struct sd_rsp *rsp,
 				void *data, const struct cluster_ctx *ctx)
 {
@@ -847,6 +913,16 @@ static const struct sd_op ops[256] = {
 	[SD_OP_SCRUB_STATUS] = { .name = "SCRUB_STATUS", .type = OP_LOCAL,
 		.force = true, .main_fn = local_scrub_status,
 		.max_len = SCRUB_STATUS_LEN },
+	[SD_OP_SET_VNODES] = { .name = "SET_VNODES", .type = OP_CLUSTER,
+		.cluster_fn = cluster_set_vnodes,
+		.checks = OPV_PAYLOAD | OPV_ADMIN, .max_len = 8 },
+	[SD_OP_GET_VNODES] = LOCAL("GET_VNODES", true, local_get_vnodes),
+	[SD_OP_REWEIGHT] = { .name = "REWEIGHT", .type = OP_CLUSTER,
+		.cluster_fn = cluster_reweight, .checks = OPV_ADMIN },
+	[SD_OP_UPDATE_NODE] = { .name = "UPDATE_NODE", .type = OP_CLUSTER,
+		.cluster_fn = cluster_update_node,
+		.checks = OPV_INTERNAL | OPV_PAYLOAD,
+		.max_len = sizeof(struct sd_node) },
 	[SD_OP_GET_METRICS] = { .name = "GET_METRICS", .type = OP_LOCAL,
 		.force = true, .main_fn = local_get_metrics,
 		.work_fn = local_metrics_work, .max_len = METRICS_TEXT_MAX },

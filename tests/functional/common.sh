@@ -414,6 +414,15 @@ kill_sheep()
 	_wait_pid_gone "$pid" 30 || _fail "sheep $idx (pid $pid) did not exit"
 }
 
+# build_placement_model: $T/placement OID COPIES PORT:ZONE:VNODES... prints
+# the target ports of OID, from lib/hash.c (an independent model of §2)
+build_placement_model()
+{
+	cc -std=gnu11 -D_GNU_SOURCE -I"$TOP/include" -o "$T/placement" \
+		"$TOP/tests/functional/placement_model.c" "$TOP/lib/hash.c" -lm ||
+		_fail "cannot build the placement model"
+}
+
 # ---------------------------------------------------------------------------
 # mounts
 

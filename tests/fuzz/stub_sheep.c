@@ -17,6 +17,7 @@
 #include "recovery/recovery.h"
 #include "recovery/scrub.h"
 #include "state/epoch.h"
+#include "group/vnodes.h"
 #include "store/store.h"
 #include "vdi/vdi.h"
 
@@ -28,6 +29,7 @@ WEAK struct sheep_state sys;
 WEAK struct request *alloc_request(uint32_t data_len) { return NULL; }
 WEAK void free_request(struct request *req) { }
 WEAK void request_done(struct request *req) { }
+WEAK void request_submit(struct request *req) { }
 WEAK void submit_io(struct request *req) { }
 WEAK void budget_charge(uint64_t bytes) { }
 WEAK void budget_release(uint64_t bytes) { }
@@ -54,6 +56,10 @@ WEAK void group_shutdown(void) { }
 WEAK void group_set_recovery(bool disabled) { }
 WEAK int group_alter_copies(uint8_t copies) { return -1; }
 WEAK int group_force_recover(void) { return SD_RES_FORCE_RECOVER; }
+WEAK int group_update_node(const struct node_id *nid, uint64_t space,
+			   uint16_t nr_vnodes) { return SD_RES_HALT; }
+WEAK bool vnodes_auto(void) { return true; }
+WEAK void vnodes_reweigh_self(void) { }
 WEAK void group_set_killed(void) { }
 
 /* state/epoch.c */
@@ -106,6 +112,7 @@ WEAK int store_exist(uint64_t oid) { return SD_RES_NO_OBJ; }
 WEAK int store_flush(void) { return SD_RES_EIO; }
 WEAK int store_wipe(void) { return SD_RES_SUCCESS; }
 WEAK int store_stat(uint64_t *size, uint64_t *free_bytes) { return -1; }
+WEAK int store_bytes_used(uint64_t *bytes) { return -1; }
 WEAK int store_for_each(int (*fn)(uint64_t oid, void *arg), void *arg)
 { return -1; }
 WEAK int store_for_each_stale(int (*fn)(uint64_t oid, void *arg), void *arg)

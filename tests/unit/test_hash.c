@@ -509,6 +509,77 @@ static void test_node_order(void **state)
 	assert_false(node_id_eq(&a.nid, &b.nid));
 }
 
+/* ---- automatic vnodes (cluster.md §2.4) ---- */
+
+/*
+ * Expected counts computed outside C from the spec's formula, in IEEE
+ * single precision with round-half-to-even: avg = (sum of spaces) / n,
+ * then rintf(128.0f * (float)space / (float)avg).
+ */
+static void check_auto(const uint64_t *space, const uint16_t *vnodes,
+		       const uint16_t *want, size_t nr)
+{
+	struct sd_node n[8];
+
+	assert_true(nr <= 8);
+	memset(n, 0, sizeof(n));
+	for (size_t i = 0; i < nr; i++) {
+		n[i].space = space[i];
+		n[i].nr_vnodes = vnodes[i];
+	}
+	nodes_auto_vnodes(n, nr);
+	for (size_t i = 0; i < nr; i++)
+		assert_int_equal(n[i].nr_vnodes, want[i]);
+}
+
+static void test_auto_vnodes_vectors(void **state)
+{
+	const uint16_t d3[] = { 128, 128, 128 };
+
+	/* 100, 200 and 300 GiB: avg 200 GiB */
+	check_auto((const uint64_t[]){ U64(107374182400), U64(214748364800),
+				       U64(322122547200) }, d3,
+		   (const uint16_t[]){ 64, 128, 192 }, 3);
+	/* free space that differs by little keeps 128 each */
+	check_auto((const uint64_t[]){ U64(79456894976), U64(79456000000),
+				       U64(79400000000) }, d3,
+		   (const uint16_t[]){ 128, 128, 128 }, 3);
+	/* 1 GiB, 1 GiB, 1 GiB + 12 MiB: 128.93 rounds to 129 */
+	check_auto((const uint64_t[]){ U64(1073741824), U64(1073741824),
+				       U64(1086324736) }, d3,
+		   (const uint16_t[]){ 128, 128, 129 }, 3);
+	/* integer mean: (5 + 5 + 3) / 3 = 4 */
+	check_auto((const uint64_t[]){ 5, 5, 3 }, d3,
+		   (const uint16_t[]){ 160, 160, 96 }, 3);
+	/* halves round to even: 2.5 -> 2, 253.5 -> 254 (avg 256) */
+	check_auto((const uint64_t[]){ 5, 507 }, d3,
+		   (const uint16_t[]){ 2, 254 }, 2);
+	/* 0.5 rounds to 0: a storage node keeps 1; 255.5 -> 256 */
+	check_auto((const uint64_t[]){ 1, 511 }, d3,
+		   (const uint16_t[]){ 1, 256 }, 2);
+	/* a gateway (0 vnodes) and a node of unknown capacity are left out */
+	check_auto((const uint64_t[]){ U64(10737418240), U64(5000000000), 0,
+				       U64(21474836480) },
+		   (const uint16_t[]){ 128, 0, 128, 128 },
+		   (const uint16_t[]){ 85, 0, 128, 171 }, 4);
+}
+
+/* the largest count is bounded by the field */
+static void test_auto_vnodes_bounded(void **state)
+{
+	struct sd_node n[1024];
+
+	memset(n, 0, sizeof(n));
+	for (size_t i = 0; i < 1024; i++) {
+		n[i].space = 1;
+		n[i].nr_vnodes = 128;
+	}
+	n[0].space = U64(1) << 40;
+	nodes_auto_vnodes(n, 1024);
+	assert_int_equal(n[0].nr_vnodes, 65535);
+	assert_int_equal(n[1].nr_vnodes, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -527,6 +598,8 @@ int main(void)
 		cmocka_unit_test(test_ring_matches_model),
 		cmocka_unit_test(test_targets_prefix_stable),
 		cmocka_unit_test(test_node_order),
+		cmocka_unit_test(test_auto_vnodes_vectors),
+		cmocka_unit_test(test_auto_vnodes_bounded),
 	};
 
 	return cmocka_run_group_tests_name("hash", tests, NULL, NULL);
