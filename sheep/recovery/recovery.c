@@ -1069,12 +1069,38 @@ int recovery_complete_main(const struct sd_req *req, struct sd_rsp *rsp,
 	return SD_RES_SUCCESS;
 }
 
-/* a node rejoining after the cluster moved on keeps nothing current */
-static void stale_all_fn(struct work *w);
-struct stale_all {
-	struct work work;
-	uint32_t epoch;
-};
+/*
+ * A node rejoining after the cluster moved on keeps nothing current.  The
+ * store makes every object a stale copy at once (the object directory is
+ * swapped, so none is served from here on); the files are moved into the
+ * stale area by a worker, not on this loop: that is one rename per object.
+ */
+static struct work drain_work;
+static bool draining, drain_again;
+static uint32_t drain_epoch;
+static uint64_t drained, drain_started;
+
+static void drain_fn(struct work *w)
+{
+	drained = store_drain_left();
+}
+
+static void drain_done(struct work *w)
+{
+	draining = false;
+	sd_notice("%" PRIu64 " object(s) of epoch %u moved to the stale area "
+		  "in %" PRIu64 " ms", drained, drain_epoch,
+		  now_msec() - drain_started);
+	if (drain_again) {
+		drain_again = false;
+		draining = true;
+		drain_started = now_msec();
+		if (wq_queue(sys.io_wq, &drain_work)) {
+			draining = false;
+			store_drain_left();
+		}
+	}
+}
 
 static int stale_one(uint64_t oid, void *arg)
 {
@@ -1082,17 +1108,26 @@ static int stale_one(uint64_t oid, void *arg)
 	return 0;
 }
 
-static void stale_all_fn(struct work *w)
-{
-	struct stale_all *sa = container_of(w, struct stale_all, work);
-
-	store_for_each(stale_one, &sa->epoch);
-}
-
 void recovery_stale_everything(uint32_t epoch)
 {
-	struct stale_all sa = { .epoch = epoch };
-
-	/* runs before the node serves anything: synchronous on purpose */
-	stale_all_fn(&sa.work);
+	if (store_stale_all(epoch) != SD_RES_SUCCESS) {
+		/* the swap failed: one object at a time, before serving */
+		sd_err("cannot swap the object directory: moving every object "
+		       "to the stale area here");
+		store_for_each(stale_one, &epoch);
+		return;
+	}
+	drain_epoch = epoch;
+	if (draining) {
+		drain_again = true;
+		return;
+	}
+	drain_work.fn = drain_fn;
+	drain_work.done = drain_done;
+	draining = true;
+	drain_started = now_msec();
+	if (wq_queue(sys.io_wq, &drain_work)) {
+		draining = false;
+		store_drain_left();
+	}
 }

@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "sheepdog_proto.h"
 #include "internal_proto.h"
 #include "store.h"
@@ -26,6 +28,16 @@ const char *store_dir(void)
 void store_obj_path(char *buf, size_t len, uint64_t oid)
 {
 	snprintf(buf, len, "%s/%016" PRIx64, obj_dir, oid);
+}
+
+int store_parse_oid(const char *name, uint64_t *oid)
+{
+	char *end;
+
+	if (strlen(name) != 16)
+		return -1;
+	*oid = strtoull(name, &end, 16);
+	return *end ? -1 : 0;
 }
 
 int store_err_to_res(int err)

@@ -461,16 +461,6 @@ int store_flush(void)
 	return ret;
 }
 
-static int parse_oid(const char *name, uint64_t *oid)
-{
-	char *end;
-
-	if (strlen(name) != 16)
-		return -1;
-	*oid = strtoull(name, &end, 16);
-	return *end ? -1 : 0;
-}
-
 int store_for_each(int (*fn)(uint64_t oid, void *arg), void *arg)
 {
 	DIR *d = opendir(store_dir());
@@ -482,7 +472,7 @@ int store_for_each(int (*fn)(uint64_t oid, void *arg), void *arg)
 	while ((de = readdir(d))) {
 		uint64_t oid;
 
-		if (parse_oid(de->d_name, &oid))
+		if (store_parse_oid(de->d_name, &oid))
 			continue;
 		ret = fn(oid, arg);
 		if (ret)
@@ -510,7 +500,7 @@ int store_bytes_used(uint64_t *bytes)
 	while ((de = readdir(d))) {
 		uint64_t oid;
 
-		if (parse_oid(de->d_name, &oid) ||
+		if (store_parse_oid(de->d_name, &oid) ||
 		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW))
 			continue;
 		*bytes += (uint64_t)st.st_blocks * 512;
@@ -543,6 +533,34 @@ int store_wipe(void)
 	fdc_drop_all();
 	journal_wiped();
 	return SD_RES_SUCCESS;
+}
+
+/*
+ * Every object becomes a stale copy of @epoch (a node rejoining after the
+ * cluster moved on), at once: the object directory is swapped for an
+ * empty one, store_drain_left() moves the old files in later.
+ */
+int store_stale_all(uint32_t epoch)
+{
+	int fd;
+
+	if (store_journaled()) {
+		/* the stale copies keep what the journal holds for them */
+		if (store_flush() != SD_RES_SUCCESS)
+			return SD_RES_EIO;
+		journal_wiped();
+	}
+	if (stale_left_pending())
+		store_drain_left();	/* rare: a second rejoin meanwhile */
+	fdc_drop_all();
+	if (stale_swap_dir(epoch))
+		return SD_RES_EIO;
+	fd = open(store_dir(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return SD_RES_EIO;
+	close(dir_fd);
+	dir_fd = fd;
+	return sync_dir() ? SD_RES_EIO : SD_RES_SUCCESS;
 }
 
 int store_stat(uint64_t *size, uint64_t *free_bytes)

@@ -39,6 +39,9 @@ struct stale_ent {
 static pthread_mutex_t stale_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct stale_ent *stale_hash[STALE_HASH];
 static uint64_t stale_count, stale_bytes;
+/* a whole store left behind, not moved in yet: BASE/obj.left.<epoch> */
+static char left_dir[4200];	/* "" when there is none */
+static uint32_t left_epoch;
 
 static struct stale_ent **slot_of(uint64_t oid)
 {
@@ -132,6 +135,196 @@ static int parse_name(const char *name, uint64_t *oid, uint32_t *epoch)
 	return 0;
 }
 
+/*
+ * Move @from (a copy of @oid) in as the stale copy of @epoch, unless a
+ * newer one is there; the older one is deleted.  stale_lock held.
+ */
+static int move_in_locked(const char *from, uint64_t oid, uint32_t epoch)
+{
+	char to[4400], dir[4400];
+	struct stale_ent *e;
+	uint32_t old;
+
+	/* the copy moved now is the newest: it never gets an older label */
+	e = *slot_of(oid);
+	if (e && e->epoch > epoch)
+		epoch = e->epoch;
+	stale_path(to, sizeof(to), oid, epoch);
+	if (rename(from, to)) {
+		int err = errno;
+
+		stale_dir(dir, sizeof(dir));
+		if (err != ENOENT || access(from, F_OK) || mkdir_p(dir) ||
+		    rename(from, to))
+			return store_err_to_res(err == ENOENT ? errno : err);
+	}
+	sd_debug("object %" PRIx64 " to the stale area (epoch %u)", oid, epoch);
+	old = index_set(oid, epoch, file_bytes(to));
+	if (old && old != epoch) {
+		stale_path(to, sizeof(to), oid, old);
+		unlink(to);
+	}
+	return SD_RES_SUCCESS;
+}
+
+/* ---- a whole store left behind (store_stale_all) ---- */
+
+/*
+ * A node that rejoins after the cluster moved on makes every object a
+ * stale copy.  One rename per object takes seconds for a big store, on
+ * the main loop, and the node must serve none of them meanwhile.  So
+ * BASE/obj is swapped at once for an empty one (the old one becomes
+ * BASE/obj.left.<epoch>, its .stale moved back), and stale_drain_left()
+ * moves the old files in later, in a worker.  Until then a stale lookup
+ * looks there first: those copies are newer than any in the stale area.
+ */
+int stale_swap_dir(uint32_t epoch)
+{
+	char left[4200], from[4300], to[4400];
+	int ret = 0;
+
+	snprintf(left, sizeof(left), "%s.left.%u", store_dir(), epoch);
+	pthread_mutex_lock(&stale_lock);
+	if (left_dir[0]) {
+		ret = -1;	/* the caller drains the one before first */
+		goto out;
+	}
+	if (rename(store_dir(), left) || mkdir(store_dir(), 0755)) {
+		ret = -1;
+		goto out;
+	}
+	snprintf(from, sizeof(from), "%s/.stale", left);
+	stale_dir(to, sizeof(to));
+	if (rename(from, to) && mkdir_p(to))
+		ret = -1;
+	snprintf(left_dir, sizeof(left_dir), "%s", left);
+	left_epoch = epoch;
+out:
+	pthread_mutex_unlock(&stale_lock);
+	return ret;
+}
+
+bool stale_left_pending(void)
+{
+	bool pending;
+
+	pthread_mutex_lock(&stale_lock);
+	pending = left_dir[0];
+	pthread_mutex_unlock(&stale_lock);
+	return pending;
+}
+
+/* copies of a .stale that the swap could not move back (a crash) */
+static void drain_old_stale(const char *left)
+{
+	char dir[4500], p[4800];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/.stale", left);
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		uint64_t oid;
+		uint32_t epoch;
+
+		if (parse_name(de->d_name, &oid, &epoch))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		pthread_mutex_lock(&stale_lock);
+		move_in_locked(p, oid, epoch);
+		pthread_mutex_unlock(&stale_lock);
+	}
+	closedir(d);
+}
+
+/* move the files of @left in as stale copies of @epoch, then remove it */
+static uint64_t drain_dir(const char *left, uint32_t epoch)
+{
+	char p[4800];
+	struct dirent *de;
+	uint64_t n = 0;
+	DIR *d;
+
+	drain_old_stale(left);
+	d = opendir(left);
+	if (d) {
+		while ((de = readdir(d))) {
+			uint64_t oid;
+
+			if (store_parse_oid(de->d_name, &oid))
+				continue;
+			snprintf(p, sizeof(p), "%s/%s", left, de->d_name);
+			pthread_mutex_lock(&stale_lock);
+			if (move_in_locked(p, oid, epoch) == SD_RES_SUCCESS)
+				n++;
+			pthread_mutex_unlock(&stale_lock);
+		}
+		closedir(d);
+	}
+	rmdir_r(left);
+	return n;
+}
+
+uint64_t store_drain_left(void)
+{
+	char left[4400];
+	uint32_t epoch;
+	uint64_t n;
+
+	pthread_mutex_lock(&stale_lock);
+	snprintf(left, sizeof(left), "%s", left_dir);
+	epoch = left_epoch;
+	pthread_mutex_unlock(&stale_lock);
+	if (!left[0])
+		return 0;
+	n = drain_dir(left, epoch);
+	pthread_mutex_lock(&stale_lock);
+	if (!strcmp(left, left_dir))
+		left_dir[0] = 0;
+	pthread_mutex_unlock(&stale_lock);
+	return n;
+}
+
+/* start-up: a swap that a crash cut short is finished before serving */
+static int drain_leftovers(void)
+{
+	char base[4200], p[4500], *slash;
+	const char *name;
+	struct dirent *de;
+	size_t len;
+	DIR *d;
+
+	snprintf(base, sizeof(base), "%s", store_dir());
+	slash = strrchr(base, '/');
+	if (!slash)
+		return 0;
+	name = slash + 1;
+	len = strlen(name);
+	*slash = 0;
+	d = opendir(base);
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		char *end;
+		unsigned long epoch;
+
+		if (strncmp(de->d_name, name, len) ||
+		    strncmp(de->d_name + len, ".left.", 6))
+			continue;
+		epoch = strtoul(de->d_name + len + 6, &end, 10);
+		if (*end || !epoch || epoch > UINT32_MAX)
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", base, de->d_name);
+		sd_notice("%s: moving what a cut-short rejoin left into the "
+			  "stale area", p);
+		drain_dir(p, (uint32_t)epoch);
+	}
+	closedir(d);
+	return 0;
+}
+
 /* build the index; older duplicates (from before this rule) are deleted */
 int stale_init(void)
 {
@@ -168,45 +361,22 @@ int stale_init(void)
 	}
 	pthread_mutex_unlock(&stale_lock);
 	closedir(d);
-	return 0;
+	return drain_leftovers();
 }
 
 int store_move_to_stale(uint64_t oid, uint32_t epoch)
 {
-	char from[4400], to[4400], dir[4400];
-	struct stale_ent *e;
-	uint32_t old;
+	char from[4400];
 	int ret = journal_forget(oid);
 
 	/* journaled writes synced first: the stale copy keeps them */
 	if (ret != SD_RES_SUCCESS && ret != SD_RES_NO_OBJ)
 		return ret;
-	ret = SD_RES_SUCCESS;
 	pthread_mutex_lock(&stale_lock);
-	/* the copy moved now is the newest: it never gets an older label */
-	e = *slot_of(oid);
-	if (e && e->epoch > epoch)
-		epoch = e->epoch;
 	store_obj_path(from, sizeof(from), oid);
-	stale_path(to, sizeof(to), oid, epoch);
-	if (rename(from, to)) {
-		int err = errno;
-
-		stale_dir(dir, sizeof(dir));
-		if (err != ENOENT || access(from, F_OK) || mkdir_p(dir) ||
-		    rename(from, to)) {
-			ret = store_err_to_res(err == ENOENT ? errno : err);
-			goto out;
-		}
-	}
-	fdc_drop(oid);
-	sd_debug("object %" PRIx64 " to the stale area (epoch %u)", oid, epoch);
-	old = index_set(oid, epoch, file_bytes(to));
-	if (old && old != epoch) {
-		stale_path(to, sizeof(to), oid, old);
-		unlink(to);
-	}
-out:
+	ret = move_in_locked(from, oid, epoch);
+	if (ret == SD_RES_SUCCESS)
+		fdc_drop(oid);
 	pthread_mutex_unlock(&stale_lock);
 	return ret;
 }
@@ -223,20 +393,43 @@ static uint32_t newest_stale(uint64_t oid)
 	return epoch;
 }
 
+/* the copy of @oid in a store left behind and not moved in yet: an fd */
+static int open_left(uint64_t oid, uint32_t *epoch)
+{
+	char p[4300];
+	int fd;
+
+	pthread_mutex_lock(&stale_lock);
+	if (!left_dir[0]) {
+		pthread_mutex_unlock(&stale_lock);
+		return -1;
+	}
+	snprintf(p, sizeof(p), "%s/%016" PRIx64, left_dir, oid);
+	*epoch = left_epoch;
+	pthread_mutex_unlock(&stale_lock);
+	/* moved in meanwhile: ENOENT, and the index has it */
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	return fd;
+}
+
 int store_read_stale(uint64_t oid, void *buf, uint32_t len, uint32_t off,
 		     uint32_t *stale_epoch)
 {
-	uint32_t epoch = newest_stale(oid), size;
+	uint32_t epoch, size;
 	char p[4400];
 	int fd, ret;
 
-	if (!epoch)
-		return SD_RES_NO_OBJ;
+	fd = open_left(oid, &epoch);
+	if (fd < 0) {
+		epoch = newest_stale(oid);
+		if (!epoch)
+			return SD_RES_NO_OBJ;
+		stale_path(p, sizeof(p), oid, epoch);
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return store_err_to_res(errno);
+	}
 	*stale_epoch = epoch;
-	stale_path(p, sizeof(p), oid, epoch);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return store_err_to_res(errno);
 	size = csum_layout(fd);
 	if (!size) {
 		ret = SD_RES_EIO;
@@ -283,8 +476,7 @@ int store_list_stale(uint64_t *oids, uint32_t *epochs, size_t max)
 	return (int)n;
 }
 
-/* the oids of the stale copies (they are offered to recovery too) */
-int store_for_each_stale(int (*fn)(uint64_t oid, void *arg), void *arg)
+static int for_each_indexed(int (*fn)(uint64_t oid, void *arg), void *arg)
 {
 	size_t max = 0, n;
 	uint64_t *oids;
@@ -306,6 +498,37 @@ int store_for_each_stale(int (*fn)(uint64_t oid, void *arg), void *arg)
 	return ret;
 }
 
+/* the copies in a store left behind, not moved in yet */
+static int for_each_left(int (*fn)(uint64_t oid, void *arg), void *arg)
+{
+	char left[4400];
+	struct dirent *de;
+	int ret = 0;
+	DIR *d;
+
+	pthread_mutex_lock(&stale_lock);
+	snprintf(left, sizeof(left), "%s", left_dir);
+	pthread_mutex_unlock(&stale_lock);
+	if (!left[0] || !(d = opendir(left)))
+		return 0;
+	while (!ret && (de = readdir(d))) {
+		uint64_t oid;
+
+		if (!store_parse_oid(de->d_name, &oid))
+			ret = fn(oid, arg);
+	}
+	closedir(d);
+	return ret;
+}
+
+/* the oids of the stale copies (they are offered to recovery too) */
+int store_for_each_stale(int (*fn)(uint64_t oid, void *arg), void *arg)
+{
+	int ret = for_each_left(fn, arg);
+
+	return ret ? ret : for_each_indexed(fn, arg);
+}
+
 int store_purge_stale(void)
 {
 	char p[4400];
@@ -316,6 +539,9 @@ int store_purge_stale(void)
 	rmdir_r(p);
 	ret = mkdir_p(p) ? SD_RES_EIO : SD_RES_SUCCESS;
 	index_clear();
+	/* what a rejoin left and the worker has not moved in is stale too */
+	if (left_dir[0])
+		rmdir_r(left_dir);
 	pthread_mutex_unlock(&stale_lock);
 	return ret;
 }

@@ -60,6 +60,13 @@ const char *store_dir(void);
 
 /* the stale area (cluster.md §7.2): superseded copies, kept by epoch */
 int store_move_to_stale(uint64_t oid, uint32_t epoch);
+/*
+ * Every object becomes a stale copy of @epoch at once (O(1): the object
+ * directory is swapped); store_drain_left() then moves the old files into
+ * the stale area, in a worker; stale reads see them meanwhile
+ */
+int store_stale_all(uint32_t epoch);
+uint64_t store_drain_left(void);
 /* read the newest stale copy of @oid */
 int store_read_stale(uint64_t oid, void *buf, uint32_t len, uint32_t off,
 		     uint32_t *stale_epoch);

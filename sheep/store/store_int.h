@@ -11,6 +11,11 @@
 void store_set_dir(const char *base);
 void store_obj_path(char *buf, size_t len, uint64_t oid);
 int store_err_to_res(int err);
+/* an object file's name: 16 hex digits; 0 and *oid, or -1 */
+int store_parse_oid(const char *name, uint64_t *oid);
+/* stale.c: the whole store left behind (plain.c's store_stale_all) */
+int stale_swap_dir(uint32_t epoch);
+bool stale_left_pending(void);
 /* csum.c: per-4 KiB CRC32C kept after the data in each object file */
 #define CSUM_BLOCK	4096U
 void csum_init(void);

@@ -254,6 +254,81 @@ static void test_stale_index_rebuilt(void **state)
 	assert_int_equal(store_nr_stale(), 1);
 }
 
+#define OID2	UINT64_C(0x00abcdef00000008)
+
+static int count_cb(uint64_t oid, void *arg)
+{
+	(*(int *)arg)++;
+	return 0;
+}
+
+/*
+ * A rejoin makes every object stale at once: the working store is empty
+ * at once, the stale copies read (the left-behind one first: it is the
+ * newest) before and after the worker's drain, and are listed for
+ * recovery; the drain keeps one copy per object.
+ */
+static void test_stale_all_swap_and_drain(void **state)
+{
+	uint32_t epoch = 0;
+	int n = 0, w = 0;
+
+	assert_int_equal(store_purge_stale(), SD_RES_SUCCESS);
+	assert_int_equal(store_create(OID, OBJ, a, OBJ, 0, false), 0);
+	assert_int_equal(store_move_to_stale(OID, 3), SD_RES_SUCCESS);
+	assert_int_equal(store_create(OID, OBJ, b, OBJ, 0, false), 0);
+	assert_int_equal(store_create(OID2, OBJ, a, OBJ, 0, false), 0);
+	/* with what earlier tests left */
+	assert_int_equal(store_for_each(count_cb, &w), 0);
+	assert_true(w >= 2);
+	assert_int_equal(store_stale_all(6), SD_RES_SUCCESS);
+	assert_int_equal(store_exist(OID), SD_RES_NO_OBJ);
+	assert_int_equal(store_exist(OID2), SD_RES_NO_OBJ);
+	assert_int_equal(store_for_each(count_cb, &n), 0);
+	assert_int_equal(n, 0);
+	/* not drained yet: the copy of the rejoin, epoch 6, not epoch 3's */
+	assert_int_equal(store_read_stale(OID, got, OBJ, 0, &epoch), 0);
+	assert_int_equal(epoch, 6);
+	assert_memory_equal(got, b, OBJ);
+	assert_int_equal(store_for_each_stale(count_cb, &n), 0);
+	assert_true(n >= w);
+	/* a new working copy beside them */
+	assert_int_equal(store_create(OID2, OBJ, b, OBJ, 0, false), 0);
+	assert_int_equal(store_drain_left(), w);
+	assert_int_equal(nr_stale_files(), w);
+	assert_int_equal(store_read_stale(OID, got, OBJ, 0, &epoch), 0);
+	assert_int_equal(epoch, 6);
+	assert_memory_equal(got, b, OBJ);
+	assert_int_equal(store_read_stale(OID2, got, OBJ, 0, &epoch), 0);
+	assert_memory_equal(got, a, OBJ);
+	assert_int_equal(store_read(OID2, got, OBJ, 0), SD_RES_SUCCESS);
+	assert_memory_equal(got, b, OBJ);
+	assert_int_equal(store_drain_left(), 0);
+	assert_int_equal(store_remove(OID2), SD_RES_SUCCESS);
+}
+
+/* a swap that a crash left undrained is finished at start-up */
+static void test_stale_all_leftover_at_init(void **state)
+{
+	char p[300];
+	uint32_t epoch = 0;
+	struct stat st;
+	int w = 0;
+
+	assert_int_equal(store_purge_stale(), SD_RES_SUCCESS);
+	assert_int_equal(store_create(OID, OBJ, a, OBJ, 0, false), 0);
+	assert_int_equal(store_for_each(count_cb, &w), 0);
+	assert_int_equal(store_stale_all(8), SD_RES_SUCCESS);
+	/* the daemon dies here: a restart moves it in before serving */
+	assert_int_equal(store_init(base, true), 0);
+	snprintf(p, sizeof(p), "%s/obj.left.8", base);
+	assert_int_not_equal(stat(p, &st), 0);
+	assert_int_equal(nr_stale_files(), w);
+	assert_int_equal(store_read_stale(OID, got, OBJ, 0, &epoch), 0);
+	assert_int_equal(epoch, 8);
+	assert_memory_equal(got, a, OBJ);
+}
+
 /* a sparse object (an inode) written whole keeps its zero blocks as holes */
 static void test_sparse_create_keeps_holes(void **state)
 {
@@ -484,6 +559,8 @@ int main(void)
 		cmocka_unit_test(test_stale_keeps_newest),
 		cmocka_unit_test(test_stale_drop),
 		cmocka_unit_test(test_stale_index_rebuilt),
+		cmocka_unit_test(test_stale_all_swap_and_drain),
+		cmocka_unit_test(test_stale_all_leftover_at_init),
 		cmocka_unit_test(test_sparse_create_keeps_holes),
 		cmocka_unit_test(test_csum_detects_flip),
 		cmocka_unit_test(test_csum_unaligned_writes),
