@@ -10,29 +10,37 @@
  * next.  A sync covers every record appended before it started, because
  * records are appended in order under the lock.
  *
- * The journal is one file, written once with zeros at its size: a 64-byte header {"KELPIEJ1", le32
- * version 1, le32 0, le64 generation, le64 size} and records from byte 64:
- * a 40-byte header {le32 magic "KJR1", le32 CRC32C of the record with
- * this field 0, le64 generation, u8 type (1 write, 2 forget), 3 zero
- * bytes, le32 length, le64 oid, le32 offset, le32 0} and the data.  When
- * the next record does not fit, a checkpoint syncs every object written
- * since the last one (store_flush) and starts a new generation at byte
- * 64: records of older generations are never replayed.
+ * The journal is one file, written once with zeros at its size: a 64-byte
+ * header {"KELPIEJ2", le32 version 2, le32 0, le64 0, le64 size} and two
+ * halves of (size - 64) / 2 bytes.  A half opens with a 64-byte header
+ * {"KJHALF02", le64 generation, 0: retired} and holds records: a 40-byte
+ * header {le32 magic "KJR1", le32 CRC32C of the record with this field 0,
+ * le64 generation, u8 type (1 write, 2 forget), 3 zero bytes, le32
+ * length, le64 oid, le32 offset, le32 0} and the data.  When the next
+ * record does not fit its half, writing goes on in the other half under a
+ * new generation, and a checkpoint thread syncs every object written so
+ * far (store_flush) and then retires the full half.  Writers wait only if
+ * they fill the new half before that checkpoint is done.
  *
- * At start-up the records of the current generation are applied again in
- * order, up to the first that fails its checks (an append cut short by a
- * crash was never acknowledged), then a checkpoint.  This also repairs a
+ * At start-up the records of the live halves are applied again in the
+ * order of their generations, each half up to the first record that fails
+ * its checks (an append cut short by a crash was never acknowledged), then
+ * everything is synced and both halves retired.  A version 1 journal (one
+ * generation from byte 64) is still replayed.  This also repairs a
  * block whose data reached the disk without its checksum or the reverse.
  *
- * An object that has records in the journal and is then removed, replaced
+ * An object that has records in a live half and is then removed, replaced
  * or moved to the stale area is first synced, then "forgotten" with a
  * record of its own, so that no replay writes its old records into a later
- * object of the same id.
+ * object of the same id.  A half is retired on disk before its objects are
+ * no longer tracked, so that a forget is never skipped for records that a
+ * replay would still apply.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,9 +52,12 @@
 #include "util.h"
 #include "store_int.h"
 
-#define J_MAGIC		"KELPIEJ1"
-#define J_VERSION	1
+#define J_MAGIC_V1	"KELPIEJ1"
+#define J_MAGIC		"KELPIEJ2"
+#define J_VERSION	2
 #define J_HDR		64
+#define H_MAGIC		"KJHALF02"
+#define H_HDR		64
 #define R_MAGIC		0x31524a4bU	/* "KJR1" */
 #define R_HDR		40
 #define R_WRITE		1
@@ -62,12 +73,19 @@ struct jent {
 static pthread_mutex_t jlock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t jcond = PTHREAD_COND_INITIALIZER;
 static int jfd = -1;
-static uint64_t jsize, jpos, jgen;
+static uint64_t jsize, hsize, jpos, jgen;
 /* group commit: syncs started and finished; the last one that failed */
 static uint64_t sync_started, sync_done, sync_failed;
 static bool syncing;
-/* the objects with records in this generation */
-static struct jent *journaled[J_HASH];
+/* the half written now; per half: its generation, 0 when retired */
+static int active;
+static uint64_t half_gen[2];
+/* the objects with records in each half */
+static struct jent *journaled[2][J_HASH];
+/* the checkpoint thread: a half to retire, the last failure */
+static pthread_cond_t cp_cond = PTHREAD_COND_INITIALIZER;
+static pthread_t cp_thread;
+static bool cp_running, cp_stop, cp_busy[2], cp_error, cp_held;
 static uint64_t nr_checkpoints;
 /* the store's functions, handed in by journal_open (plain.c) */
 static const struct journal_store *jst;
@@ -82,40 +100,56 @@ static uint32_t crc(const void *p, size_t n, uint32_t seed)
 	return crc32_iscsi((unsigned char *)p, (int)n, seed);
 }
 
-static struct jent **slot(uint64_t oid)
+static struct jent **slot(int h, uint64_t oid)
 {
-	return &journaled[(oid ^ (oid >> 32)) % J_HASH];
+	return &journaled[h][(oid ^ (oid >> 32)) % J_HASH];
+}
+
+static bool in_half_locked(int h, uint64_t oid)
+{
+	for (struct jent *e = *slot(h, oid); e; e = e->next)
+		if (e->oid == oid)
+			return true;
+	return false;
 }
 
 static bool has_locked(uint64_t oid)
 {
-	for (struct jent *e = *slot(oid); e; e = e->next)
-		if (e->oid == oid)
-			return true;
-	return false;
+	return in_half_locked(0, oid) || in_half_locked(1, oid);
 }
 
 static void mark_locked(uint64_t oid)
 {
 	struct jent *e;
 
-	if (has_locked(oid))
+	if (in_half_locked(active, oid))
 		return;
 	e = xmalloc(sizeof(*e));
 	e->oid = oid;
-	e->next = *slot(oid);
-	*slot(oid) = e;
+	e->next = *slot(active, oid);
+	*slot(active, oid) = e;
+}
+
+static void clear_half_locked(int h)
+{
+	for (size_t i = 0; i < J_HASH; i++)
+		while (journaled[h][i]) {
+			struct jent *e = journaled[h][i];
+
+			journaled[h][i] = e->next;
+			free(e);
+		}
 }
 
 static void clear_locked(void)
 {
-	for (size_t i = 0; i < J_HASH; i++)
-		while (journaled[i]) {
-			struct jent *e = journaled[i];
+	clear_half_locked(0);
+	clear_half_locked(1);
+}
 
-			journaled[i] = e->next;
-			free(e);
-		}
+static uint64_t half_start(int h)
+{
+	return J_HDR + (uint64_t)h * hsize;
 }
 
 static void rec_header(uint8_t *h, uint8_t type, uint64_t oid, uint32_t len,
@@ -131,38 +165,118 @@ static void rec_header(uint8_t *h, uint8_t type, uint64_t oid, uint32_t len,
 	put_le32(h + 4, crc(data, len, crc(h, R_HDR, 0xffffffffU)));
 }
 
-static int write_header_locked(void)
+static int write_file_header(int fd, uint64_t size)
 {
 	uint8_t h[J_HDR] = { 0 };
 
 	memcpy(h, J_MAGIC, 8);
 	put_le32(h + 8, J_VERSION);
-	put_le64(h + 16, jgen);
-	put_le64(h + 24, jsize);
-	if (pwrite(jfd, h, J_HDR, 0) != J_HDR || fdatasync(jfd))
-		return SD_RES_EIO;
-	jpos = J_HDR;
-	return SD_RES_SUCCESS;
+	put_le64(h + 24, size);
+	return pwrite(fd, h, J_HDR, 0) == J_HDR ? 0 : -1;
 }
 
-/* everything journaled is in its object files and synced: start anew */
-static int checkpoint_locked(void)
+/* half @h's header with generation @gen (0: retired); not synced */
+static int write_half_header(int fd, int h, uint64_t gen)
 {
-	int ret = jst->flush();
+	uint8_t b[H_HDR] = { 0 };
 
+	memcpy(b, H_MAGIC, 8);
+	put_le64(b + 8, gen);
+	return pwrite(fd, b, H_HDR, (off_t)half_start(h)) == H_HDR ? 0 : -1;
+}
+
+/* the checkpoint thread: sync the objects, then retire the full half */
+static void retire(int h)
+{
+	uint64_t gen;
+	int ret;
+
+	pthread_mutex_lock(&jlock);
+	gen = half_gen[h];
+	pthread_mutex_unlock(&jlock);
+	ret = jst->flush();
+	pthread_mutex_lock(&jlock);
+	if (ret == SD_RES_SUCCESS && half_gen[h] == gen &&
+	    write_half_header(jfd, h, 0))
+		ret = SD_RES_EIO;
+	pthread_mutex_unlock(&jlock);
+	/* on disk before the half's objects are no longer tracked */
+	if (ret == SD_RES_SUCCESS && fdatasync(jfd))
+		ret = SD_RES_EIO;
+	pthread_mutex_lock(&jlock);
 	if (ret != SD_RES_SUCCESS) {
-		sd_err("journal checkpoint: cannot sync the objects");
-		return ret;
+		if (!cp_error)
+			sd_err("journal checkpoint: cannot sync the objects or "
+			       "retire the half: writers wait, retrying");
+		cp_error = true;
+	} else {
+		if (half_gen[h] == gen) {
+			half_gen[h] = 0;
+			clear_half_locked(h);
+		}
+		cp_busy[h] = false;
+		cp_error = false;
+		nr_checkpoints++;
+		sd_info("journal checkpoint %" PRIu64, nr_checkpoints);
 	}
+	pthread_cond_broadcast(&cp_cond);
+	pthread_mutex_unlock(&jlock);
+}
+
+static void *checkpointer(void *arg)
+{
+	pthread_mutex_lock(&jlock);
+	while (!cp_stop) {
+		int h = cp_busy[0] ? 0 : cp_busy[1] ? 1 : -1;
+
+		if (h < 0 || cp_held) {
+			pthread_cond_wait(&cp_cond, &jlock);
+			continue;
+		}
+		pthread_mutex_unlock(&jlock);
+		retire(h);
+		pthread_mutex_lock(&jlock);
+		if (cp_error && !cp_stop) {
+			/* a failing disk: try again in a second */
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec++;
+			pthread_cond_timedwait(&cp_cond, &jlock, &ts);
+		}
+	}
+	pthread_mutex_unlock(&jlock);
+	return NULL;
+}
+
+void journal_hold_checkpoints(bool hold)
+{
+	pthread_mutex_lock(&jlock);
+	cp_held = hold;
+	pthread_cond_broadcast(&cp_cond);
+	pthread_mutex_unlock(&jlock);
+}
+
+/*
+ * The active half is full: go on in the other one (once its checkpoint is
+ * done) under a new generation, and have the full one checkpointed.
+ */
+static int switch_half_locked(void)
+{
+	int other = !active;
+
+	while (cp_busy[other] && !cp_error)
+		pthread_cond_wait(&cp_cond, &jlock);
+	if (cp_busy[other])
+		return SD_RES_EIO;
+	if (write_half_header(jfd, other, jgen + 1))
+		return SD_RES_EIO;
 	jgen++;
-	ret = write_header_locked();
-	if (ret != SD_RES_SUCCESS) {
-		sd_err("journal checkpoint: cannot write the header: %m");
-		return ret;
-	}
-	clear_locked();
-	nr_checkpoints++;
-	sd_info("journal checkpoint %" PRIu64, nr_checkpoints);
+	half_gen[other] = jgen;
+	cp_busy[active] = true;
+	pthread_cond_broadcast(&cp_cond);
+	active = other;
+	jpos = half_start(active) + H_HDR;
 	return SD_RES_SUCCESS;
 }
 
@@ -175,8 +289,8 @@ static int append_locked(uint8_t type, uint64_t oid, const void *data,
 	};
 	int ret;
 
-	if (jpos + R_HDR + len > jsize) {
-		ret = checkpoint_locked();
+	if (jpos + R_HDR + len > half_start(active) + hsize) {
+		ret = switch_half_locked();
 		if (ret != SD_RES_SUCCESS)
 			return ret;
 	}
@@ -224,7 +338,7 @@ int journal_write(uint64_t oid, const void *buf, uint32_t len, uint32_t off)
 	 * and its older records forgotten, so that no replay writes them
 	 * over this newer data.
 	 */
-	if ((uint64_t)R_HDR + len > jsize - J_HDR) {
+	if ((uint64_t)R_HDR + len > hsize - H_HDR) {
 		ret = journal_forget(oid);
 		return ret == SD_RES_SUCCESS ? jst->sync_obj(oid) : ret;
 	}
@@ -255,15 +369,31 @@ int journal_forget(uint64_t oid)
 	return ret;
 }
 
+/* both halves anew, a new generation in half 0: nothing before applies */
+static int restart_halves_locked(void)
+{
+	jgen++;
+	if (write_half_header(jfd, 1, 0) || write_half_header(jfd, 0, jgen) ||
+	    fdatasync(jfd))
+		return SD_RES_EIO;
+	clear_locked();
+	half_gen[0] = jgen;
+	half_gen[1] = 0;
+	cp_busy[0] = cp_busy[1] = false;
+	active = 0;
+	jpos = half_start(0) + H_HDR;
+	return SD_RES_SUCCESS;
+}
+
 void journal_wiped(void)
 {
 	if (!journal_on())
 		return;
 	pthread_mutex_lock(&jlock);
-	jgen++;
-	if (write_header_locked() != SD_RES_SUCCESS)
+	while ((cp_busy[0] || cp_busy[1]) && !cp_error)
+		pthread_cond_wait(&cp_cond, &jlock);
+	if (restart_halves_locked() != SD_RES_SUCCESS)
 		sd_err("journal: cannot start a new generation: %m");
-	clear_locked();
 	pthread_mutex_unlock(&jlock);
 }
 
@@ -384,14 +514,59 @@ static int apply(int fd, const struct rec *recs, size_t n, size_t *applied)
 	return ret;
 }
 
-/* the records of the file's current generation, applied in order */
+/* the records of generation @gen from @pos to @end, appended to @recs */
+static void collect(int fd, uint64_t pos, uint64_t end, uint64_t gen,
+		    struct rec **recs, size_t *n, size_t *cap)
+{
+	uint8_t *buf = NULL;
+	uint32_t bcap = 0;
+	struct rec r;
+
+	/* one record's data in memory at a time */
+	while (read_rec(fd, pos, end, gen, &r, &buf, &bcap)) {
+		if (*n == *cap) {
+			*cap = *cap ? 2 * *cap : 1024;
+			*recs = xrealloc(*recs, *cap * sizeof(**recs));
+		}
+		(*recs)[(*n)++] = r;
+		pos = r.pos + r.len;
+	}
+	free(buf);
+}
+
+/* the live halves of a version 2 file, in the order of their generations */
+static uint64_t collect_halves(int fd, const uint8_t *h, uint64_t end,
+			       struct rec **recs, size_t *n, size_t *cap)
+{
+	uint64_t size = get_le64(h + 24), half, gen[2] = { 0, 0 };
+	uint8_t b[H_HDR];
+
+	if (size != end || size < J_HDR + 2 * H_HDR)
+		return 0;
+	half = (size - J_HDR) / 2;
+	for (int i = 0; i < 2; i++)
+		if (pread(fd, b, H_HDR, (off_t)(J_HDR + i * half)) == H_HDR &&
+		    !memcmp(b, H_MAGIC, 8))
+			gen[i] = get_le64(b + 8);
+	for (int k = 0; k < 2; k++) {
+		/* the older live half first */
+		int i = (gen[0] && (!gen[1] || gen[0] < gen[1])) ? k : !k;
+		uint64_t start = J_HDR + i * half;
+
+		if (gen[i])
+			collect(fd, start + H_HDR, start + half, gen[i], recs,
+				n, cap);
+	}
+	return gen[0] > gen[1] ? gen[0] : gen[1];
+}
+
+/* the records of the live generations, applied in order */
 static int replay_file(int fd)
 {
-	uint8_t h[J_HDR], *buf = NULL;
-	struct rec *recs = NULL, r;
+	uint8_t h[J_HDR];
+	struct rec *recs = NULL;
 	size_t n = 0, cap = 0, applied;
-	uint32_t bcap = 0;
-	uint64_t gen, pos = J_HDR, end;
+	uint64_t gen, end;
 	struct stat st;
 	int ret;
 
@@ -400,22 +575,17 @@ static int replay_file(int fd)
 	if (!st.st_size)
 		return 0;		/* new */
 	end = (uint64_t)st.st_size;
-	if (pread(fd, h, J_HDR, 0) != J_HDR || memcmp(h, J_MAGIC, 8) ||
-	    get_le32(h + 8) != J_VERSION) {
+	if (pread(fd, h, J_HDR, 0) != J_HDR)
+		return -1;
+	if (!memcmp(h, J_MAGIC_V1, 8) && get_le32(h + 8) == 1) {
+		gen = get_le64(h + 16);
+		collect(fd, J_HDR, end, gen, &recs, &n, &cap);
+	} else if (!memcmp(h, J_MAGIC, 8) && get_le32(h + 8) == J_VERSION) {
+		gen = collect_halves(fd, h, end, &recs, &n, &cap);
+	} else {
 		sd_err("the journal is not one of this version: not replayed");
 		return -1;
 	}
-	gen = get_le64(h + 16);
-	/* one record's data in memory at a time */
-	while (read_rec(fd, pos, end, gen, &r, &buf, &bcap)) {
-		if (n == cap) {
-			cap = cap ? 2 * cap : 1024;
-			recs = xrealloc(recs, cap * sizeof(*recs));
-		}
-		recs[n++] = r;
-		pos = r.pos + r.len;
-	}
-	free(buf);
 	ret = apply(fd, recs, n, &applied);
 	free(recs);
 	if (ret == SD_RES_SUCCESS)
@@ -486,12 +656,19 @@ int journal_open(const char *dir, uint64_t size,
 	}
 	jfd = fd;
 	jsize = size;
-	jgen++;
-	if (write_header_locked() != SD_RES_SUCCESS) {
+	hsize = (size - J_HDR) / 2;
+	if (write_file_header(fd, size) || restart_halves_locked()) {
 		sd_err("cannot write %s: %m", path);
 		jfd = -1;
 		goto fail;
 	}
+	cp_stop = false;
+	if (pthread_create(&cp_thread, NULL, checkpointer, NULL)) {
+		sd_err("cannot start the journal's checkpoint thread");
+		jfd = -1;
+		goto fail;
+	}
+	cp_running = true;
 	sd_notice("journal %s: %" PRIu64 " bytes", path, size);
 	return 0;
 fail:
@@ -501,6 +678,13 @@ fail:
 
 void journal_close(void)
 {
+	pthread_mutex_lock(&jlock);
+	cp_stop = true;
+	pthread_cond_broadcast(&cp_cond);
+	pthread_mutex_unlock(&jlock);
+	if (cp_running)
+		pthread_join(cp_thread, NULL);
+	cp_running = false;
 	pthread_mutex_lock(&jlock);
 	if (jfd >= 0)
 		close(jfd);

@@ -62,6 +62,8 @@ bool journal_on(void);
 int journal_write(uint64_t oid, const void *buf, uint32_t len, uint32_t off);
 /* before an object is removed, replaced or moved: no replay into a later */
 int journal_forget(uint64_t oid);
+/* tests: keep the checkpoint thread from retiring a full half */
+void journal_hold_checkpoints(bool hold);
 /* the store was wiped (format): nothing of the journal applies */
 void journal_wiped(void);
 

@@ -5,7 +5,8 @@
  * created again never gets its old records; a record cut short or damaged
  * at the end is not applied (it was never acknowledged); a block torn by
  * a crash under a partial write is rewritten, not refused; a full journal
- * checkpoints; records of an older generation are never replayed.
+ * checkpoints; records of an older generation are never replayed; the
+ * half checkpointed while writes go on in the other is replayed first.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -131,12 +132,12 @@ static void test_damaged_tail_ignored(void **state)
 	assert_int_equal(store_write(OID, b, 4096, 0, true), 0);
 	assert_int_equal(store_write(OID, c, 4096, 4096, true), 0);
 	lose(OID, a, 8192, 0);
-	/* the journal's last record ends at: 64 + 2 * (40 + 4096) */
+	/* half 0's records start at 64 + 64; the last ends 2 * (40 + 4096) on */
 	snprintf(p, sizeof(p), "%s/journal", base);
 	assert_int_equal(stat(p, &st), 0);
 	fd = open(p, O_WRONLY);
 	assert_true(fd >= 0);
-	assert_int_equal(pwrite(fd, "X", 1, 64 + 40 + 4096 + 40 + 100), 1);
+	assert_int_equal(pwrite(fd, "X", 1, 128 + 40 + 4096 + 40 + 100), 1);
 	close(fd);
 	restart();
 	/* block 0 replayed; block 1 keeps what the disk had */
@@ -190,6 +191,14 @@ static void test_torn_partial_block(void **state)
 	assert_int_equal(store_remove(OID), 0);
 }
 
+/* the checkpoint thread has retired a half since @cp (it runs apart) */
+static void wait_checkpoint(uint64_t cp)
+{
+	for (int i = 0; i < 500 && journal_checkpoints() <= cp; i++)
+		usleep(10000);
+	assert_true(journal_checkpoints() > cp);
+}
+
 static void test_checkpoint_and_generations(void **state)
 {
 	uint64_t cp = journal_checkpoints();
@@ -200,7 +209,7 @@ static void test_checkpoint_and_generations(void **state)
 		assert_int_equal(store_write(OID, i % 2 ? b : c, 4096,
 					     (uint32_t)(i % 256) * 4096, true),
 				 0);
-	assert_true(journal_checkpoints() > cp);
+	wait_checkpoint(cp);
 	restart();
 	assert_int_equal(store_read(OID, got, OBJ, 0), 0);
 	for (int blk = 0; blk < 256; blk++) {
@@ -222,6 +231,84 @@ static void test_checkpoint_and_generations(void **state)
 	assert_int_equal(store_remove(OID), 0);
 }
 
+/* half @h's generation, from its header (0: retired) */
+static uint64_t half_gen_on_disk(int h)
+{
+	char p[4400];
+	uint8_t b[16];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/journal", base);
+	fd = open(p, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, b, 16, 64 + h * ((JSIZE - 64) / 2)), 16);
+	close(fd);
+	assert_memory_equal(b, "KJHALF02", 8);
+	return (uint64_t)b[8] | (uint64_t)b[9] << 8 | (uint64_t)b[10] << 16 |
+	       (uint64_t)b[11] << 24;
+}
+
+/*
+ * Writes go on in the second half while the first is checkpointed; a
+ * crash before that checkpoint retired it replays both halves, the older
+ * first, and a FORGET in the newer half keeps the older half's records of
+ * that object out of its new life.
+ */
+static void test_two_halves_replayed_in_order(void **state)
+{
+	uint64_t cp = journal_checkpoints(), g1;
+
+	assert_int_equal(store_create(OID, OBJ, a, OBJ, 0, true), 0);
+	assert_int_equal(store_create(OID2, OBJ, a, OBJ, 0, true), 0);
+	assert_int_equal(store_write(OID2, b, 4096, 0, true), 0);
+	/* the crash comes before the full half is retired */
+	journal_hold_checkpoints(true);
+	/* ~126 records fill a half of a 1 MiB journal: 150 switch over */
+	for (int i = 0; i < 150; i++)
+		assert_int_equal(store_write(OID, i % 2 ? b : c, 4096,
+					     (uint32_t)i * 4096, true), 0);
+	/* OID2 removed and made again with the second half live */
+	assert_int_equal(store_remove(OID2), 0);
+	assert_int_equal(store_create(OID2, OBJ, c, OBJ, 0, true), 0);
+	g1 = half_gen_on_disk(1);
+	assert_true(g1 > 1);
+	assert_int_equal(half_gen_on_disk(0), g1 - 1);
+	assert_int_equal(journal_checkpoints(), cp);
+	/* the last writes of each half lost */
+	lose(OID, a, 4096, 0);
+	lose(OID, a, 4096, 149 * 4096);
+	restart();
+	journal_hold_checkpoints(false);
+	assert_int_equal(store_read(OID, got, OBJ, 0), 0);
+	for (int i = 0; i < 150; i++)
+		assert_memory_equal(got + i * 4096, i % 2 ? b : c, 4096);
+	assert_memory_equal(got + 150 * 4096, a, OBJ - 150 * 4096);
+	assert_int_equal(store_read(OID2, got, OBJ, 0), 0);
+	assert_memory_equal(got, c, OBJ);
+	assert_int_equal(store_remove(OID), 0);
+	assert_int_equal(store_remove(OID2), 0);
+}
+
+/* a checkpoint retires the full half: it is not replayed again */
+static void test_retired_half_not_replayed(void **state)
+{
+	uint64_t cp = journal_checkpoints();
+
+	assert_int_equal(store_create(OID, OBJ, a, OBJ, 0, true), 0);
+	for (int i = 0; i < 150; i++)
+		assert_int_equal(store_write(OID, b, 4096,
+					     (uint32_t)i * 4096, true), 0);
+	wait_checkpoint(cp);
+	assert_int_equal(half_gen_on_disk(0), 0);
+	/* block 0 back to c behind the store (its CRC kept): stays c */
+	lose(OID, c, 4096, 0);
+	restart();
+	assert_int_equal(store_read(OID, got, 4096, 4096), 0);
+	assert_memory_equal(got, b, 4096);
+	assert_int_not_equal(store_read(OID, got, 4096, 0), 0);
+	assert_int_equal(store_remove(OID), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -230,6 +317,8 @@ int main(void)
 		cmocka_unit_test(test_damaged_tail_ignored),
 		cmocka_unit_test(test_torn_partial_block),
 		cmocka_unit_test(test_checkpoint_and_generations),
+		cmocka_unit_test(test_two_halves_replayed_in_order),
+		cmocka_unit_test(test_retired_half_not_replayed),
 	};
 
 	return cmocka_run_group_tests_name("journal", tests, setup, teardown);
