@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -440,7 +441,14 @@ static int sync_each(const uint64_t *oids, size_t nr, bool dir, size_t *done)
  * durable: a few written objects one fdatasync each, many at once by one
  * syncfs() (cheaper than one disk flush per object), never syncfs() on
  * FUSE.  What fails stays in the set for the next flush.
+ *
+ * One flush at a time: a flush that took the set before us may still be
+ * syncing objects we need; taking the (then empty) set and returning at
+ * once would report them durable too early.  After it, what it failed
+ * to sync is back in the set, and we sync it.
  */
+static pthread_mutex_t flush_lock = PTHREAD_MUTEX_INITIALIZER;
+
 int store_flush(void)
 {
 	size_t nr, done = 0;
@@ -450,6 +458,7 @@ int store_flush(void)
 
 	if (store_nosync)
 		return SD_RES_SUCCESS;
+	pthread_mutex_lock(&flush_lock);
 	oids = dirty_take(&nr, &dir);
 	if (nr > FLUSH_EACH_MAX && !store_on_fuse)
 		ret = syncfs(dir_fd) ? store_err_to_res(errno) : SD_RES_SUCCESS;
@@ -457,6 +466,7 @@ int store_flush(void)
 		ret = sync_each(oids, nr, dir, &done);
 	if (ret != SD_RES_SUCCESS)
 		dirty_restore(oids + done, nr - done, dir);
+	pthread_mutex_unlock(&flush_lock);
 	free(oids);
 	return ret;
 }
