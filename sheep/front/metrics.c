@@ -175,11 +175,23 @@ void metrics_start(void)
 	snap_tick(&snap_timer);
 }
 
+/*
+ * GET_METRICS, on the main loop: a fresh snapshot at most once per
+ * SNAP_INTERVAL_MS (it walks the VDI table), so that a client asking in
+ * a loop cannot make the loop do that walk every time
+ */
 int metrics_text(char *buf, size_t len)
 {
-	struct metrics_snap m;
+	static struct metrics_snap m;
+	static uint64_t at;
+	uint64_t now = now_msec();
 
-	take_snapshot(&m);
+	if (!at || now >= at + SNAP_INTERVAL_MS) {
+		take_snapshot(&m);
+		at = now;
+	} else if (!sys.gateway) {
+		copy_objects(&m);
+	}
 	return metrics_format(&m, buf, len);
 }
 
