@@ -62,13 +62,19 @@ static void new_epoch(void)
 	}
 }
 
+/*
+ * The same ring: the same nodes with the same vnode counts.  A count that
+ * differs (capacity-weighted vnodes computed anew, say after an upgrade
+ * from a daemon that gave every node 128) needs an epoch and a recovery
+ * just as a node that came or went.
+ */
 static bool same_nodes(const struct sd_node *a, size_t na,
 		       const struct sd_node *b, size_t nb)
 {
 	if (na != nb)
 		return false;
 	for (size_t i = 0; i < na; i++)
-		if (node_cmp(&a[i], &b[i]))
+		if (node_cmp(&a[i], &b[i]) || a[i].nr_vnodes != b[i].nr_vnodes)
 			return false;
 	return true;
 }
