@@ -309,6 +309,29 @@ static void test_retired_half_not_replayed(void **state)
 	assert_int_equal(store_remove(OID), 0);
 }
 
+/* a resize of the file cut short left zeros: nothing to replay, it starts */
+static void test_zeroed_file_starts(void **state)
+{
+	char p[4400];
+	uint8_t zero[64] = { 0 };
+	int fd;
+
+	store_journal_close();
+	snprintf(p, sizeof(p), "%s/journal", base);
+	fd = open(p, O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, zero, sizeof(zero), 0), 64);
+	close(fd);
+	assert_int_equal(store_journal_init(base, JSIZE), 0);
+	assert_int_equal(store_create(OID, OBJ, a, OBJ, 0, true), 0);
+	assert_int_equal(store_write(OID, b, 4096, 0, true), 0);
+	lose(OID, a, 4096, 0);
+	restart();
+	assert_int_equal(store_read(OID, got, 4096, 0), 0);
+	assert_memory_equal(got, b, 4096);
+	assert_int_equal(store_remove(OID), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -319,6 +342,7 @@ int main(void)
 		cmocka_unit_test(test_checkpoint_and_generations),
 		cmocka_unit_test(test_two_halves_replayed_in_order),
 		cmocka_unit_test(test_retired_half_not_replayed),
+		cmocka_unit_test(test_zeroed_file_starts),
 	};
 
 	return cmocka_run_group_tests_name("journal", tests, setup, teardown);
