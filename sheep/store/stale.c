@@ -189,7 +189,14 @@ int stale_swap_dir(uint32_t epoch)
 		ret = -1;	/* the caller drains the one before first */
 		goto out;
 	}
-	if (rename(store_dir(), left) || mkdir(store_dir(), 0755)) {
+	if (rename(store_dir(), left)) {
+		ret = -1;
+		goto out;
+	}
+	if (mkdir(store_dir(), 0755)) {
+		/* the store stays where it was: the caller moves one by one */
+		if (rename(left, store_dir()))
+			sd_emerg("cannot put %s back: %m", store_dir());
 		ret = -1;
 		goto out;
 	}
