@@ -725,8 +725,10 @@ int group_format(const struct sd_req *req, const char *store)
 	cs->shutdown_clean = false;
 	cs->status = SD_STATUS_OK;
 	/* the members as announced, weighed afresh for the new cluster */
-	set_epoch_nodes(announced, 0);
-	take_members(announced, nr_announced);
+	if (announced) {
+		set_epoch_nodes(announced, 0);
+		take_members(announced, nr_announced);
+	}
 	new_epoch();
 	recover_pending = false;
 	config_save();
