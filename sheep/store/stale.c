@@ -178,6 +178,32 @@ static int move_in_locked(const char *from, uint64_t oid, uint32_t epoch)
  * moves the old files in later, in a worker.  Until then a stale lookup
  * looks there first: those copies are newer than any in the stale area.
  */
+/*
+ * The store's own files (names starting with a dot: the checksum upgrade
+ * marker; .stale is moved first) go back into the new object directory:
+ * without the marker the next start would take the store for one
+ * written without checksums.
+ */
+static void keep_hidden(const char *left)
+{
+	char from[4500], to[4500];
+	struct dirent *de;
+	DIR *d = opendir(left);
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] != '.' || !strcmp(de->d_name, ".") ||
+		    !strcmp(de->d_name, "..") || !strcmp(de->d_name, ".stale"))
+			continue;
+		snprintf(from, sizeof(from), "%s/%s", left, de->d_name);
+		snprintf(to, sizeof(to), "%s/%s", store_dir(), de->d_name);
+		if (rename(from, to))
+			sd_err("cannot move %s back: %m", from);
+	}
+	closedir(d);
+}
+
 int stale_swap_dir(uint32_t epoch)
 {
 	char left[4200], from[4300], to[4400];
@@ -204,6 +230,7 @@ int stale_swap_dir(uint32_t epoch)
 	stale_dir(to, sizeof(to));
 	if (rename(from, to) && mkdir_p(to))
 		ret = -1;
+	keep_hidden(left);
 	snprintf(left_dir, sizeof(left_dir), "%s", left);
 	left_epoch = epoch;
 out:

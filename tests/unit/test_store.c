@@ -270,6 +270,7 @@ static int count_cb(uint64_t oid, void *arg)
  */
 static void test_stale_all_swap_and_drain(void **state)
 {
+	char p[300];
 	uint32_t epoch = 0;
 	int n = 0, w = 0;
 
@@ -282,6 +283,9 @@ static void test_stale_all_swap_and_drain(void **state)
 	assert_int_equal(store_for_each(count_cb, &w), 0);
 	assert_true(w >= 2);
 	assert_int_equal(store_stale_all(6), SD_RES_SUCCESS);
+	/* the checksum marker stays with the store (else: an upgrade again) */
+	snprintf(p, sizeof(p), "%s/obj/.csum-v1", base);
+	assert_int_equal(access(p, F_OK), 0);
 	assert_int_equal(store_exist(OID), SD_RES_NO_OBJ);
 	assert_int_equal(store_exist(OID2), SD_RES_NO_OBJ);
 	assert_int_equal(store_for_each(count_cb, &n), 0);
