@@ -453,9 +453,15 @@ static int init_self(const char *myaddr, long zone, bool local)
 		n->zone = (uint32_t)sys.port;
 	else
 		n->zone = get_le32(n->nid.addr + 12);
+	/*
+	 * The capacity that weighs the vnodes: the size of the store's file
+	 * system (Sheepdog takes its free space at first start, so nodes
+	 * sharing one file system differ by what was written between their
+	 * starts, and every membership change then moves data among them)
+	 */
 	if (!sys.gateway && !n->space &&
 	    store_stat(&size, &free_bytes) == SD_RES_SUCCESS)
-		n->space = free_bytes;
+		n->space = size;
 	if (sys.gateway)
 		n->space = 0;
 	return 0;

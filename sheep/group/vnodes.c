@@ -117,15 +117,15 @@ struct reweigh {
 
 static bool reweighing;
 
-/* what this node could hold: free bytes plus what the store takes */
+/* the capacity, as at start-up: the size of the store's file system */
 static void measure_work(struct work *w)
 {
 	struct reweigh *r = container_of(w, struct reweigh, work);
-	uint64_t size, free_bytes, used;
+	uint64_t size, free_bytes;
 
-	if (store_stat(&size, &free_bytes) || store_bytes_used(&used))
+	if (store_stat(&size, &free_bytes))
 		return;
-	r->capacity = free_bytes + used;
+	r->capacity = size;
 }
 
 static void announce(uint64_t capacity)

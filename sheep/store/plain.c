@@ -492,35 +492,6 @@ int store_for_each(int (*fn)(uint64_t oid, void *arg), void *arg)
 	return ret;
 }
 
-/*
- * Bytes the working objects take on disk (allocated blocks), and the
- * stale copies: with the free bytes, what the node could hold (dog
- * cluster reweight).  Walks the store: not for the main loop.
- */
-int store_bytes_used(uint64_t *bytes)
-{
-	DIR *d = opendir(store_dir());
-	struct dirent *de;
-	uint64_t n, stale;
-	struct stat st;
-
-	if (!d)
-		return SD_RES_EIO;
-	*bytes = 0;
-	while ((de = readdir(d))) {
-		uint64_t oid;
-
-		if (store_parse_oid(de->d_name, &oid) ||
-		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW))
-			continue;
-		*bytes += (uint64_t)st.st_blocks * 512;
-	}
-	closedir(d);
-	store_stale_usage(&n, &stale);
-	*bytes += stale;
-	return SD_RES_SUCCESS;
-}
-
 int store_wipe(void)
 {
 	fdc_drop_all();

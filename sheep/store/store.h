@@ -54,8 +54,6 @@ int store_wipe(void);
 int store_stat(uint64_t *size, uint64_t *free_bytes);
 /* call @fn for every stored object id; stops when @fn returns non-zero */
 int store_for_each(int (*fn)(uint64_t oid, void *arg), void *arg);
-/* allocated bytes of the objects and stale copies (a walk: off the loop) */
-int store_bytes_used(uint64_t *bytes);
 const char *store_dir(void);
 
 /* the stale area (cluster.md §7.2): superseded copies, kept by epoch */

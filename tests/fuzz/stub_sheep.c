@@ -112,7 +112,6 @@ WEAK int store_exist(uint64_t oid) { return SD_RES_NO_OBJ; }
 WEAK int store_flush(void) { return SD_RES_EIO; }
 WEAK int store_wipe(void) { return SD_RES_SUCCESS; }
 WEAK int store_stat(uint64_t *size, uint64_t *free_bytes) { return -1; }
-WEAK int store_bytes_used(uint64_t *bytes) { return -1; }
 WEAK int store_for_each(int (*fn)(uint64_t oid, void *arg), void *arg)
 { return -1; }
 WEAK int store_for_each_stale(int (*fn)(uint64_t oid, void *arg), void *arg)
