@@ -136,7 +136,7 @@ add "functional" "$p" "$f" "$s"
 # ---- 4. the cluster tests again, under the corosync driver
 if [ $# -eq 0 ]; then
 	coro_dir=$(mktemp -d "${TMPDIR:-/tmp}/kelpie-coro.XXXXXX")
-	want=${KELPIE_COROSYNC_TESTS:-"001 003 004 005 006 009 010 011 012 013 014 015 016 017"}
+	want=${KELPIE_COROSYNC_TESTS:-"001 003 004 005 006 009 010 011 012 013 014 015 016 017 118 119"}
 	tests=()
 	for t in $want; do
 		[ -f "tests/functional/$t" ] && tests+=("$t")
