@@ -130,12 +130,13 @@ ldflags_backup()
 }
 ldflags_dog_reply()
 {
-	printf -- '-Wl,--wrap=%s ' send recv net_connect net_connect_addr
+	printf -- '-Wl,--wrap=%s ' send recv net_connect net_connect_addr \
+		ring_build
 }
 
 ldflags_snapshot()
 {
-	ldflags_dog_reply
+	printf -- '-Wl,--wrap=%s ' send recv net_connect net_connect_addr
 }
 
 build_one()
