@@ -37,22 +37,12 @@ static struct cluster_opts {
 static int node_cluster_info(const struct sd_node *n,
 			     struct cluster_info_hdr *c)
 {
-	uint8_t *buf = xzalloc(SD_CLUSTER_INFO_SIZE);
-	struct sd_req req;
-	struct sd_rsp rsp;
-	int ret = -1;
+	uint32_t result;
 
-	sd_init_req(&req, SD_OP_CLUSTER_INFO);
-	req.data_length = SD_CLUSTER_INFO_SIZE;
-	req.epoch = sd_epoch;
-	if (!dog_exec_node(&n->nid, &req, buf, SD_CLUSTER_INFO_SIZE, &rsp) &&
-	    rsp.result == SD_RES_SUCCESS &&
-	    rsp.data_length >= sizeof(struct cluster_info_hdr)) {
-		cinfo_hdr_decode(c, buf);
-		ret = 0;
-	}
-	free(buf);
-	return ret;
+	if (dog_cluster_info(&n->nid, c, &result) ||
+	    result != SD_RES_SUCCESS)
+		return -1;
+	return 0;
 }
 
 /* every storage node must agree with -V about fixed or auto vnodes */

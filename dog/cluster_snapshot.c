@@ -620,22 +620,12 @@ static int snapshot_show(int argc, char **argv)
  */
 static uint16_t vnode_mode_flags(void)
 {
-	uint8_t *buf = xzalloc(SD_CLUSTER_INFO_SIZE);
 	struct cluster_info_hdr c;
-	uint16_t flags = SD_CLUSTER_FLAG_AUTO_VNODES;
-	struct sd_req req;
-	struct sd_rsp rsp;
+	uint32_t result;
 
-	sd_init_req(&req, SD_OP_CLUSTER_INFO);
-	req.data_length = SD_CLUSTER_INFO_SIZE;
-	if (!dog_exec(&req, buf, SD_CLUSTER_INFO_SIZE, &rsp) &&
-	    rsp.result == SD_RES_SUCCESS &&
-	    rsp.data_length >= sizeof(struct cluster_info_hdr)) {
-		cinfo_hdr_decode(&c, buf);
-		flags = c.flags & SD_CLUSTER_FLAG_AUTO_VNODES;
-	}
-	free(buf);
-	return flags;
+	if (dog_cluster_info(NULL, &c, &result) || result != SD_RES_SUCCESS)
+		return SD_CLUSTER_FLAG_AUTO_VNODES;
+	return c.flags & SD_CLUSTER_FLAG_AUTO_VNODES;
 }
 
 static int make_fs(const struct log_hdr *h)

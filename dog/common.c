@@ -193,6 +193,41 @@ int dog_exec_node(const struct node_id *nid, struct sd_req *req, void *data,
 	return ret;
 }
 
+/*
+ * The cluster_info header of the node @nid (asked with the epoch of the
+ * node list being walked), or of the sheep of -a/-p when @nid is NULL.
+ * Returns -1 when no reply came (after printing why), else 0 with the
+ * result in *@result; *@c is filled when that is SD_RES_SUCCESS (a reply
+ * too short to hold the header reads as SD_RES_EIO).
+ */
+int dog_cluster_info(const struct node_id *nid, struct cluster_info_hdr *c,
+		     uint32_t *result)
+{
+	uint8_t *buf = xzalloc(SD_CLUSTER_INFO_SIZE);
+	struct sd_req req;
+	struct sd_rsp rsp;
+	int ret;
+
+	sd_init_req(&req, SD_OP_CLUSTER_INFO);
+	req.data_length = SD_CLUSTER_INFO_SIZE;
+	if (nid) {
+		req.epoch = sd_epoch;
+		ret = dog_exec_node(nid, &req, buf, SD_CLUSTER_INFO_SIZE, &rsp);
+	} else {
+		ret = dog_exec(&req, buf, SD_CLUSTER_INFO_SIZE, &rsp);
+	}
+	if (!ret) {
+		*result = rsp.result;
+		if (rsp.result == SD_RES_SUCCESS &&
+		    rsp.data_length < sizeof(struct cluster_info_hdr))
+			*result = SD_RES_EIO;
+		if (*result == SD_RES_SUCCESS)
+			cinfo_hdr_decode(c, buf);
+	}
+	free(buf);
+	return ret;
+}
+
 /* a request without payload whose only interesting output is the result */
 int dog_light_req(struct sd_req *req)
 {

@@ -85,6 +85,8 @@ int dog_exec_alloc(struct sd_req *req, uint32_t max_len, void **data,
 int dog_exec_node(const struct node_id *nid, struct sd_req *req, void *data,
 		  uint32_t buf_len, struct sd_rsp *rsp);
 int dog_light_req(struct sd_req *req);
+int dog_cluster_info(const struct node_id *nid, struct cluster_info_hdr *c,
+		     uint32_t *result);
 void dog_close(void);
 int update_node_list(void);
 const struct vnode_ring *dog_ring(void);

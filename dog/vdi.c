@@ -106,33 +106,21 @@ int new_vdi(const struct new_vdi *nv, uint32_t *vid)
 /* the cluster's default object size shift from CLUSTER_INFO */
 static int default_block_shift(const char *name, uint8_t *shift)
 {
-	uint8_t *buf = xzalloc(SD_CLUSTER_INFO_SIZE);
 	struct cluster_info_hdr c;
-	struct sd_req req;
-	struct sd_rsp rsp;
-	int ret = EXIT_FAILURE;
+	uint32_t result;
 
-	sd_init_req(&req, SD_OP_CLUSTER_INFO);
-	req.data_length = SD_CLUSTER_INFO_SIZE;
-	if (dog_exec(&req, buf, SD_CLUSTER_INFO_SIZE, &rsp))
-		goto out;
-	if (rsp.result != SD_RES_SUCCESS) {
+	if (dog_cluster_info(NULL, &c, &result))
+		return EXIT_FAILURE;
+	if (result == SD_RES_SUCCESS && !c.ctime)
+		result = SD_RES_WAIT_FOR_FORMAT;
+	if (result != SD_RES_SUCCESS) {
 		fprintf(stderr, "Failed to create VDI %s: %s\n", name,
-			sd_strerror(rsp.result));
-		goto out;
-	}
-	cinfo_hdr_decode(&c, buf);
-	if (!c.ctime) {
-		fprintf(stderr, "Failed to create VDI %s: %s\n", name,
-			sd_strerror(SD_RES_WAIT_FOR_FORMAT));
-		goto out;
+			sd_strerror(result));
+		return EXIT_FAILURE;
 	}
 	*shift = c.block_size_shift ? c.block_size_shift :
 		 SD_DEFAULT_BLOCK_SIZE_SHIFT;
-	ret = 0;
-out:
-	free(buf);
-	return ret;
+	return 0;
 }
 
 /* -P: create every data object empty and point the index at it */
