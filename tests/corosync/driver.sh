@@ -55,8 +55,8 @@ mkdir -p build
 $CC -std=gnu11 -D_GNU_SOURCE -Iinclude -Isheep -Wall -Wextra -Werror \
 	-Wno-unused-parameter -fsanitize=address,undefined -g \
 	-Dcdrv_local=cdrv_corosync -o "$BIN" tests/unit/local_driver_harness.c \
-	sheep/group/corosync.c lib/event.c lib/util.c lib/log.c lib/hash.c \
-	lib/proto.c -lcpg -lquorum -lpthread -lm || {
+	sheep/group/corosync.c sheep/group/procgroup.c lib/event.c \
+	lib/util.c lib/log.c lib/hash.c lib/proto.c -lcpg -lquorum -lpthread -lm || {
 	echo "build failed"
 	echo "0 passed, 1 failed"
 	exit 1
