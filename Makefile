@@ -6,7 +6,7 @@ DESTDIR ?=
 CC ?= cc
 
 DEB_PKGS := build-essential pkg-config liburcu-dev libcmocka-dev libssl-dev \
-	libcpg-dev libquorum-dev corosync \
+	libcpg-dev libquorum-dev corosync zookeeper libzookeeper-mt-dev \
 	e2fsprogs util-linux procps psmisc bc libfuse3-dev fuse3 \
 	qemu-utils qemu-system-x86 fio python3 iproute2 nftables clang \
 	libclang-rt-dev libisal-dev logrotate
@@ -27,7 +27,8 @@ PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 FUSE_PKGS := fuse3
 FUSE_CFLAGS = $(shell pkg-config --cflags $(FUSE_PKGS) 2>/dev/null)
 FUSE_LIBS = $(shell pkg-config --libs $(FUSE_PKGS) 2>/dev/null)
-LDLIBS := -lpthread -lm
+# libzookeeper-mt has no pkg-config file
+LDLIBS := -lzookeeper_mt -lpthread -lm
 
 SAN_FLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=undefined
@@ -102,7 +103,8 @@ deps:
 
 deps-quiet:
 	@pkg-config --exists $(PKGS) $(FUSE_PKGS) && \
-		[ -f /usr/include/cmocka.h ] || \
+		[ -f /usr/include/cmocka.h ] && \
+		[ -f /usr/include/zookeeper/zookeeper.h ] || \
 		$(MAKE) --no-print-directory deps
 
 unit: all $(UNIT_BINS)

@@ -4,13 +4,17 @@
 # Run every Kelpie test suite (what `make check` runs after building):
 #   1. each cmocka binary build/tests/test_* (every test case counts),
 #   2. each tests/unit/*.sh script (ends with "N passed, N failed[, N skipped]"),
-#   3. tests/functional/run.sh (same summary line).
+#   3. tests/functional/run.sh (same summary line),
+#   4./5. the cluster tests of tests/functional again under the corosync
+#      and the zookeeper driver (when no arguments are given; a driver
+#      that cannot run here counts its tests as skipped).
 # Prints a result line per suite and ends with exactly one line
 # "N passed, N failed" or "N passed, N failed, N skipped" (totals); exits 1
 # if anything failed.
 #
 # Environment: KELPIE_UNIT_TIMEOUT (seconds per unit binary/script, default
-# 600); arguments are passed on to tests/functional/run.sh.
+# 600), KELPIE_COROSYNC_TESTS and KELPIE_ZOOKEEPER_TESTS (the tests of 4.
+# and 5.); arguments are passed on to tests/functional/run.sh.
 
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -102,11 +106,13 @@ for sc in "${scripts[@]}"; do
 	add "$name" "$p" "$f" "$s"
 done
 
-# ---- 2b. corosync driver tests (they start or reuse a corosync themselves)
+# ---- 2b. corosync and zookeeper driver tests (they start or reuse a
+# corosync, or start a private ZooKeeper with tests/zookeeper/start.sh,
+# themselves)
 for sc in tests/corosync/smoke.sh tests/corosync/driver.sh \
-	tests/corosync/partition.sh; do
+	tests/corosync/partition.sh tests/zookeeper/driver.sh; do
 	[ -f "$sc" ] || continue
-	name=corosync/$(basename "$sc")
+	name=${sc#tests/}
 	echo "== running $name"
 	timeout -k 10 "$UNIT_TIMEOUT" bash "$sc" </dev/null >"$out" 2>&1
 	rc=$?
@@ -165,6 +171,44 @@ if [ $# -eq 0 ]; then
 	fi
 	add "functional (corosync)" "$p" "$f" "$s"
 	rm -rf "$coro_dir"
+fi
+
+# ---- 5. the cluster tests again, under the zookeeper driver (a private
+# standalone ZooKeeper on 127.0.0.1, see tests/zookeeper/start.sh)
+if [ $# -eq 0 ]; then
+	zk_dir=$(mktemp -d "${TMPDIR:-/tmp}/kelpie-zk.XXXXXX")
+	want=${KELPIE_ZOOKEEPER_TESTS:-"001 003 004 005 006 009 010 011 012 013 014 015 016 017 118 119"}
+	tests=()
+	for t in $want; do
+		[ -f "tests/functional/$t" ] && tests+=("$t")
+	done
+	bash tests/zookeeper/start.sh "$zk_dir" >"$out" 2>&1
+	rc=$?
+	if [ $rc -eq 0 ]; then
+		zk_port=$(tail -n 1 "$out")
+		echo "== running functional tests under zookeeper" \
+			"(127.0.0.1:$zk_port): ${tests[*]}"
+		KELPIE_DRIVER=zookeeper KELPIE_ZK_ADDR=127.0.0.1:$zk_port \
+			bash tests/functional/run.sh "${tests[@]}" \
+			</dev/null 2>&1 | tee "$out"
+		rc=${PIPESTATUS[0]}
+		bash tests/zookeeper/stop.sh "$zk_dir" >/dev/null 2>&1
+		read -r p f s <<<"$(summary_counts "$out")"
+		p=${p:-0} f=${f:-0} s=${s:-0}
+		if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+			echo "   functional/run.sh under zookeeper exited with $rc"
+			f=1
+		fi
+	elif [ $rc -eq 77 ]; then
+		echo "== zookeeper cannot run here: $(tail -n 1 "$out")"
+		p=0 f=0 s=${#tests[@]}
+	else
+		echo "== zookeeper did not start:"
+		tail -n 15 "$out" | sed 's/^/   | /'
+		p=0 f=1 s=0
+	fi
+	add "functional (zookeeper)" "$p" "$f" "$s"
+	rm -rf "$zk_dir"
 fi
 
 echo

@@ -69,5 +69,6 @@ struct cluster_handlers {
 
 extern struct cluster_driver cdrv_local;
 extern struct cluster_driver cdrv_corosync;
+extern struct cluster_driver cdrv_zookeeper;
 
 #endif

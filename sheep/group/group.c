@@ -858,6 +858,8 @@ static struct cluster_driver *find_driver(const char *driver,
 		return &cdrv_local;
 	if (n == 8 && !strncmp(driver, "corosync", n))
 		return &cdrv_corosync;
+	if (n == 9 && !strncmp(driver, "zookeeper", n))
+		return &cdrv_zookeeper;
 	sd_err("unknown cluster driver '%.*s'", (int)n, driver);
 	return NULL;
 }

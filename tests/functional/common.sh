@@ -347,11 +347,27 @@ wait_for_recovery()
 
 # the -c argument of this test's sheep: KELPIE_DRIVER=corosync runs the
 # test under corosync (a corosync must be running: tests/corosync/start.sh),
-# in a CPG group of its own so that tests never see each other's nodes
+# in a CPG group of its own so that tests never see each other's nodes;
+# KELPIE_DRIVER=zookeeper runs it under the ZooKeeper at KELPIE_ZK_ADDR
+# (HOST:PORT, e.g. from tests/zookeeper/start.sh), in a cluster (znode
+# /kelpie-<test dir>) of its own, with sessions of KELPIE_ZK_SESSION seconds
+# (default 4).  The cluster id is one znode name: characters other than
+# letters, digits, '-', '_' and '.' in the directory name become '_', and
+# it is cut at 64 characters (run.sh's kelpie-NNN.XXXXXX needs neither).
 cluster_driver()
 {
+	local id
+	id=kelpie-$(basename "$T")
 	case ${KELPIE_DRIVER:-local} in
-	corosync) echo "corosync:kelpie-$(basename "$T")" ;;
+	corosync) echo "corosync:$id" ;;
+	zookeeper)
+		[ -n "${KELPIE_ZK_ADDR:-}" ] ||
+			_fail "KELPIE_DRIVER=zookeeper needs KELPIE_ZK_ADDR=HOST:PORT" \
+				"(tests/zookeeper/start.sh starts a server)"
+		id=${id//[!A-Za-z0-9_.-]/_}
+		id=${id:0:64}
+		echo "zookeeper:$KELPIE_ZK_ADDR/$id,timeout=${KELPIE_ZK_SESSION:-4}"
+		;;
 	*) echo "local:$T/cluster" ;;
 	esac
 }
