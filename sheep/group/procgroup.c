@@ -1261,11 +1261,12 @@ void pg_process(void)
 		struct pg_event *e = list_first_entry(&st.events,
 						      struct pg_event, list);
 
-		list_del(&e->list);
+		/* off the list only once handled: a fatal stop leaves it */
 		if (e->confchg)
 			on_confchg(e);
 		else
 			on_message(e);
+		list_del(&e->list);
 		event_free(e);
 		if (st.synced)
 			check_grant();

@@ -18,7 +18,7 @@ cd "$(dirname "$0")/../.." || exit 1
 CC=${FUZZ_CC:-clang}
 OUT=build/fuzz
 OBJ=$OUT/obj
-ALL="request nbd proto backup cluster_msg dog_reply snapshot"
+ALL="request nbd proto backup cluster_msg dog_reply snapshot procgroup"
 
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all"
 CFLAGS="-g -O1 -fno-omit-frame-pointer $SAN -std=gnu11 -D_GNU_SOURCE \
@@ -115,6 +115,12 @@ srcs_cluster_msg()
 		sheep/group/group.c sheep/group/vnodes.c sheep/ops/ops.c \
 		sheep/ops/validate.c \
 		sheep/state/cluster.c sheep/state/vdi.c
+}
+
+srcs_procgroup()
+{
+	echo tests/fuzz/fuzz_procgroup.c lib/proto.c lib/util.c lib/log.c \
+		lib/event.c lib/hash.c
 }
 
 # extra link options of a harness

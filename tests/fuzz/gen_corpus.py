@@ -482,9 +482,30 @@ def gen_snapshot():
           le("H", 8) + b"KFTRUNK0")
 
 
+# ---- fuzz_procgroup ----
+
+def gen_procgroup():
+    """
+    operation streams (fuzz_procgroup.c): a founder alone; a joiner of
+    three members that are decided for by a member; a member that blocks
+    """
+    loop = bytes([0x03])
+    # who 0; confchg members [0] joined [0]; our JOIN, ACCEPT go round
+    founder = bytes([0]) + bytes([0x00, 1, 0x00, 0, 1, 0x00]) + loop * 3
+    write("procgroup", "founder", founder)
+    # we are 2; members 0, 1 before us; 0 accepts us with a snapshot
+    joiner = bytes([2]) + bytes([0x00, 3, 0x00, 0x01, 0x02, 0, 1, 0x02])
+    accept = bytes([0x02, 1, 2, 2, 0, 0, 8, 0x10, 0x11]) + bytes(8)
+    write("procgroup", "joiner", joiner + loop + accept + loop)
+    # the founder notifies, blocks, unblocks and leaves
+    ops = bytes([0x04 | 8, 0x04 | 1 << 3 | 0, 0x05, 0x04 | 2 << 3,
+                 0x04 | 3 << 3])
+    write("procgroup", "member-ops", founder + ops + loop * 4)
+
+
 def main():
     for h in ("request", "nbd", "proto", "backup", "cluster_msg",
-              "dog_reply", "snapshot"):
+              "dog_reply", "snapshot", "procgroup"):
         shutil.rmtree(os.path.join(CORPUS, h), ignore_errors=True)
     gen_request()
     gen_nbd()
@@ -493,6 +514,7 @@ def main():
     gen_cluster_msg()
     gen_dog_reply()
     gen_snapshot()
+    gen_procgroup()
     for h in sorted(os.listdir(CORPUS)):
         print("%-12s %3d seeds" % (h, len(os.listdir(os.path.join(CORPUS,
                                                                    h)))))
