@@ -177,7 +177,12 @@ fi
 # standalone ZooKeeper on 127.0.0.1, see tests/zookeeper/start.sh)
 if [ $# -eq 0 ]; then
 	zk_dir=$(mktemp -d "${TMPDIR:-/tmp}/kelpie-zk.XXXXXX")
-	want=${KELPIE_ZOOKEEPER_TESTS:-"001 003 004 005 006 009 010 011 012 013 014 015 016 017 118 119"}
+	# the membership tests (join, format, a death mid-write, shutdown
+	# and restart, rejoin, reweight, a refused joiner); the whole
+	# corosync list passes under ZooKeeper too (KELPIE_ZOOKEEPER_TESTS=
+	# "001 003 ... 119"), but with its session timeouts it takes 15
+	# minutes, which make check cannot spare
+	want=${KELPIE_ZOOKEEPER_TESTS:-"001 005 006 016 118 119"}
 	tests=()
 	for t in $want; do
 		[ -f "tests/functional/$t" ] && tests+=("$t")
