@@ -442,6 +442,9 @@ static int init_self(const char *myaddr, long zone, bool local)
 		fprintf(stderr, "invalid address '%s'\n", myaddr);
 		return -1;
 	}
+	if (!myaddr && !local)
+		sd_warn("advertising 127.0.0.1: sheep on other hosts cannot "
+			"reach this one (give -y ADDR)");
 	n->nid.port = (uint16_t)sys.port;
 	if (sys.gateway)
 		n->nr_vnodes = 0;

@@ -113,7 +113,8 @@ static struct zk_state {
 	/* set at init, read-only afterwards */
 	char hosts[1024];
 	char root[ZK_MAX_CLUSTER + 2];
-	int timeout;		/* seconds */
+	int timeout;		/* seconds, asked for */
+	uint64_t timeout_ms;	/* what the ensemble granted */
 	struct event_loop *loop;
 	int efd;
 	bool inited;
@@ -802,7 +803,7 @@ static bool session_ok(void)
 	pthread_mutex_lock(&zs.lock);
 	ok = !zs.expired &&
 	     (zs.connected ||
-	      now_msec() - zs.disconnected_at < (uint64_t)zs.timeout * 1000);
+	      now_msec() - zs.disconnected_at < zs.timeout_ms);
 	pthread_mutex_unlock(&zs.lock);
 	return ok;
 }
@@ -915,6 +916,12 @@ static bool is_connected(void)
 	return c;
 }
 
+/* the library's own messages go to sheep's log */
+static void zk_log(const char *message)
+{
+	sd_warn("ZooKeeper client: %s", message);
+}
+
 /* connect (bounded by the session timeout) and create the tree */
 static int zk_connect(void)
 {
@@ -923,8 +930,8 @@ static int zk_connect(void)
 	int rc;
 
 	zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
-	zs.zh = zookeeper_init(zs.hosts, session_watcher, zs.timeout * 1000,
-			       NULL, NULL, 0);
+	zs.zh = zookeeper_init2(zs.hosts, session_watcher, zs.timeout * 1000,
+				NULL, NULL, 0, zk_log);
 	if (!zs.zh) {
 		sd_err("zookeeper: cannot set up a session with %s: %m",
 		       zs.hosts);
@@ -939,6 +946,12 @@ static int zk_connect(void)
 		usleep(50 * 1000);
 	}
 	zs.me = (uint64_t)zoo_client_id(zs.zh)->client_id;
+	/* the ensemble bounds what we ask (its min and max session timeout) */
+	zs.timeout_ms = (uint64_t)zoo_recv_timeout(zs.zh);
+	if (zs.timeout_ms != (uint64_t)zs.timeout * 1000)
+		sd_warn("zookeeper: the ensemble grants sessions of %" PRIu64
+			" ms, not the %d s asked for", zs.timeout_ms,
+			zs.timeout);
 	rc = zoo_create(zs.zh, zs.root, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0,
 			NULL, 0);
 	if (rc == ZNODEEXISTS)
@@ -982,7 +995,8 @@ static int zk_init(const char *option, struct event_loop *loop,
 		goto fail;
 	zs.inited = true;
 	sd_info("zookeeper driver: %s, cluster %s, session %016" PRIx64
-		", timeout %d s", zs.hosts, zs.root, zs.me, zs.timeout);
+		", timeout %" PRIu64 " ms", zs.hosts, zs.root, zs.me,
+		zs.timeout_ms);
 	return 0;
 fail:
 	if (zs.zh)
