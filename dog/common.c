@@ -818,6 +818,16 @@ bool confirm_prompt(const char *prompt)
 	return !strncasecmp(line, "yes", 3);
 }
 
+/* 0-100: a sheep that reports more used than its size shows 100 */
+int use_percent(uint64_t used, uint64_t size)
+{
+	if (!size)
+		return 0;
+	if (used >= size)
+		return 100;
+	return (int)((double)used * 100 / (double)size);
+}
+
 /* print @caution and ask whether to continue */
 bool confirm(const char *caution)
 {

@@ -143,6 +143,7 @@ int parse_snapshot(const char *s, uint32_t *snapid, char *tag);
 int parse_block_shift(const char *s, uint8_t *shift);
 void print_size_error(const char *s);
 bool confirm(const char *caution);
+int use_percent(uint64_t used, uint64_t size);
 bool confirm_prompt(const char *prompt);
 /* a bar on the terminal; on stderr when stdout carries data */
 extern bool progress_on_stderr;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * dog node list|info|kill|recovery|stat|log|format (dog.md §3).
+ * dog node list|info|kill|recovery|stat|log|vnodes|format (dog.md §3);
+ * node md is in node_md.c.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -13,17 +14,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "dog.h"
+#include "node_md.h"
 #include "node_metrics.h"
 #include "net.h"
 #include "proto.h"
 #include "util.h"
 
-static struct node_opts {
-	bool progress;
-	bool local;
-	bool watch;
-	bool metrics;
-} nopt;
+struct node_opts nopt;
 
 static int node_list(int argc, char **argv)
 {
@@ -47,15 +44,6 @@ static int node_list(int argc, char **argv)
 
 /* ---- node info ---- */
 
-/* 0-100: a sheep that reports more used than its size shows 100 */
-static int use_pct(uint64_t used, uint64_t size)
-{
-	if (!size)
-		return 0;
-	if (used >= size)
-		return 100;
-	return (int)((double)used * 100 / (double)size);
-}
 
 static void add_current_size(uint32_t vid, const struct sd_inode_header *h,
 			     const uint32_t *index, uint32_t nr, void *data)
@@ -73,10 +61,10 @@ static void print_info_row(const char *id, uint64_t size, uint64_t used,
 	fmt_size(used, b, sizeof(b));
 	fmt_size(avail, c, sizeof(c));
 	if (raw_output)
-		printf("%s %s %s %s %d%%", id, a, b, c, use_pct(used, size));
+		printf("%s %s %s %s %d%%", id, a, b, c, use_percent(used, size));
 	else
 		printf("%s\t%s\t%s\t%s\t%3d%%", id, a, b, c,
-		       use_pct(used, size));
+		       use_percent(used, size));
 }
 
 static int node_info(int argc, char **argv)
@@ -695,6 +683,12 @@ static int node_parser(int ch, const char *arg)
 	case 'm':
 		nopt.metrics = true;
 		break;
+	case 'A':
+		nopt.all = true;
+		break;
+	case 'f':
+		nopt.force = true;
+		break;
 	}
 	return 0;
 }
@@ -706,6 +700,8 @@ static const struct sd_option node_options[] = {
 	  "print the statistics and their rates every second" },
 	{ 'm', "metrics", false, NULL,
 	  "print every counter of the sheep (what --http serves)" },
+	{ 'A', "all", false, NULL, "md info of every node" },
+	{ 'f', "force", false, NULL, "do not ask for confirmation" },
 	{ 0, NULL, false, NULL, NULL },
 };
 
@@ -724,6 +720,8 @@ static const struct subcommand node_cmds[] = {
 	  log_cmds, 0, 0, NULL },
 	{ "vnodes", NULL, "aphT", "change the number of vnodes of the node",
 	  vnodes_cmds, 0, 0, NULL },
+	{ "md", NULL, "aprAfhT", "show, plug or unplug the disks of the node",
+	  node_md_cmds, 0, 0, NULL },
 	{ "format", "<dir> <plain|tree>", "aphT",
 	  "write the store name into <dir>/node_config", NULL, 0, 2,
 	  node_format },

@@ -5,6 +5,7 @@
  * with the matching status, so scripts can rely on "sheep returned 0".
  */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <malloc.h>
@@ -33,6 +34,7 @@
 #include "state/cluster.h"
 #include "state/epoch.h"
 #include "state/vdi.h"
+#include "ops/md.h"
 #include "store/store.h"
 
 static const char *pidfile;
@@ -74,7 +76,7 @@ static const struct option long_opts[] = {
 static void usage(FILE *f)
 {
 	fprintf(f,
-"Usage: sheep [OPTION]... [BASE_DIR]\n"
+"Usage: sheep [OPTION]... [BASE_DIR[,DISK_DIR...]]\n"
 "Kelpie storage daemon (Sheepdog compatible).\n\n"
 "      --admin-from CIDR[,CIDR...]  serve admin requests (format, shutdown,\n"
 "                         kill, copies, recovery control, log level) only\n"
@@ -123,7 +125,8 @@ static void usage(FILE *f)
 "  -y, --myaddr ADDR      address advertised to the cluster\n"
 "  -z, --zone N           failure zone (default: from the address; the\n"
 "                         local driver gives every node its own zone)\n"
-"BASE_DIR defaults to /tmp.\n");
+"BASE_DIR defaults to /tmp.  With DISK_DIRs (multi-disk), the objects\n"
+"are spread over DISK_DIR/obj of each, not kept in BASE_DIR/obj.\n");
 }
 
 /*
@@ -433,6 +436,60 @@ static int lock_base(void)
 	return 0;
 }
 
+/* the disks of BASE,DIR1,DIR2... (absolute), "" for BASE/obj alone */
+static char disk_list[MD_MAX_DISKS * (PATH_MAX + 1)];
+
+/* an absolute path for @dir, made if it does not exist */
+static int abs_dir(const char *dir, char *out)
+{
+	if (realpath(dir, out))
+		return 0;
+	if (mkdir_p(dir) || !realpath(dir, out)) {
+		fprintf(stderr, "cannot use %s: %m\n", dir);
+		return -1;
+	}
+	return 0;
+}
+
+/* BASE[,DIR...] (cluster.md §2.5): BASE keeps the node's own files */
+static int parse_dirs(const char *arg)
+{
+	char *copy = xstrdup(arg), *comma = strchr(copy, ','), *tok, *save;
+	char path[PATH_MAX];
+	int n = 0, ret = -1;
+
+	if (comma)
+		*comma = 0;
+	if (abs_dir(copy, sys.base))
+		goto out;
+	disk_list[0] = 0;
+	for (tok = comma ? strtok_r(comma + 1, ",", &save) : NULL; tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (++n > MD_MAX_DISKS) {
+			fprintf(stderr, "at most %d disks\n", MD_MAX_DISKS);
+			goto out;
+		}
+		if (abs_dir(tok, path))
+			goto out;
+		if (disk_list[0])
+			strcat(disk_list, ",");
+		strcat(disk_list, path);
+	}
+	if (comma && !n) {
+		fprintf(stderr, "'%s': no disk after the ','\n", arg);
+		goto out;
+	}
+	if (n && sys.gateway) {
+		fprintf(stderr, "a gateway (-g) stores no objects: give no "
+			"disks\n");
+		goto out;
+	}
+	ret = 0;
+out:
+	free(copy);
+	return ret;
+}
+
 static int init_self(const char *myaddr, long zone, bool local)
 {
 	struct sd_node *n = &sys.self;
@@ -609,13 +666,8 @@ int main(int argc, char **argv)
 	}
 	if (check_option_pairs())
 		return 1;
-	if (!realpath(optind < argc ? argv[optind] : "/tmp", sys.base)) {
-		if (mkdir_p(optind < argc ? argv[optind] : "/tmp") ||
-		    !realpath(argv[optind], sys.base)) {
-			fprintf(stderr, "cannot use %s: %m\n", argv[optind]);
-			return 1;
-		}
-	}
+	if (parse_dirs(optind < argc ? argv[optind] : "/tmp"))
+		return 1;
 	if (lock_base())
 		return 1;
 	if (lo.dst == LOG_DST_SYSLOG && lo.fmt == LOG_FMT_JSON) {
@@ -653,7 +705,7 @@ int main(int argc, char **argv)
 	flush_init();
 	vdi_init_bitmaps();
 	refcount_init();
-	if (!sys.gateway && store_init(sys.base, sys.nosync))
+	if (!sys.gateway && store_init_disks(sys.base, disk_list, sys.nosync))
 		goto fail;
 	if (journal.size &&
 	    store_journal_init(journal.dir ? journal.dir : sys.base,
@@ -670,6 +722,7 @@ int main(int argc, char **argv)
 	if (nbd_init(bindaddr))
 		goto fail;
 	peer_init();
+	md_watch_start();
 	ops_set_metrics_hooks(&metrics_hooks);
 	if (group_init(driver, &group_hooks))
 		goto fail;

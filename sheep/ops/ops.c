@@ -16,6 +16,7 @@
 #include "group/vnodes.h"
 #include "gw/gw.h"
 #include "net/peer.h"
+#include "ops/md.h"
 #include "ops/ops.h"
 #include "ops/validate.h"
 #include "recovery/recovery.h"
@@ -876,6 +877,17 @@ static const struct sd_op ops[256] = {
 		.checks = OPV_PAYLOAD | OPV_ADMIN, .max_len = 8 },
 	[SD_OP_EXIST] = { .name = "EXIST", .type = OP_LOCAL, .force = true,
 		.work_fn = peer_work, .checks = OPV_OBJ },
+	[SD_OP_MD_INFO] = { .name = "MD_INFO", .type = OP_LOCAL,
+		.force = true, .work_fn = md_info_work,
+		.max_len = MD_MAX_DISKS * 4120 + 8 },
+	[SD_OP_MD_PLUG] = { .name = "MD_PLUG", .type = OP_LOCAL,
+		.force = true, .main_fn = md_change,
+		.work_fn = md_change_work, .checks = OPV_PAYLOAD | OPV_ADMIN,
+		.max_len = 65536 },
+	[SD_OP_MD_UNPLUG] = { .name = "MD_UNPLUG", .type = OP_LOCAL,
+		.force = true, .main_fn = md_change,
+		.work_fn = md_change_work, .checks = OPV_PAYLOAD | OPV_ADMIN,
+		.max_len = 65536 },
 	[SD_OP_GET_HASH] = { .name = "GET_HASH", .type = OP_LOCAL,
 		.main_fn = local_get_hash, .work_fn = local_get_hash_work,
 		.checks = OPV_OBJ },

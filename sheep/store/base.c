@@ -13,21 +13,25 @@
 #include "store.h"
 #include "store_int.h"
 
-static char obj_dir[4096];
+/* the first disk's object directory, for messages */
+static char first_dir[MD_PATH_MAX + 8];
 
-void store_set_dir(const char *base)
+void store_note_first_dir(void)
 {
-	snprintf(obj_dir, sizeof(obj_dir), "%s/obj", base);
+	md_dir(md_next(-1), first_dir, sizeof(first_dir));
 }
 
 const char *store_dir(void)
 {
-	return obj_dir;
+	return first_dir;
 }
 
+/* where @oid is, or where it would be created */
 void store_obj_path(char *buf, size_t len, uint64_t oid)
 {
-	snprintf(buf, len, "%s/%016" PRIx64, obj_dir, oid);
+	int slot = md_locate(oid);
+
+	md_path(buf, len, slot >= 0 ? slot : md_disk_of(oid), oid, "");
 }
 
 int store_parse_oid(const char *name, uint64_t *oid)
@@ -40,9 +44,21 @@ int store_parse_oid(const char *name, uint64_t *oid)
 	return *end ? -1 : 0;
 }
 
+static bool io_error_seen;
+
+bool store_md_io_error_seen(void)
+{
+	return __atomic_exchange_n(&io_error_seen, false, __ATOMIC_RELAXED);
+}
+
 int store_err_to_res(int err)
 {
 	switch (err) {
+	case EIO:
+	case EROFS:
+		/* a disk may be failing: the next check probes them all */
+		__atomic_store_n(&io_error_seen, true, __ATOMIC_RELAXED);
+		return SD_RES_EIO;
 	case ENOENT:
 		return SD_RES_NO_OBJ;
 	case ENOSPC:

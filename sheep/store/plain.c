@@ -3,6 +3,8 @@
  * Plain file-per-object store.  Creates go through "<oid>.tmp" and
  * rename() so that a crash never leaves a half-written object under its
  * final name; the directory is fsynced so that the rename itself survives.
+ * The objects are spread over the node's disks (md.c): a new object goes
+ * to the disk the ring picks, an existing one is used where it is.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -24,33 +26,27 @@
 #include "util.h"
 
 static bool store_nosync;
-static bool store_on_fuse;	/* syncfs() never reaches a FUSE file system */
 
-#define FUSE_MAGIC	0x65735546
-/* a flush of more written objects than this is one syncfs() */
+/* a flush of more written objects than this is one syncfs() per disk */
 #define FLUSH_EACH_MAX	2
 
-static int dir_fd = -1;
+#define for_each_disk(s) for (int s = md_next(-1); s >= 0; s = md_next(s))
 
-static void obj_path(char *buf, size_t len, uint64_t oid, const char *sfx)
+static int remove_tmp_files(int slot)
 {
-	snprintf(buf, len, "%s/%016" PRIx64 "%s", store_dir(), oid, sfx);
-}
-
-
-static int remove_tmp_files(void)
-{
-	DIR *d = opendir(store_dir());
+	char dir[MD_PATH_MAX + 8], p[MD_PATH_MAX + 300];
 	struct dirent *de;
-	char p[4400];
+	DIR *d;
 
+	md_dir(slot, dir, sizeof(dir));
+	d = opendir(dir);
 	if (!d)
 		return -1;
 	while ((de = readdir(d))) {
 		size_t l = strlen(de->d_name);
 
 		if (l > 4 && !strcmp(de->d_name + l - 4, ".tmp")) {
-			snprintf(p, sizeof(p), "%s/%s", store_dir(), de->d_name);
+			snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
 			unlink(p);
 		}
 	}
@@ -58,39 +54,64 @@ static int remove_tmp_files(void)
 	return 0;
 }
 
-static bool is_fuse(int fd)
+static int init_disk(int slot, bool nosync)
 {
-	struct statfs st;
+	char dir[MD_PATH_MAX + 8];
 
-	return !fstatfs(fd, &st) && st.f_type == FUSE_MAGIC;
+	md_dir(slot, dir, sizeof(dir));
+	if (store_upgrade(slot, nosync)) {
+		sd_err("cannot add checksums to the objects in %s: %m", dir);
+		return -1;
+	}
+	if (md_on_fuse(slot))
+		sd_notice("%s is on FUSE: a flush syncs each written object",
+			  dir);
+	return remove_tmp_files(slot);
+}
+
+int store_init_disks(const char *base, const char *disks, bool nosync)
+{
+	store_nosync = nosync;
+	csum_init();
+	if (md_init(base, disks))
+		return -1;
+	store_note_first_dir();
+	for_each_disk(s)
+		if (init_disk(s, nosync))
+			return -1;
+	if (stale_init()) {
+		sd_err("cannot set up the stale area: %m");
+		return -1;
+	}
+	return 0;
 }
 
 int store_init(const char *base, bool nosync)
 {
-	store_set_dir(base);
-	store_nosync = nosync;
-	csum_init();
-	if (mkdir_p(store_dir())) {
-		sd_err("cannot create %s: %m", store_dir());
-		return -1;
+	return store_init_disks(base, NULL, nosync);
+}
+
+/* the object @oid open, from the fd cache: on its disk, wherever it is */
+static struct fdc_ent *obj_get(uint64_t oid)
+{
+	int first = md_disk_of(oid);
+	struct fdc_ent *e;
+	char p[MD_PATH_MAX + 32];
+
+	md_path(p, sizeof(p), first, oid, "");
+	e = fdc_get(oid, p);
+	if (e || errno != ENOENT || !md_multi())
+		return e;
+	for_each_disk(s) {
+		if (s == first)
+			continue;
+		md_path(p, sizeof(p), s, oid, "");
+		e = fdc_get(oid, p);
+		if (e || errno != ENOENT)
+			return e;
 	}
-	if (store_upgrade(nosync)) {
-		sd_err("cannot add checksums to the objects in %s: %m",
-		       store_dir());
-		return -1;
-	}
-	if (stale_init()) {
-		sd_err("cannot set up %s/.stale: %m", store_dir());
-		return -1;
-	}
-	dir_fd = open(store_dir(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dir_fd < 0)
-		return -1;
-	store_on_fuse = is_fuse(dir_fd);
-	if (store_on_fuse)
-		sd_notice("%s is on FUSE: a flush syncs each written object",
-			  store_dir());
-	return remove_tmp_files();
+	errno = ENOENT;
+	return NULL;
 }
 
 /* the data size of the object open in @e, from its checksum trailer */
@@ -110,13 +131,11 @@ static uint32_t size_of(uint64_t oid, struct fdc_ent *e)
 
 int store_read(uint64_t oid, void *buf, uint32_t len, uint32_t off)
 {
-	char p[4400];
 	struct fdc_ent *e;
 	uint32_t size, n = len;
 	int ret;
 
-	obj_path(p, sizeof(p), oid, "");
-	e = fdc_get(oid, p);
+	e = obj_get(oid);
 	if (!e)
 		return store_err_to_res(errno);
 	size = size_of(oid, e);
@@ -142,13 +161,11 @@ out:
 int store_write(uint64_t oid, const void *buf, uint32_t len, uint32_t off,
 		bool sync)
 {
-	char p[4400];
 	struct fdc_ent *e;
 	uint32_t size;
 	int ret;
 
-	obj_path(p, sizeof(p), oid, "");
-	e = fdc_get(oid, p);
+	e = obj_get(oid);
 	if (!e)
 		return store_err_to_res(errno);
 	size = size_of(oid, e);
@@ -169,12 +186,10 @@ out:
 
 static int store_sync_obj(uint64_t oid)
 {
-	char p[4400];
 	struct fdc_ent *e;
 	int ret = SD_RES_SUCCESS;
 
-	obj_path(p, sizeof(p), oid, "");
-	e = fdc_get(oid, p);
+	e = obj_get(oid);
 	if (!e)
 		return store_err_to_res(errno);
 	if (!store_nosync && fdatasync(fdc_fd(e)))
@@ -217,14 +232,12 @@ bool store_journaled(void)
 
 int store_repair(uint64_t oid, const void *good, uint32_t len, int *nr)
 {
-	char p[4400];
 	struct fdc_ent *e;
 	uint32_t size;
 	int ret = SD_RES_SUCCESS;
 
 	*nr = 0;
-	obj_path(p, sizeof(p), oid, "");
-	e = fdc_get(oid, p);
+	e = obj_get(oid);
 	if (!e)
 		return store_err_to_res(errno);
 	size = size_of(oid, e);
@@ -236,7 +249,7 @@ int store_repair(uint64_t oid, const void *good, uint32_t len, int *nr)
 	}
 	if (size != len)
 		return SD_RES_INVALID_PARMS;
-	e = fdc_get(oid, p);
+	e = obj_get(oid);
 	if (!e)
 		return store_err_to_res(errno);
 	*nr = csum_repair(fdc_fd(e), oid, size, good);
@@ -253,11 +266,21 @@ uint64_t store_nr_mismatches(void)
 	return csum_mismatches();
 }
 
-static int sync_dir(void)
+static int sync_dir(int slot)
 {
 	if (store_nosync)
 		return 0;
-	return fsync(dir_fd);
+	return fsync(md_dir_fd(slot));
+}
+
+static int sync_all_dirs(void)
+{
+	int ret = 0;
+
+	for_each_disk(s)
+		if (sync_dir(s))
+			ret = -1;
+	return ret;
 }
 
 /*
@@ -310,16 +333,20 @@ static int create_obj(uint64_t oid, uint32_t obj_size, const void *buf,
 		      uint32_t len, uint32_t off, bool sync, bool replace)
 {
 	static unsigned long tmp_seq;
-	char tmp[4400], p[4400], sfx[32];
-	int fd, ret = SD_RES_SUCCESS;
+	char tmp[MD_PATH_MAX + 64], p[MD_PATH_MAX + 32], sfx[32];
+	int fd, slot, ret = SD_RES_SUCCESS;
 
 	if ((uint64_t)off + len > obj_size)
 		return SD_RES_INVALID_PARMS;
+	/* an object that exists is replaced where it is: one copy per node */
+	slot = md_locate(oid);
+	if (slot < 0)
+		slot = md_disk_of(oid);
 	/* a temporary name of its own: concurrent creates never share one */
 	snprintf(sfx, sizeof(sfx), ".%lu.tmp",
 		 __atomic_fetch_add(&tmp_seq, 1, __ATOMIC_RELAXED));
-	obj_path(tmp, sizeof(tmp), oid, sfx);
-	obj_path(p, sizeof(p), oid, "");
+	md_path(tmp, sizeof(tmp), slot, oid, sfx);
+	md_path(p, sizeof(p), slot, oid, "");
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return store_err_to_res(errno);
@@ -365,7 +392,7 @@ static int create_obj(uint64_t oid, uint32_t obj_size, const void *buf,
 	fdc_drop(oid);
 	if (!sync && !store_nosync)
 		dirty_dir();
-	else if (sync && sync_dir())
+	else if (sync && sync_dir(slot))
 		return SD_RES_EIO;
 	return SD_RES_SUCCESS;
 fail:
@@ -389,10 +416,12 @@ int store_create_new(uint64_t oid, uint32_t obj_size, const void *buf,
 
 int store_remove(uint64_t oid)
 {
-	char p[4400];
-	int ret;
+	char p[MD_PATH_MAX + 32];
+	int ret, slot = md_locate(oid);
 
-	obj_path(p, sizeof(p), oid, "");
+	if (slot < 0)
+		return SD_RES_NO_OBJ;
+	md_path(p, sizeof(p), slot, oid, "");
 	ret = journal_forget(oid);
 	if (ret != SD_RES_SUCCESS && ret != SD_RES_NO_OBJ)
 		return ret;
@@ -407,23 +436,17 @@ int store_remove(uint64_t oid)
 
 int store_exist(uint64_t oid)
 {
-	char p[4400];
-
-	obj_path(p, sizeof(p), oid, "");
-	return access(p, F_OK) ? SD_RES_NO_OBJ : SD_RES_SUCCESS;
+	return md_locate(oid) < 0 ? SD_RES_NO_OBJ : SD_RES_SUCCESS;
 }
 
 /* fdatasync the objects @oids (gone ones need nothing), then the names */
 static int sync_each(const uint64_t *oids, size_t nr, bool dir, size_t *done)
 {
-	char p[4400];
-
 	for (*done = 0; *done < nr; (*done)++) {
 		struct fdc_ent *e;
 		int err = 0;
 
-		obj_path(p, sizeof(p), oids[*done], "");
-		e = fdc_get(oids[*done], p);
+		e = obj_get(oids[*done]);
 		if (!e && errno == ENOENT)
 			continue;	/* removed or moved to the stale area */
 		if (!e || fdatasync(fdc_fd(e)))
@@ -433,7 +456,8 @@ static int sync_each(const uint64_t *oids, size_t nr, bool dir, size_t *done)
 		if (err)
 			return store_err_to_res(err);
 	}
-	return dir && fsync(dir_fd) ? store_err_to_res(errno) : SD_RES_SUCCESS;
+	return dir && sync_all_dirs() ? store_err_to_res(errno) :
+					 SD_RES_SUCCESS;
 }
 
 /*
@@ -449,6 +473,24 @@ static int sync_each(const uint64_t *oids, size_t nr, bool dir, size_t *done)
  */
 static pthread_mutex_t flush_lock = PTHREAD_MUTEX_INITIALIZER;
 
+static bool any_fuse(void)
+{
+	for_each_disk(s)
+		if (md_on_fuse(s))
+			return true;
+	return false;
+}
+
+static int sync_fs_all(void)
+{
+	int ret = SD_RES_SUCCESS;
+
+	for_each_disk(s)
+		if (syncfs(md_dir_fd(s)))
+			ret = store_err_to_res(errno);
+	return ret;
+}
+
 int store_flush(void)
 {
 	size_t nr, done = 0;
@@ -460,8 +502,8 @@ int store_flush(void)
 		return SD_RES_SUCCESS;
 	pthread_mutex_lock(&flush_lock);
 	oids = dirty_take(&nr, &dir);
-	if (nr > FLUSH_EACH_MAX && !store_on_fuse)
-		ret = syncfs(dir_fd) ? store_err_to_res(errno) : SD_RES_SUCCESS;
+	if (nr > FLUSH_EACH_MAX && !any_fuse())
+		ret = sync_fs_all();
 	else
 		ret = sync_each(oids, nr, dir, &done);
 	if (ret != SD_RES_SUCCESS)
@@ -471,12 +513,16 @@ int store_flush(void)
 	return ret;
 }
 
-int store_for_each(int (*fn)(uint64_t oid, void *arg), void *arg)
+static int for_each_in(int slot, int (*fn)(uint64_t oid, void *arg),
+		       void *arg)
 {
-	DIR *d = opendir(store_dir());
+	char dir[MD_PATH_MAX + 8];
 	struct dirent *de;
 	int ret = 0;
+	DIR *d;
 
+	md_dir(slot, dir, sizeof(dir));
+	d = opendir(dir);
 	if (!d)
 		return -1;
 	while ((de = readdir(d))) {
@@ -492,38 +538,64 @@ int store_for_each(int (*fn)(uint64_t oid, void *arg), void *arg)
 	return ret;
 }
 
-int store_wipe(void)
+int store_for_each(int (*fn)(uint64_t oid, void *arg), void *arg)
 {
-	fdc_drop_all();
-	DIR *d = opendir(store_dir());
-	struct dirent *de;
-	char p[4400];
+	int ret = 0;
 
+	for_each_disk(s) {
+		ret = for_each_in(s, fn, arg);
+		if (ret)
+			break;
+	}
+	return ret;
+}
+
+static void wipe_disk(int slot)
+{
+	char dir[MD_PATH_MAX + 8], p[MD_PATH_MAX + 300];
+	struct dirent *de;
+	DIR *d;
+
+	md_dir(slot, dir, sizeof(dir));
+	d = opendir(dir);
 	if (!d)
-		return SD_RES_EIO;
+		return;
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
-		snprintf(p, sizeof(p), "%s/%s", store_dir(), de->d_name);
+		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
 		unlink(p);
 	}
 	closedir(d);
+}
+
+int store_wipe(void)
+{
+	fdc_drop_all();
+	for_each_disk(s)
+		wipe_disk(s);
 	store_purge_stale();
-	sync_dir();
+	sync_all_dirs();
 	/* again: an fd opened while the files were going must not stay */
 	fdc_drop_all();
 	journal_wiped();
 	return SD_RES_SUCCESS;
 }
 
+static int swap_one(int slot, void *arg)
+{
+	return stale_swap_dir(slot, *(uint32_t *)arg);
+}
+
 /*
  * Every object becomes a stale copy of @epoch (a node rejoining after the
- * cluster moved on), at once: the object directory is swapped for an
- * empty one, store_drain_left() moves the old files in later.
+ * cluster moved on), at once: each disk's object directory is swapped for
+ * an empty one, store_drain_left() moves the old files in later.  A disk
+ * whose swap fails keeps its objects: the caller moves them one by one.
  */
 int store_stale_all(uint32_t epoch)
 {
-	int fd;
+	int ret = SD_RES_SUCCESS;
 
 	if (store_journaled()) {
 		/* the stale copies keep what the journal holds for them */
@@ -534,23 +606,117 @@ int store_stale_all(uint32_t epoch)
 	if (stale_left_pending())
 		store_drain_left();	/* rare: a second rejoin meanwhile */
 	fdc_drop_all();
-	if (stale_swap_dir(epoch))
-		return SD_RES_EIO;
-	fd = open(store_dir(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return SD_RES_EIO;
-	close(dir_fd);
-	dir_fd = fd;
-	return sync_dir() ? SD_RES_EIO : SD_RES_SUCCESS;
+	for_each_disk(s) {
+		if (md_swap(s, swap_one, &epoch) || sync_dir(s))
+			ret = SD_RES_EIO;
+	}
+	return ret;
 }
 
+/* the sizes of the disks' file systems (each counted once) */
 int store_stat(uint64_t *size, uint64_t *free_bytes)
 {
-	struct statvfs vs;
+	dev_t seen[MD_MAX_DISKS];
+	int nr_seen = 0, ret = SD_RES_EIO;
 
-	if (statvfs(store_dir(), &vs))
+	*size = *free_bytes = 0;
+	for_each_disk(s) {
+		struct statvfs vs;
+		struct stat st;
+		bool dup = false;
+
+		if (fstat(md_dir_fd(s), &st) || fstatvfs(md_dir_fd(s), &vs))
+			continue;
+		for (int i = 0; i < nr_seen; i++)
+			dup |= seen[i] == st.st_dev;
+		ret = SD_RES_SUCCESS;
+		if (dup)
+			continue;
+		seen[nr_seen++] = st.st_dev;
+		*size += (uint64_t)vs.f_frsize * vs.f_blocks;
+		*free_bytes += (uint64_t)vs.f_frsize * vs.f_bavail;
+	}
+	return ret;
+}
+
+/* ---- the disks ---- */
+
+int store_md_info(struct md_disk_info *out, int max)
+{
+	return md_info(out, max);
+}
+
+bool store_md_multi(void)
+{
+	return md_multi();
+}
+
+int store_md_nr(void)
+{
+	return md_nr();
+}
+
+/* a disk that goes: nothing of it is used any more */
+static void forget_disk(int slot)
+{
+	fdc_drop_all();
+	stale_forget_disk(slot);
+	md_unplug_slot(slot);
+	fdc_drop_all();
+	store_note_first_dir();
+}
+
+int store_md_plug(const char *dir)
+{
+	char objdir[MD_PATH_MAX + 8];
+	int slot;
+
+	if (!md_multi())
+		return SD_RES_INVALID_PARMS;
+	if (md_slot_of(dir) >= 0)
+		return SD_RES_UNKNOWN;		/* plugged already */
+	/* "the directories to be plugged will be purged" (dog.md §3.6) */
+	snprintf(objdir, sizeof(objdir), "%s/obj", dir);
+	rmdir_r(objdir);
+	slot = md_plug(dir);
+	if (slot < 0) {
+		sd_err("cannot plug %s: %m", dir);
 		return SD_RES_EIO;
-	*size = (uint64_t)vs.f_frsize * vs.f_blocks;
-	*free_bytes = (uint64_t)vs.f_frsize * vs.f_bavail;
+	}
+	if (init_disk(slot, store_nosync)) {
+		forget_disk(slot);
+		return SD_RES_EIO;
+	}
+	sd_notice("disk %s plugged", dir);
 	return SD_RES_SUCCESS;
+}
+
+int store_md_unplug(const char *dir)
+{
+	int slot = md_slot_of(dir);
+
+	if (!md_multi() || slot < 0)
+		return SD_RES_UNKNOWN;		/* not one of ours */
+	if (md_nr() == 1)
+		return SD_RES_INVALID_PARMS;	/* the last one */
+	forget_disk(slot);
+	sd_notice("disk %s unplugged", dir);
+	return SD_RES_SUCCESS;
+}
+
+int store_md_check(bool probe)
+{
+	char path[MD_PATH_MAX + 8];
+	int failed = 0;
+
+	for_each_disk(s) {
+		if (md_healthy(s, probe))
+			continue;
+		md_dir(s, path, sizeof(path));
+		sd_emerg("disk %s failed: unplugged, its objects are "
+			 "recovered from other nodes", path);
+		forget_disk(s);
+		failed++;
+	}
+	return failed;
 }

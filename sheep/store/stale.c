@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * The stale area (cluster.md §7.2): copies this node no longer owns, kept
- * as BASE/obj/.stale/<oid>.<epoch> until the cluster no longer needs them.
+ * as DISK/obj/.stale/<oid>.<epoch> (on the disk that held the object) until
+ * the cluster no longer needs them.
  *
  * Only the newest stale copy of an object is kept: a copy moved here is
  * always newer than any stale copy of the same object already here (the
@@ -32,6 +33,7 @@
 struct stale_ent {
 	uint64_t oid;
 	uint32_t epoch;
+	int slot;		/* the disk it is on */
 	uint64_t bytes;		/* allocated on disk */
 	struct stale_ent *next;
 };
@@ -39,9 +41,9 @@ struct stale_ent {
 static pthread_mutex_t stale_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct stale_ent *stale_hash[STALE_HASH];
 static uint64_t stale_count, stale_bytes;
-/* a whole store left behind, not moved in yet: BASE/obj.left.<epoch> */
-static char left_dir[4200];	/* "" when there is none */
-static uint32_t left_epoch;
+/* per disk, a whole store left behind, not moved in: DISK/obj.left.<epoch> */
+static char left_dir[MD_MAX_DISKS][MD_PATH_MAX + 32];	/* "" if none */
+static uint32_t left_epoch[MD_MAX_DISKS];
 
 static struct stale_ent **slot_of(uint64_t oid)
 {
@@ -52,15 +54,21 @@ static struct stale_ent **slot_of(uint64_t oid)
 	return pp;
 }
 
-static void stale_dir(char *buf, size_t len)
+static void stale_dir(int slot, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/.stale", store_dir());
+	char dir[MD_PATH_MAX + 8];
+
+	md_dir(slot, dir, sizeof(dir));
+	snprintf(buf, len, "%s/.stale", dir);
 }
 
-static void stale_path(char *buf, size_t len, uint64_t oid, uint32_t epoch)
+static void stale_path(int slot, char *buf, size_t len, uint64_t oid,
+		       uint32_t epoch)
 {
-	snprintf(buf, len, "%s/.stale/%016" PRIx64 ".%u", store_dir(), oid,
-		 epoch);
+	char dir[MD_PATH_MAX + 8];
+
+	md_dir(slot, dir, sizeof(dir));
+	snprintf(buf, len, "%s/.stale/%016" PRIx64 ".%u", dir, oid, epoch);
 }
 
 static uint64_t file_bytes(const char *path)
@@ -83,25 +91,31 @@ static void index_clear(void)
 	stale_count = stale_bytes = 0;
 }
 
-/* record @oid's stale copy at @epoch; the caller deletes what it returns */
-static uint32_t index_set(uint64_t oid, uint32_t epoch, uint64_t bytes)
+/*
+ * record @oid's stale copy at @epoch on disk @slot; the caller deletes the
+ * one it replaces (*@old_epoch on *@old_slot, epoch 0 if none)
+ */
+static void index_set(uint64_t oid, int slot, uint32_t epoch, uint64_t bytes,
+		      int *old_slot, uint32_t *old_epoch)
 {
 	struct stale_ent **pp = slot_of(oid), *e = *pp;
-	uint32_t old = 0;
 
+	*old_epoch = 0;
+	*old_slot = -1;
 	if (!e) {
 		e = xzalloc(sizeof(*e));
 		e->oid = oid;
 		*pp = e;
 		stale_count++;
 	} else {
-		old = e->epoch;
+		*old_epoch = e->epoch;
+		*old_slot = e->slot;
 		stale_bytes -= e->bytes;
 	}
 	e->epoch = epoch;
+	e->slot = slot;
 	e->bytes = bytes;
 	stale_bytes += bytes;
-	return old;
 }
 
 static void index_del(uint64_t oid)
@@ -139,29 +153,32 @@ static int parse_name(const char *name, uint64_t *oid, uint32_t *epoch)
  * Move @from (a copy of @oid) in as the stale copy of @epoch, unless a
  * newer one is there; the older one is deleted.  stale_lock held.
  */
-static int move_in_locked(const char *from, uint64_t oid, uint32_t epoch)
+static int move_in_locked(const char *from, int slot, uint64_t oid,
+			  uint32_t epoch)
 {
-	char to[4400], dir[4400];
+	char to[MD_PATH_MAX + 64], dir[MD_PATH_MAX + 16];
 	struct stale_ent *e;
 	uint32_t old;
+	int old_slot;
 
 	/* the copy moved now is the newest: it never gets an older label */
 	e = *slot_of(oid);
 	if (e && e->epoch > epoch)
 		epoch = e->epoch;
-	stale_path(to, sizeof(to), oid, epoch);
+	stale_path(slot, to, sizeof(to), oid, epoch);
 	if (rename(from, to)) {
 		int err = errno;
 
-		stale_dir(dir, sizeof(dir));
+		stale_dir(slot, dir, sizeof(dir));
 		if (err != ENOENT || access(from, F_OK) || mkdir_p(dir) ||
 		    rename(from, to))
 			return store_err_to_res(err == ENOENT ? errno : err);
 	}
 	sd_debug("object %" PRIx64 " to the stale area (epoch %u)", oid, epoch);
-	old = index_set(oid, epoch, file_bytes(to));
-	if (old && old != epoch) {
-		stale_path(to, sizeof(to), oid, old);
+	index_set(oid, slot, epoch, file_bytes(to), &old_slot, &old);
+	if (old && (old != epoch || old_slot != slot) &&
+	    md_in_use(old_slot)) {
+		stale_path(old_slot, to, sizeof(to), oid, old);
 		unlink(to);
 	}
 	return SD_RES_SUCCESS;
@@ -184,55 +201,59 @@ static int move_in_locked(const char *from, uint64_t oid, uint32_t epoch)
  * without the marker the next start would take the store for one
  * written without checksums.
  */
-static void keep_hidden(const char *left)
+static void keep_hidden(int slot, const char *left)
 {
-	char from[4500], to[4500];
+	char from[MD_PATH_MAX + 300], to[MD_PATH_MAX + 300];
+	char dir[MD_PATH_MAX + 8];
 	struct dirent *de;
 	DIR *d = opendir(left);
 
 	if (!d)
 		return;
+	md_dir(slot, dir, sizeof(dir));
 	while ((de = readdir(d))) {
 		if (de->d_name[0] != '.' || !strcmp(de->d_name, ".") ||
 		    !strcmp(de->d_name, "..") || !strcmp(de->d_name, ".stale"))
 			continue;
 		snprintf(from, sizeof(from), "%s/%s", left, de->d_name);
-		snprintf(to, sizeof(to), "%s/%s", store_dir(), de->d_name);
+		snprintf(to, sizeof(to), "%s/%s", dir, de->d_name);
 		if (rename(from, to))
 			sd_err("cannot move %s back: %m", from);
 	}
 	closedir(d);
 }
 
-int stale_swap_dir(uint32_t epoch)
+int stale_swap_dir(int slot, uint32_t epoch)
 {
-	char left[4200], from[4300], to[4400];
+	char dir[MD_PATH_MAX + 8], left[MD_PATH_MAX + 32];
+	char from[MD_PATH_MAX + 48], to[MD_PATH_MAX + 48];
 	int ret = 0;
 
-	snprintf(left, sizeof(left), "%s.left.%u", store_dir(), epoch);
+	md_dir(slot, dir, sizeof(dir));
+	snprintf(left, sizeof(left), "%s.left.%u", dir, epoch);
 	pthread_mutex_lock(&stale_lock);
-	if (left_dir[0]) {
+	if (left_dir[slot][0]) {
 		ret = -1;	/* the caller drains the one before first */
 		goto out;
 	}
-	if (rename(store_dir(), left)) {
+	if (rename(dir, left)) {
 		ret = -1;
 		goto out;
 	}
-	if (mkdir(store_dir(), 0755)) {
+	if (mkdir(dir, 0755)) {
 		/* the store stays where it was: the caller moves one by one */
-		if (rename(left, store_dir()))
-			sd_emerg("cannot put %s back: %m", store_dir());
+		if (rename(left, dir))
+			sd_emerg("cannot put %s back: %m", dir);
 		ret = -1;
 		goto out;
 	}
 	snprintf(from, sizeof(from), "%s/.stale", left);
-	stale_dir(to, sizeof(to));
+	stale_dir(slot, to, sizeof(to));
 	if (rename(from, to) && mkdir_p(to))
 		ret = -1;
-	keep_hidden(left);
-	snprintf(left_dir, sizeof(left_dir), "%s", left);
-	left_epoch = epoch;
+	keep_hidden(slot, left);
+	snprintf(left_dir[slot], sizeof(left_dir[slot]), "%s", left);
+	left_epoch[slot] = epoch;
 out:
 	pthread_mutex_unlock(&stale_lock);
 	return ret;
@@ -240,18 +261,19 @@ out:
 
 bool stale_left_pending(void)
 {
-	bool pending;
+	bool pending = false;
 
 	pthread_mutex_lock(&stale_lock);
-	pending = left_dir[0];
+	for (int s = 0; s < MD_MAX_DISKS; s++)
+		pending |= left_dir[s][0] != 0;
 	pthread_mutex_unlock(&stale_lock);
 	return pending;
 }
 
 /* copies of a .stale that the swap could not move back (a crash) */
-static void drain_old_stale(const char *left)
+static void drain_old_stale(int slot, const char *left)
 {
-	char dir[4500], p[4800];
+	char dir[MD_PATH_MAX + 64], p[MD_PATH_MAX + 320];
 	struct dirent *de;
 	DIR *d;
 
@@ -267,21 +289,21 @@ static void drain_old_stale(const char *left)
 			continue;
 		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
 		pthread_mutex_lock(&stale_lock);
-		move_in_locked(p, oid, epoch);
+		move_in_locked(p, slot, oid, epoch);
 		pthread_mutex_unlock(&stale_lock);
 	}
 	closedir(d);
 }
 
 /* move the files of @left in as stale copies of @epoch, then remove it */
-static uint64_t drain_dir(const char *left, uint32_t epoch)
+static uint64_t drain_dir(int slot, const char *left, uint32_t epoch)
 {
-	char p[4800];
+	char p[MD_PATH_MAX + 320];
 	struct dirent *de;
 	uint64_t n = 0;
 	DIR *d;
 
-	drain_old_stale(left);
+	drain_old_stale(slot, left);
 	d = opendir(left);
 	if (d) {
 		while ((de = readdir(d))) {
@@ -291,7 +313,8 @@ static uint64_t drain_dir(const char *left, uint32_t epoch)
 				continue;
 			snprintf(p, sizeof(p), "%s/%s", left, de->d_name);
 			pthread_mutex_lock(&stale_lock);
-			if (move_in_locked(p, oid, epoch) == SD_RES_SUCCESS)
+			if (move_in_locked(p, slot, oid, epoch) ==
+			    SD_RES_SUCCESS)
 				n++;
 			pthread_mutex_unlock(&stale_lock);
 		}
@@ -301,36 +324,46 @@ static uint64_t drain_dir(const char *left, uint32_t epoch)
 	return n;
 }
 
-uint64_t store_drain_left(void)
+static uint64_t drain_left_of(int slot)
 {
-	char left[4400];
+	char left[MD_PATH_MAX + 32];
 	uint32_t epoch;
 	uint64_t n;
 
 	pthread_mutex_lock(&stale_lock);
-	snprintf(left, sizeof(left), "%s", left_dir);
-	epoch = left_epoch;
+	snprintf(left, sizeof(left), "%.*s", (int)sizeof(left) - 1,
+		 left_dir[slot]);
+	epoch = left_epoch[slot];
 	pthread_mutex_unlock(&stale_lock);
 	if (!left[0])
 		return 0;
-	n = drain_dir(left, epoch);
+	n = drain_dir(slot, left, epoch);
 	pthread_mutex_lock(&stale_lock);
-	if (!strcmp(left, left_dir))
-		left_dir[0] = 0;
+	if (!strcmp(left, left_dir[slot]))
+		left_dir[slot][0] = 0;
 	pthread_mutex_unlock(&stale_lock);
 	return n;
 }
 
-/* start-up: a swap that a crash cut short is finished before serving */
-static int drain_leftovers(void)
+uint64_t store_drain_left(void)
 {
-	char base[4200], p[4500], *slash;
+	uint64_t n = 0;
+
+	for (int s = md_next(-1); s >= 0; s = md_next(s))
+		n += drain_left_of(s);
+	return n;
+}
+
+/* start-up: a swap that a crash cut short is finished before serving */
+static int drain_leftovers(int slot)
+{
+	char base[MD_PATH_MAX + 8], p[MD_PATH_MAX + 300], *slash;
 	const char *name;
 	struct dirent *de;
 	size_t len;
 	DIR *d;
 
-	snprintf(base, sizeof(base), "%s", store_dir());
+	md_dir(slot, base, sizeof(base));
 	slash = strrchr(base, '/');
 	if (!slash)
 		return 0;
@@ -353,69 +386,109 @@ static int drain_leftovers(void)
 		snprintf(p, sizeof(p), "%s/%s", base, de->d_name);
 		sd_notice("%s: moving what a cut-short rejoin left into the "
 			  "stale area", p);
-		drain_dir(p, (uint32_t)epoch);
+		drain_dir(slot, p, (uint32_t)epoch);
 	}
 	closedir(d);
 	return 0;
 }
 
-/* build the index; older duplicates (from before this rule) are deleted */
-int stale_init(void)
+/* index the stale area of a disk; older duplicates are deleted */
+static int index_disk(int slot)
 {
-	char dir[4400], p[4400];
+	char dir[MD_PATH_MAX + 16], p[MD_PATH_MAX + 64];
 	struct dirent *de;
 	DIR *d;
 
-	stale_dir(dir, sizeof(dir));
+	stale_dir(slot, dir, sizeof(dir));
 	if (mkdir_p(dir))
 		return -1;
 	d = opendir(dir);
 	if (!d)
 		return -1;
 	pthread_mutex_lock(&stale_lock);
-	index_clear();
 	while ((de = readdir(d))) {
 		struct stale_ent *e;
 		uint64_t oid;
 		uint32_t epoch, gone;
+		int gone_slot;
 
 		if (parse_name(de->d_name, &oid, &epoch))
 			continue;
 		e = *slot_of(oid);
 		if (e && e->epoch > epoch) {
 			gone = epoch;
+			gone_slot = slot;
 		} else {
-			stale_path(p, sizeof(p), oid, epoch);
-			gone = index_set(oid, epoch, file_bytes(p));
+			stale_path(slot, p, sizeof(p), oid, epoch);
+			index_set(oid, slot, epoch, file_bytes(p), &gone_slot,
+				  &gone);
 		}
 		if (gone) {
-			stale_path(p, sizeof(p), oid, gone);
+			stale_path(gone_slot, p, sizeof(p), oid, gone);
 			unlink(p);
 		}
 	}
 	pthread_mutex_unlock(&stale_lock);
 	closedir(d);
-	return drain_leftovers();
+	return drain_leftovers(slot);
+}
+
+int stale_init(void)
+{
+	pthread_mutex_lock(&stale_lock);
+	index_clear();
+	memset(left_dir, 0, sizeof(left_dir));
+	pthread_mutex_unlock(&stale_lock);
+	for (int s = md_next(-1); s >= 0; s = md_next(s))
+		if (index_disk(s))
+			return -1;
+	return 0;
+}
+
+void stale_forget_disk(int slot)
+{
+	pthread_mutex_lock(&stale_lock);
+	for (int i = 0; i < STALE_HASH; i++) {
+		struct stale_ent **pp = &stale_hash[i];
+
+		while (*pp) {
+			struct stale_ent *e = *pp;
+
+			if (e->slot != slot) {
+				pp = &e->next;
+				continue;
+			}
+			*pp = e->next;
+			stale_bytes -= e->bytes;
+			stale_count--;
+			free(e);
+		}
+	}
+	left_dir[slot][0] = 0;
+	pthread_mutex_unlock(&stale_lock);
 }
 
 int store_move_to_stale(uint64_t oid, uint32_t epoch)
 {
-	char from[4400];
-	int ret = journal_forget(oid);
+	char from[MD_PATH_MAX + 32];
+	int slot, ret = journal_forget(oid);
 
 	/* journaled writes synced first: the stale copy keeps them */
 	if (ret != SD_RES_SUCCESS && ret != SD_RES_NO_OBJ)
 		return ret;
+	slot = md_locate(oid);
+	if (slot < 0)
+		return SD_RES_NO_OBJ;
 	pthread_mutex_lock(&stale_lock);
-	store_obj_path(from, sizeof(from), oid);
-	ret = move_in_locked(from, oid, epoch);
+	md_path(from, sizeof(from), slot, oid, "");
+	ret = move_in_locked(from, slot, oid, epoch);
 	if (ret == SD_RES_SUCCESS)
 		fdc_drop(oid);
 	pthread_mutex_unlock(&stale_lock);
 	return ret;
 }
 
-static uint32_t newest_stale(uint64_t oid)
+static uint32_t newest_stale(uint64_t oid, int *slot)
 {
 	struct stale_ent *e;
 	uint32_t epoch;
@@ -423,6 +496,7 @@ static uint32_t newest_stale(uint64_t oid)
 	pthread_mutex_lock(&stale_lock);
 	e = *slot_of(oid);
 	epoch = e ? e->epoch : 0;
+	*slot = e ? e->slot : -1;
 	pthread_mutex_unlock(&stale_lock);
 	return epoch;
 }
@@ -430,35 +504,41 @@ static uint32_t newest_stale(uint64_t oid)
 /* the copy of @oid in a store left behind and not moved in yet: an fd */
 static int open_left(uint64_t oid, uint32_t *epoch)
 {
-	char p[4300];
-	int fd;
+	char p[MD_PATH_MAX + 64];
 
-	pthread_mutex_lock(&stale_lock);
-	if (!left_dir[0]) {
+	for (int s = 0; s < MD_MAX_DISKS; s++) {
+		int fd;
+
+		pthread_mutex_lock(&stale_lock);
+		if (!left_dir[s][0]) {
+			pthread_mutex_unlock(&stale_lock);
+			continue;
+		}
+		snprintf(p, sizeof(p), "%.*s/%016" PRIx64,
+			 (int)sizeof(left_dir[s]) - 1, left_dir[s], oid);
+		*epoch = left_epoch[s];
 		pthread_mutex_unlock(&stale_lock);
-		return -1;
+		/* moved in meanwhile: ENOENT, and the index has it */
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0)
+			return fd;
 	}
-	snprintf(p, sizeof(p), "%s/%016" PRIx64, left_dir, oid);
-	*epoch = left_epoch;
-	pthread_mutex_unlock(&stale_lock);
-	/* moved in meanwhile: ENOENT, and the index has it */
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	return fd;
+	return -1;
 }
 
 int store_read_stale(uint64_t oid, void *buf, uint32_t len, uint32_t off,
 		     uint32_t *stale_epoch)
 {
 	uint32_t epoch, size;
-	char p[4400];
-	int fd, ret;
+	char p[MD_PATH_MAX + 64];
+	int fd, ret, slot;
 
 	fd = open_left(oid, &epoch);
 	if (fd < 0) {
-		epoch = newest_stale(oid);
+		epoch = newest_stale(oid, &slot);
 		if (!epoch)
 			return SD_RES_NO_OBJ;
-		stale_path(p, sizeof(p), oid, epoch);
+		stale_path(slot, p, sizeof(p), oid, epoch);
 		fd = open(p, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			return store_err_to_res(errno);
@@ -478,7 +558,7 @@ int store_read_stale(uint64_t oid, void *buf, uint32_t len, uint32_t off,
 
 int store_drop_stale(uint64_t oid, uint32_t epoch)
 {
-	char p[4400];
+	char p[MD_PATH_MAX + 64];
 	struct stale_ent *e;
 	int ret = SD_RES_NO_OBJ;
 
@@ -486,7 +566,7 @@ int store_drop_stale(uint64_t oid, uint32_t epoch)
 	e = *slot_of(oid);
 	/* a newer copy that arrived meanwhile is kept */
 	if (e && e->epoch == epoch) {
-		stale_path(p, sizeof(p), oid, epoch);
+		stale_path(e->slot, p, sizeof(p), oid, epoch);
 		ret = unlink(p) && errno != ENOENT ? store_err_to_res(errno) :
 						     SD_RES_SUCCESS;
 		index_del(oid);
@@ -535,23 +615,26 @@ static int for_each_indexed(int (*fn)(uint64_t oid, void *arg), void *arg)
 /* the copies in a store left behind, not moved in yet */
 static int for_each_left(int (*fn)(uint64_t oid, void *arg), void *arg)
 {
-	char left[4400];
+	char left[MD_PATH_MAX + 32];
 	struct dirent *de;
 	int ret = 0;
 	DIR *d;
 
-	pthread_mutex_lock(&stale_lock);
-	snprintf(left, sizeof(left), "%s", left_dir);
-	pthread_mutex_unlock(&stale_lock);
-	if (!left[0] || !(d = opendir(left)))
-		return 0;
-	while (!ret && (de = readdir(d))) {
-		uint64_t oid;
+	for (int s = 0; s < MD_MAX_DISKS && !ret; s++) {
+		pthread_mutex_lock(&stale_lock);
+		snprintf(left, sizeof(left), "%.*s", (int)sizeof(left) - 1,
+			 left_dir[s]);
+		pthread_mutex_unlock(&stale_lock);
+		if (!left[0] || !(d = opendir(left)))
+			continue;
+		while (!ret && (de = readdir(d))) {
+			uint64_t oid;
 
-		if (!store_parse_oid(de->d_name, &oid))
-			ret = fn(oid, arg);
+			if (!store_parse_oid(de->d_name, &oid))
+				ret = fn(oid, arg);
+		}
+		closedir(d);
 	}
-	closedir(d);
 	return ret;
 }
 
@@ -565,17 +648,21 @@ int store_for_each_stale(int (*fn)(uint64_t oid, void *arg), void *arg)
 
 int store_purge_stale(void)
 {
-	char p[4400];
-	int ret;
+	char p[MD_PATH_MAX + 16];
+	int ret = SD_RES_SUCCESS;
 
-	stale_dir(p, sizeof(p));
 	pthread_mutex_lock(&stale_lock);
-	rmdir_r(p);
-	ret = mkdir_p(p) ? SD_RES_EIO : SD_RES_SUCCESS;
+	for (int s = md_next(-1); s >= 0; s = md_next(s)) {
+		stale_dir(s, p, sizeof(p));
+		rmdir_r(p);
+		if (mkdir_p(p))
+			ret = SD_RES_EIO;
+	}
 	index_clear();
 	/* what a rejoin left and the worker has not moved in is stale too */
-	if (left_dir[0])
-		rmdir_r(left_dir);
+	for (int s = 0; s < MD_MAX_DISKS; s++)
+		if (left_dir[s][0])
+			rmdir_r(left_dir[s]);
 	pthread_mutex_unlock(&stale_lock);
 	return ret;
 }

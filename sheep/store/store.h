@@ -13,6 +13,33 @@
 
 int store_init(const char *base, bool nosync);
 /*
+ * The same, with the objects on the disks of @disks ("DIR1,DIR2,...",
+ * each object in DIRn/obj), not in BASE/obj; NULL or "" for BASE/obj
+ */
+int store_init_disks(const char *base, const char *disks, bool nosync);
+
+/* the disks (cluster.md §2.5) */
+#define MD_MAX_DISKS	64
+#define MD_PATH_MAX	4096
+struct md_disk_info {
+	int slot;
+	uint64_t size, free;
+	char path[MD_PATH_MAX];
+};
+/* up to @max disks in use; returns how many */
+int store_md_info(struct md_disk_info *out, int max);
+/* several disks given at start-up: disks may be plugged and unplugged */
+bool store_md_multi(void);
+int store_md_nr(void);
+/* add the disk DIR (its DIR/obj is emptied first); SD_RES_* */
+int store_md_plug(const char *dir);
+/* stop using DIR; its objects are lost to this node (recovery refetches) */
+int store_md_unplug(const char *dir);
+/* check every disk; unplug those that fail; how many did */
+int store_md_check(bool probe);
+/* an I/O error was seen since the last check */
+bool store_md_io_error_seen(void);
+/*
  * sheep -j: replay DIR/journal, then journal every synchronous write from
  * now on (store/journal.c); after store_init, before serving
  */

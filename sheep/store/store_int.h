@@ -6,16 +6,43 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "store.h"
+
+/*
+ * md.c: the node's disks, each known by a slot (0..MD_MAX_DISKS-1) while
+ * it is in use; one (BASE/obj) unless sheep was given BASE,DIR...
+ */
+int md_init(const char *base, const char *list);
+int md_nr(void);
+bool md_multi(void);
+/* the first slot in use after @slot (-1 to start), or -1 */
+int md_next(int slot);
+bool md_in_use(int slot);
+void md_dir(int slot, char *buf, size_t len);
+int md_dir_fd(int slot);
+bool md_on_fuse(int slot);
+void md_path(char *buf, size_t len, int slot, uint64_t oid, const char *sfx);
+/* the disk a new object goes to; the disk an object is on, or -1 */
+int md_disk_of(uint64_t oid);
+int md_locate(uint64_t oid);
+int md_info(struct md_disk_info *out, int max);
+int md_plug(const char *path);
+int md_unplug_slot(int slot);
+int md_slot_of(const char *path);
+bool md_healthy(int slot, bool probe);
+int md_swap(int slot, int (*swap)(int slot, void *arg), void *arg);
 
 /* base.c */
-void store_set_dir(const char *base);
 void store_obj_path(char *buf, size_t len, uint64_t oid);
+void store_note_first_dir(void);
 int store_err_to_res(int err);
 /* an object file's name: 16 hex digits; 0 and *oid, or -1 */
 int store_parse_oid(const char *name, uint64_t *oid);
-/* stale.c: the whole store left behind (plain.c's store_stale_all) */
-int stale_swap_dir(uint32_t epoch);
+/* stale.c: a disk's whole store left behind (plain.c's store_stale_all) */
+int stale_swap_dir(int slot, uint32_t epoch);
 bool stale_left_pending(void);
+/* forget the stale copies of a disk that is gone */
+void stale_forget_disk(int slot);
 /* csum.c: per-4 KiB CRC32C kept after the data in each object file */
 #define CSUM_BLOCK	4096U
 void csum_init(void);
@@ -34,7 +61,7 @@ void csum_replaying(bool on);
 int csum_repair(int fd, uint64_t oid, uint32_t size, const void *good);
 
 /* upgrade.c: add checksums to a store written without them (start-up) */
-int store_upgrade(bool nosync);
+int store_upgrade(int slot, bool nosync);
 
 /* dirty.c: what a flush must sync (writes and names not synced yet) */
 void dirty_add(uint64_t oid);

@@ -117,17 +117,19 @@ static int upgrade_dir(const char *dir, bool nosync, size_t *nr)
 	return ret;
 }
 
-int store_upgrade(bool nosync)
+int store_upgrade(int slot, bool nosync)
 {
-	char marker[4400], stale[4400];
+	char dir[MD_PATH_MAX + 8], marker[MD_PATH_MAX + 32];
+	char stale[MD_PATH_MAX + 32];
 	size_t nr = 0;
 	int fd;
 
-	snprintf(marker, sizeof(marker), "%s/" MARKER, store_dir());
+	md_dir(slot, dir, sizeof(dir));
+	snprintf(marker, sizeof(marker), "%s/" MARKER, dir);
 	if (!access(marker, F_OK))
 		return 0;
-	snprintf(stale, sizeof(stale), "%s/.stale", store_dir());
-	if (upgrade_dir(store_dir(), nosync, &nr) ||
+	snprintf(stale, sizeof(stale), "%s/.stale", dir);
+	if (upgrade_dir(dir, nosync, &nr) ||
 	    upgrade_dir(stale, nosync, &nr))
 		return -1;
 	if (nr)

@@ -372,12 +372,18 @@ cluster_driver()
 	esac
 }
 
+# SHEEP_DISKS[IDX]=DIR1,DIR2...: node IDX is a multi-disk node (its
+# objects on those disks, not in $T/IDX/obj)
+declare -a SHEEP_DISKS
+
 # start_sheep IDX [extra sheep args]: start node IDX and wait until it
 # accepts connections.  The daemon daemonises and exits 0 once listening.
 start_sheep()
 {
-	local idx=$1 rc pid end nosync=-n
+	local idx=$1 rc pid end nosync=-n base
 	shift
+	base=$T/$idx
+	[ -n "${SHEEP_DISKS[idx]:-}" ] && base=$base,${SHEEP_DISKS[idx]}
 	# SHEEP_SYNC=1: the store syncs (no -n), for tests of flushes
 	[ "${SHEEP_SYNC:-0}" = 1 ] && nosync=
 	[ -x "$SHEEP_BIN" ] || _fail "$SHEEP_BIN is not built"
@@ -385,11 +391,11 @@ start_sheep()
 	mkdir -p "$T/$idx"
 	rm -f "$T/$idx/pid"
 	echo "$SHEEP_BIN -p ${PORT[idx]} -c $(cluster_driver) $nosync -z $idx" \
-		"-P $T/$idx/pid $* $T/$idx" >>"$T/.commands"
+		"-P $T/$idx/pid $* $base" >>"$T/.commands"
 	# the start-up process must exit once the daemon listens
 	timeout -k 5 "$START_TIMEOUT" \
 		setsid -w "$SHEEP_BIN" -p "${PORT[idx]}" -c "$(cluster_driver)" \
-		$nosync -z "$idx" -P "$T/$idx/pid" "$@" "$T/$idx" \
+		$nosync -z "$idx" -P "$T/$idx/pid" "$@" "$base" \
 		</dev/null >>"$T/$idx.stdout" 2>&1
 	rc=$?
 	[ $rc -eq 0 ] || _fail "sheep $idx exited with $rc at start-up" \
@@ -450,18 +456,41 @@ _mount_tmpfs()
 	echo "$1" >>"$T/.mounts"
 }
 
+# _mount_loop DIR SIZE: an ext4 file system of SIZE on a loop device (a
+# sparse image in $T) mounted at DIR with errors=remount-ro, so that
+# /sys/fs/ext4/DEV/trigger_fs_error makes it fail; prints the device
+_mount_loop()
+{
+	local img=$T/.loop.$(basename "$1").img dev
+	mkdir -p "$1"
+	truncate -s "$2" "$img" || return 1
+	dev=$(losetup -f --show "$img") || return 1
+	echo "$dev" >>"$T/.loops"
+	mkfs.ext4 -q -F "$dev" >/dev/null 2>&1 || return 1
+	mount -o errors=remount-ro "$dev" "$1" || return 1
+	echo "$1" >>"$T/.mounts"
+	echo "$dev"
+}
 _umount_all()
 {
 	local m
-	[ -f "$T/.mounts" ] || return 0
-	tac "$T/.mounts" | while read -r m; do
-		mountpoint -q "$m" || continue
-		# keep the daemon's log of a node that lived on the mount
-		[ -f "$m/sheep.log" ] && mkdir -p "$T/saved-logs" &&
-			cp "$m/sheep.log" "$T/saved-logs/$(basename "$m").sheep.log"
-		umount "$m" 2>/dev/null || umount -l "$m"
-	done
-	rm -f "$T/.mounts"
+	if [ -f "$T/.mounts" ]; then
+		tac "$T/.mounts" | while read -r m; do
+			mountpoint -q "$m" || continue
+			# keep the log of a node that lived on the mount
+			[ -f "$m/sheep.log" ] && mkdir -p "$T/saved-logs" &&
+				cp "$m/sheep.log" \
+					"$T/saved-logs/$(basename "$m").sheep.log"
+			umount "$m" 2>/dev/null || umount -l "$m"
+		done
+		rm -f "$T/.mounts"
+	fi
+	if [ -f "$T/.loops" ]; then
+		while read -r m; do
+			losetup -d "$m" 2>/dev/null
+		done <"$T/.loops"
+		rm -f "$T/.loops"
+	fi
 }
 
 # ---------------------------------------------------------------------------
@@ -593,10 +622,18 @@ _same()
 # optional prefix selects a kind (00 data, 80 inode, ...)
 node_objects()
 {
-	local dir=$T/$1/obj
-	[ -d "$dir" ] || return 0
-	find "$dir" -maxdepth 1 -type f -regextype posix-extended \
-		-regex ".*/${2:-}[0-9a-f]{$((16 - ${#2}))}" -printf '%f\n' | sort
+	local dirs=("$T/$1/obj") d
+	if [ -n "${SHEEP_DISKS[$1]:-}" ]; then
+		dirs=()
+		for d in ${SHEEP_DISKS[$1]//,/ }; do
+			dirs+=("$d/obj")
+		done
+	fi
+	for d in "${dirs[@]}"; do
+		[ -d "$d" ] || continue
+		find "$d" -maxdepth 1 -type f -regextype posix-extended \
+			-regex ".*/${2:-}[0-9a-f]{$((16 - ${#2}))}" -printf '%f\n'
+	done | sort
 }
 
 # ---------------------------------------------------------------------------

@@ -37,6 +37,10 @@ WEAK void stat_read(struct sd_stat *st) { }
 WEAK void stat_request_start(struct request *req) { }
 WEAK void stat_request_end(struct request *req) { }
 WEAK void sheep_exit(int code) { }
+/* ops/md.c: the MD_* opcodes (their table entries are what is fuzzed) */
+WEAK int md_info_work(struct request *req) { return SD_RES_NO_SUPPORT; }
+WEAK int md_change(struct request *req) { return SD_RES_NO_SUPPORT; }
+WEAK int md_change_work(struct request *req) { return SD_RES_NO_SUPPORT; }
 WEAK struct work_queue *wq_create(const char *name, int nr_threads,
 				  size_t capacity, struct event_loop *loop)
 { return NULL; }

@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Multi-disk nodes (cluster.md §2.5, dog.md §3.6): MD_INFO, MD_PLUG and
+ * MD_UNPLUG, and the watch that unplugs a disk that fails.  The store
+ * does the disk work (blocking, so in an I/O worker); what follows from it
+ * happens here, on the main loop: a disk that goes takes its objects with
+ * it, so recovery runs again within the epoch and fetches them from the
+ * other nodes; a node left without a disk leaves the cluster.
+ *
+ * The watch looks at every disk each second (is its object directory
+ * still there, on the same file system?) and, after an I/O error and
+ * every 30 s, writes and syncs a probe file on each.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "proto.h"
+#include "util.h"
+#include "work.h"
+#include "core/core.h"
+#include "core/request.h"
+#include "group/group.h"
+#include "ops/md.h"
+#include "recovery/recovery.h"
+#include "state/cluster.h"
+#include "store/store.h"
+
+#define MD_INFO_ENT	4120
+#define MD_INFO_NR_OFF	(MD_MAX_DISKS * MD_INFO_ENT)
+#define WATCH_MS	1000
+#define PROBE_MS	30000
+
+/* ---- after a disk went ---- */
+
+static struct timer leave_timer;
+
+static void leave_now(struct timer *t)
+{
+	sheep_exit(1);
+}
+
+/* objects went with a disk: fetch them again, or leave without disks */
+static void disks_lost(void)
+{
+	if (!store_md_nr()) {
+		sd_emerg("no disk left: this node leaves the cluster");
+		group_set_killed();
+		leave_timer.fn = leave_now;
+		timer_add(sys.loop, &leave_timer, 100);
+		return;
+	}
+	if (cstate->epoch && cstate->status == SD_STATUS_OK)
+		recovery_start(cstate->epoch);
+}
+
+/* ---- MD_INFO ---- */
+
+int md_info_work(struct request *req)
+{
+	struct md_disk_info *d;
+	int n;
+
+	if (req->data_len < MD_INFO_NR_OFF + 8)
+		return SD_RES_INVALID_PARMS;
+	d = xzalloc(MD_MAX_DISKS * sizeof(*d));
+	n = store_md_info(d, MD_MAX_DISKS);
+	memset(req->data, 0, MD_INFO_NR_OFF + 8);
+	for (int i = 0; i < n; i++) {
+		uint8_t *p = (uint8_t *)req->data + (size_t)i * MD_INFO_ENT;
+		uint64_t free_b = MIN(d[i].free, d[i].size);
+
+		put_le32(p, (uint32_t)i);
+		put_le64(p + 8, free_b);
+		put_le64(p + 16, d[i].size - free_b);
+		memcpy(p + 24, d[i].path, strnlen(d[i].path, 4095));
+	}
+	put_le32((uint8_t *)req->data + MD_INFO_NR_OFF, (uint32_t)n);
+	req->rp.data_length = MD_INFO_NR_OFF + 8;
+	free(d);
+	return SD_RES_SUCCESS;
+}
+
+/* ---- MD_PLUG / MD_UNPLUG: a comma-separated list of directories ---- */
+
+int md_change_work(struct request *req)
+{
+	bool plug = req->rq.opcode == SD_OP_MD_PLUG;
+	char *list, *tok, *save = NULL;
+	int ret = SD_RES_UNKNOWN, done = 0;
+
+	if (!store_md_multi())
+		return SD_RES_NO_SUPPORT;
+	list = xzalloc(req->rq.data_length + 1);
+	memcpy(list, req->data, req->rq.data_length);
+	for (tok = strtok_r(list, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		int r = plug ? store_md_plug(tok) : store_md_unplug(tok);
+
+		if (r == SD_RES_SUCCESS)
+			done++;
+		else if (r != SD_RES_UNKNOWN)
+			ret = r;
+	}
+	free(list);
+	req->aux = (uint32_t)done;
+	if (ret != SD_RES_UNKNOWN)
+		return ret;
+	return done ? SD_RES_SUCCESS : SD_RES_UNKNOWN;
+}
+
+static void md_change_done(struct request *req)
+{
+	if (req->rq.opcode == SD_OP_MD_UNPLUG && req->aux)
+		disks_lost();
+	request_done(req);
+}
+
+int md_change(struct request *req)
+{
+	req->io_done = md_change_done;
+	submit_io(req);
+	return SD_RES_ASYNC;
+}
+
+/* ---- the watch ---- */
+
+static struct timer watch_timer;
+static struct work watch_work;
+static uint64_t last_probe;
+static int watch_failed;
+
+static void watch_fn(struct work *w)
+{
+	uint64_t now = now_msec();
+	bool probe = store_md_io_error_seen() || now - last_probe >= PROBE_MS;
+
+	if (probe)
+		last_probe = now;
+	watch_failed = store_md_check(probe);
+}
+
+static void watch_done(struct work *w)
+{
+	if (watch_failed)
+		disks_lost();
+	if (store_md_nr())
+		timer_add(sys.loop, &watch_timer, WATCH_MS);
+}
+
+static void watch_tick(struct timer *t)
+{
+	if (wq_queue(sys.io_wq, &watch_work))
+		timer_add(sys.loop, &watch_timer, WATCH_MS);
+}
+
+void md_watch_start(void)
+{
+	if (sys.gateway || !store_md_multi())
+		return;
+	watch_work.fn = watch_fn;
+	watch_work.done = watch_done;
+	watch_timer.fn = watch_tick;
+	last_probe = now_msec();
+	timer_add(sys.loop, &watch_timer, WATCH_MS);
+}
