@@ -93,9 +93,9 @@ static const char *md_error(uint8_t opcode, uint32_t result)
 		return "the sheep has one store directory (disks are for "
 		       "sheep BASE,DIR1,DIR2...)";
 	case SD_RES_INVALID_PARMS:
-		if (opcode == SD_OP_MD_UNPLUG)
-			return "the last disk of a node cannot be unplugged";
-		break;
+		return opcode == SD_OP_MD_UNPLUG ?
+		       "the last disk of a node cannot be unplugged" :
+		       "give absolute paths";
 	}
 	return sd_strerror(result);
 }

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,12 +70,36 @@ static int init_disk(int slot, bool nosync)
 	return remove_tmp_files(slot);
 }
 
+/* BASE/obj of a node that was not multi-disk before: not used now */
+static void warn_unused_base(const char *base)
+{
+	char dir[PATH_MAX + 8];
+	struct dirent *de;
+	uint64_t oid;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/obj", base);
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d)))
+		if (!store_parse_oid(de->d_name, &oid)) {
+			sd_warn("%s holds objects that a multi-disk node does "
+				"not use: recovery fetches them again (move "
+				"them into a disk's obj/ to keep them)", dir);
+			break;
+		}
+	closedir(d);
+}
+
 int store_init_disks(const char *base, const char *disks, bool nosync)
 {
 	store_nosync = nosync;
 	csum_init();
 	if (md_init(base, disks))
 		return -1;
+	if (md_multi())
+		warn_unused_base(base);
 	store_note_first_dir();
 	for_each_disk(s)
 		if (init_disk(s, nosync))
@@ -666,13 +691,21 @@ static void forget_disk(int slot)
 	store_note_first_dir();
 }
 
-int store_md_plug(const char *dir)
+int store_md_plug(const char *path)
 {
-	char objdir[MD_PATH_MAX + 8];
+	char dir[PATH_MAX], objdir[PATH_MAX + 8];
 	int slot;
 
 	if (!md_multi())
+		return SD_RES_NO_SUPPORT;
+	/* the sheep's working directory means nothing to whoever asks */
+	if (path[0] != '/')
 		return SD_RES_INVALID_PARMS;
+	/* one name per directory: a disk is not plugged twice by a link */
+	if (mkdir_p(path) || !realpath(path, dir)) {
+		sd_err("cannot plug %s: %m", path);
+		return SD_RES_EIO;
+	}
 	if (md_slot_of(dir) >= 0)
 		return SD_RES_UNKNOWN;		/* plugged already */
 	/* "the directories to be plugged will be purged" (dog.md §3.6) */
