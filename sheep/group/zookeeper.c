@@ -34,7 +34,8 @@
  * through a mutex and an eventfd, so a slow or absent ZooKeeper never
  * blocks it.  A session that expires, or that cannot reach ZooKeeper for
  * the whole session timeout (after which it may have expired), stops the
- * daemon: the others have removed it or are about to.
+ * daemon: the others have removed it or are about to.  At a clean exit
+ * the live znode is deleted, so that nobody waits for the session to end.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -975,6 +976,44 @@ static int zk_connect(void)
 	return 0;
 }
 
+/* ---- a clean exit ---- */
+
+static pthread_mutex_t bye_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t bye_cond = PTHREAD_COND_INITIALIZER;
+static bool bye_done;
+
+static void bye_cb(int rc, const void *data)
+{
+	pthread_mutex_lock(&bye_lock);
+	bye_done = true;
+	pthread_cond_signal(&bye_cond);
+	pthread_mutex_unlock(&bye_lock);
+}
+
+/*
+ * Our live znode goes at exit, not when the session expires: the others
+ * remove us at once, and a cluster restarted at once does not wait a
+ * session timeout for us.  At most a second.
+ */
+static void zk_atexit(void)
+{
+	char path[256];
+	struct timespec ts;
+
+	if (!zs.zh || !is_connected())
+		return;
+	snprintf(path, sizeof(path), "%s/live/%016" PRIx64, zs.root, zs.me);
+	if (zoo_adelete(zs.zh, path, -1, bye_cb, NULL) != ZOK)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 1;
+	pthread_mutex_lock(&bye_lock);
+	while (!bye_done)
+		if (pthread_cond_timedwait(&bye_cond, &bye_lock, &ts))
+			break;
+	pthread_mutex_unlock(&bye_lock);
+}
+
 static int zk_init(const char *option, struct event_loop *loop,
 		   const struct cluster_handlers *h)
 {
@@ -994,6 +1033,7 @@ static int zk_init(const char *option, struct event_loop *loop,
 	    event_add(loop, zs.efd, EPOLLIN, efd_fn, NULL))
 		goto fail;
 	zs.inited = true;
+	atexit(zk_atexit);
 	sd_info("zookeeper driver: %s, cluster %s, session %016" PRIx64
 		", timeout %" PRIu64 " ms", zs.hosts, zs.root, zs.me,
 		zs.timeout_ms);
