@@ -6,7 +6,10 @@
  * at the end is not applied (it was never acknowledged); a block torn by
  * a crash under a partial write is rewritten, not refused; a full journal
  * checkpoints; records of an older generation are never replayed; the
- * half checkpointed while writes go on in the other is replayed first.
+ * half checkpointed while writes go on in the other is replayed first; a
+ * checkpoint whose object syncs fail is retried, writers that need its
+ * half get EIO meanwhile, and none is lost.  fdatasync() and syncfs() of
+ * the object files are interposed: they fail while objects_fail is set.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,8 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -33,6 +39,42 @@
 
 static char base[] = "/tmp/kelpie-test-journal.XXXXXX";
 static uint8_t *a, *b, *c, *got;
+static volatile bool objects_fail;
+
+/* an fd of an object file (not the journal) while objects_fail is set */
+static bool fail_fd(int fd)
+{
+	char link[64], path[PATH_MAX], obj[PATH_MAX];
+	ssize_t n;
+
+	if (!objects_fail)
+		return false;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, path, sizeof(path) - 1);
+	if (n <= 0)
+		return false;
+	path[n] = 0;
+	snprintf(obj, sizeof(obj), "%s/obj", base);
+	return !strncmp(path, obj, strlen(obj));
+}
+
+int fdatasync(int fd)
+{
+	if (fail_fd(fd)) {
+		errno = EIO;
+		return -1;
+	}
+	return (int)syscall(SYS_fdatasync, fd);
+}
+
+int syncfs(int fd)
+{
+	if (objects_fail) {
+		errno = EIO;
+		return -1;
+	}
+	return (int)syscall(SYS_syncfs, fd);
+}
 
 static int setup(void **state)
 {
@@ -332,6 +374,55 @@ static void test_zeroed_file_starts(void **state)
 	assert_int_equal(store_remove(OID), 0);
 }
 
+/*
+ * The checkpoint cannot sync the objects: writes go on in the other half
+ * until it is full, then fail with EIO (never acknowledged); once the
+ * disk works again the retried checkpoint lets them through, and after a
+ * restart every acknowledged write is there.
+ */
+static void test_checkpoint_retried(void **state)
+{
+	uint64_t cp = journal_checkpoints();
+	int i, failed = 0, last_ok = -1;
+
+	assert_int_equal(store_create(OID, OBJ, a, OBJ, 0, true), 0);
+	objects_fail = true;
+	for (i = 0; i < 400 && !failed; i++) {
+		int r = store_write(OID, i % 2 ? b : c, 4096,
+				    (uint32_t)(i % 256) * 4096, true);
+
+		if (r == SD_RES_EIO)
+			failed = 1;
+		else
+			assert_int_equal(r, 0);
+		if (!r)
+			last_ok = i;
+	}
+	assert_int_equal(failed, 1);		/* a full journal, stuck */
+	assert_int_equal(journal_checkpoints(), cp);
+	objects_fail = false;
+	/* the checkpoint retries within a second or so */
+	for (int t = 0; t < 50 && journal_checkpoints() == cp; t++)
+		usleep(100 * 1000);
+	assert_true(journal_checkpoints() > cp);
+	assert_int_equal(store_write(OID, a, 4096, 0, true), 0);
+	restart();
+	assert_int_equal(store_read(OID, got, OBJ, 0), 0);
+	assert_memory_equal(got, a, 4096);
+	for (int blk = 1; blk < 256 && blk <= last_ok; blk++) {
+		int last = blk;
+
+		/* the refused write may or may not be in its block */
+		if (blk == (last_ok + 1) % 256)
+			continue;
+
+		while (last + 256 <= last_ok)
+			last += 256;
+		assert_memory_equal(got + blk * 4096, last % 2 ? b : c, 4096);
+	}
+	assert_int_equal(store_remove(OID), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -343,6 +434,7 @@ int main(void)
 		cmocka_unit_test(test_two_halves_replayed_in_order),
 		cmocka_unit_test(test_retired_half_not_replayed),
 		cmocka_unit_test(test_zeroed_file_starts),
+		cmocka_unit_test(test_checkpoint_retried),
 	};
 
 	return cmocka_run_group_tests_name("journal", tests, setup, teardown);
