@@ -917,10 +917,31 @@ static bool is_connected(void)
 	return c;
 }
 
-/* the library's own messages go to sheep's log */
+/*
+ * The library's own messages go to sheep's log, at most one per 10 s:
+ * while the ensemble is away it reports every attempt to reconnect.
+ */
 static void zk_log(const char *message)
 {
-	sd_warn("ZooKeeper client: %s", message);
+	static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+	static uint64_t last;
+	static unsigned long quiet;
+	uint64_t now = now_msec();
+
+	pthread_mutex_lock(&log_lock);
+	if (last && now - last < 10000) {
+		quiet++;
+		pthread_mutex_unlock(&log_lock);
+		return;
+	}
+	last = now;
+	if (quiet)
+		sd_warn("ZooKeeper client: %s (%lu more message(s) not "
+			"logged)", message, quiet);
+	else
+		sd_warn("ZooKeeper client: %s", message);
+	quiet = 0;
+	pthread_mutex_unlock(&log_lock);
 }
 
 /* connect (bounded by the session timeout) and create the tree */
