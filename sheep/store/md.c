@@ -180,10 +180,21 @@ static int add_disk(const char *path)
 	return s;
 }
 
+/*
+ * A worker may still hold the disk's directory fd (a sync, a lookup)
+ * when it goes: the fd is pointed at "/" instead of being closed, so that
+ * it can never name a file opened later.  One fd per unplug stays open.
+ */
 static void drop_disk(int s)
 {
-	if (disks[s].dir_fd >= 0)
-		close(disks[s].dir_fd);
+	int root = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (disks[s].dir_fd >= 0) {
+		if (root < 0 || dup2(root, disks[s].dir_fd) < 0)
+			close(disks[s].dir_fd);
+	}
+	if (root >= 0)
+		close(root);
 	memset(&disks[s], 0, sizeof(disks[s]));
 	disks[s].dir_fd = -1;
 }
