@@ -326,10 +326,14 @@ void md_path(char *buf, size_t len, int slot, uint64_t oid, const char *sfx)
 
 int md_disk_of(uint64_t oid)
 {
-	uint64_t h = sd_hash_oid(oid);
+	uint64_t h;
 	size_t lo = 0, hi;
 	int slot = -1;
 
+	/* BASE/obj alone: slot 0, no ring to search on every I/O */
+	if (!multi)
+		return 0;
+	h = sd_hash_oid(oid);
 	pthread_rwlock_rdlock(&md_lock);
 	hi = nr_points;
 	while (lo < hi) {
