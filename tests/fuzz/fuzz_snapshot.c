@@ -20,6 +20,7 @@
  * far as formatting fails there); no byte leaves the process.
  */
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,11 +105,29 @@ static void run(const char *a, const char *b, const char *c)
 	fflush(stdout);
 }
 
+static int remove_one(const char *p, const struct stat *st, int flag,
+		      struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	remove(p);
+	return 0;
+}
+
+static void remove_dir(void)
+{
+	nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	snprintf(dir, sizeof(dir), "/tmp/kelpie-fuzz-snap.%d", (int)getpid());
+	/* every input writes files: in memory where the machine has a tmpfs */
+	const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+
+	snprintf(dir, sizeof(dir), "%s/kelpie-fuzz-snap.%d", base,
+		 (int)getpid());
 	if (mkdir_p(dir))
 		die("%s: %m\n", dir);
+	atexit(remove_dir);
 	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (devnull < 0 || dup2(devnull, STDOUT_FILENO) < 0 ||
 	    dup2(devnull, STDIN_FILENO) < 0)
