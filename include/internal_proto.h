@@ -68,14 +68,16 @@
 #define SD_OP_AUTH_NONCE		0xE0
 #define SD_OP_AUTH_PROVE		0xE1
 /*
- * Kelpie: scrub (dog cluster scrub); the status reply is 9 le64: running,
+ * Kelpie: scrub (dog cluster scrub); the status reply is 11 le64: running,
  * total, verified, damaged, repaired, unrepaired (this scrub), detected,
- * healed, unhealed (since start-up; heals follow failed reads)
+ * healed, unhealed (since start-up; heals follow failed reads), diverged,
+ * reconciled (this scrub: objects whose copies differed without rot, and
+ * of them those made one)
  */
 #define SD_OP_SCRUB_START		0xE2
 #define SD_OP_SCRUB_STOP		0xE3
 #define SD_OP_SCRUB_STATUS		0xE4
-#define SCRUB_STATUS_LEN		72
+#define SCRUB_STATUS_LEN		88
 /*
  * Kelpie: the node's counters as text in the Prometheus exposition format,
  * what `sheep --http` serves at /metrics (dog node stat -m); the reply
@@ -89,6 +91,17 @@
  * replaces it, weighs the vnodes again and starts a new epoch
  */
 #define SD_OP_UPDATE_NODE		0xE6
+/*
+ * Kelpie, between sheep only (the scrub, sheep/recovery/scrub.c): FENCE_OBJ
+ * holds every write of obj.oid that the receiving gateway starts, once
+ * its running writes have finished, for at most obj.offset milliseconds
+ * (FENCE_LEASE_MAX at most); UNFENCE_OBJ lifts it.  Both carry the
+ * sender's epoch (rq.epoch) and fail with OLD_NODE_VER/NEW_NODE_VER on
+ * any other; AGAIN if the object is fenced already.
+ */
+#define SD_OP_FENCE_OBJ			0xE7
+#define SD_OP_UNFENCE_OBJ		0xE8
+#define FENCE_LEASE_MAX			30000
 
 #define SD_FLAG_CMD_RECOVERY		0x0080
 #define SD_FLAG_CMD_WILDCARD		0x0100

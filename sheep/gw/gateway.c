@@ -129,11 +129,16 @@ static bool slot_acquire(struct request *req)
 	return true;
 }
 
+static void fence_granted(struct request *req);
+
 static void gw_slot_start(struct timer *t)
 {
 	struct request *req = container_of(t, struct request, retry_timer);
 
-	gw_start(req);
+	if (req->rq.opcode == SD_OP_FENCE_OBJ)
+		fence_granted(req);
+	else
+		gw_start(req);
 }
 
 static void slot_release(struct request *req)
@@ -161,6 +166,110 @@ static void slot_release(struct request *req)
 		*p = s->next;
 		free(s);
 	}
+}
+
+/*
+ * Fences (FENCE_OBJ): the scrub compares and reconciles the copies of an
+ * object only while no write of it runs anywhere.  A fence is a waiter
+ * that conflicts with every write of its object in this gateway's slot:
+ * it is granted once the writes before it have finished, and the writes
+ * after it wait until it is lifted.  With a fence granted on every
+ * member, no write of the object is in flight in the cluster.  A lease
+ * lifts a fence whose holder vanished; a fence not granted within its
+ * lease fails.
+ */
+#define NR_FENCES 8
+
+struct fence {
+	struct request req;		/* its place in the object's slot */
+	void (*ready)(void *arg, int res);
+	void *arg;
+	struct timer lease;
+	bool granted;
+};
+
+static struct fence *fences[NR_FENCES];
+
+static struct fence **fence_find(uint64_t oid)
+{
+	for (int i = 0; i < NR_FENCES; i++)
+		if (fences[i] && fences[i]->req.rq.obj.oid == oid)
+			return &fences[i];
+	return NULL;
+}
+
+static void fence_drop(struct fence **fp)
+{
+	struct fence *f = *fp;
+
+	*fp = NULL;
+	timer_del(&f->lease);
+	timer_del(&f->req.retry_timer);
+	slot_release(&f->req);	/* held or waiting: its writes may go */
+	free(f);
+}
+
+static void fence_granted(struct request *req)
+{
+	struct fence *f = container_of(req, struct fence, req);
+
+	f->granted = true;
+	f->ready(f->arg, SD_RES_SUCCESS);
+}
+
+static void fence_expired(struct timer *t)
+{
+	struct fence *f = container_of(t, struct fence, lease);
+	void (*ready)(void *arg, int res) = f->ready;
+	void *arg = f->arg;
+	bool granted = f->granted;
+
+	if (granted)
+		sd_warn("fence of object %" PRIx64 " lifted by its lease",
+			f->req.rq.obj.oid);
+	fence_drop(fence_find(f->req.rq.obj.oid));
+	if (!granted)
+		ready(arg, SD_RES_AGAIN);
+}
+
+int gateway_fence(uint64_t oid, uint32_t lease_ms,
+		  void (*ready)(void *arg, int res), void *arg)
+{
+	struct fence *f;
+	int i;
+
+	if (fence_find(oid))
+		return SD_RES_AGAIN;	/* another scrub holds it */
+	for (i = 0; i < NR_FENCES && fences[i]; i++)
+		;
+	if (i == NR_FENCES)
+		return SD_RES_AGAIN;
+	f = xzalloc(sizeof(*f));
+	INIT_LIST_HEAD(&f->req.list);
+	INIT_LIST_HEAD(&f->req.slot_list);
+	f->req.rq.opcode = SD_OP_FENCE_OBJ;
+	f->req.rq.obj.oid = oid;
+	f->ready = ready;
+	f->arg = arg;
+	f->lease.fn = fence_expired;
+	fences[i] = f;
+	timer_add(sys.loop, &f->lease, lease_ms);
+	if (!slot_acquire(&f->req))
+		return SD_RES_ASYNC;
+	f->granted = true;
+	return SD_RES_SUCCESS;
+}
+
+int gateway_unfence(uint64_t oid)
+{
+	struct fence **fp = fence_find(oid);
+	bool granted;
+
+	if (!fp)
+		return SD_RES_NO_OBJ;	/* its lease ran out */
+	granted = (*fp)->granted;
+	fence_drop(fp);
+	return granted ? SD_RES_SUCCESS : SD_RES_AGAIN;
 }
 
 static bool retriable(uint32_t res)

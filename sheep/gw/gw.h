@@ -16,6 +16,17 @@ void gateway_submit(struct request *req);
 void gateway_flush(struct request *req);
 /* inode index writes from clients go to @fn instead (refcount.c) */
 void gateway_set_index_update(void (*fn)(struct request *req));
+/*
+ * Hold every write of @oid that this gateway starts from now on, once the
+ * running ones have finished: SD_RES_SUCCESS (held now), SD_RES_ASYNC
+ * (@ready is called with the result later: SUCCESS, or AGAIN if not held
+ * within @lease_ms) or SD_RES_AGAIN (fenced already, or too many fences).
+ * The fence is lifted by gateway_unfence() or after @lease_ms.
+ */
+int gateway_fence(uint64_t oid, uint32_t lease_ms,
+		  void (*ready)(void *arg, int res), void *arg);
+/* SD_RES_SUCCESS, NO_OBJ if no such fence (the lease ran out) */
+int gateway_unfence(uint64_t oid);
 /* blocking gateway I/O for worker threads (never the main thread) */
 int gw_exec_req(const struct sd_req *rq, void *buf);
 int gw_exec_sync(uint8_t opcode, uint64_t oid, void *buf, uint32_t len,

@@ -239,6 +239,39 @@ static int repair_replica(struct request *req)
 	return SD_RES_ASYNC;
 }
 
+/*
+ * ---- FENCE_OBJ, UNFENCE_OBJ: the scrub holds the writes of an object on
+ * every gateway while it reconciles the object's copies (gw/gateway.c) ----
+ */
+
+static void fence_ready(void *arg, int res)
+{
+	struct request *req = arg;
+
+	req->rp.result = (uint32_t)res;
+	request_done(req);
+}
+
+static int local_fence_obj(struct request *req)
+{
+	uint64_t lease = req->rq.obj.offset;
+
+	if (req->rq.epoch < cstate->epoch)
+		return SD_RES_OLD_NODE_VER;
+	if (req->rq.epoch > cstate->epoch)
+		return SD_RES_NEW_NODE_VER;
+	if (!lease || lease > FENCE_LEASE_MAX)
+		return SD_RES_INVALID_PARMS;
+	return gateway_fence(req->rq.obj.oid, (uint32_t)lease, fence_ready,
+			     req);
+}
+
+/* lifting is safe in any epoch */
+static int local_unfence_obj(struct request *req)
+{
+	return gateway_unfence(req->rq.obj.oid);
+}
+
 /* ---- local ops on the main thread ---- */
 
 static int local_get_node_list(struct request *req)
@@ -935,6 +968,11 @@ static const struct sd_op ops[256] = {
 		.cluster_fn = cluster_update_node,
 		.checks = OPV_INTERNAL | OPV_PAYLOAD,
 		.max_len = sizeof(struct sd_node) },
+	[SD_OP_FENCE_OBJ] = { .name = "FENCE_OBJ", .type = OP_LOCAL,
+		.main_fn = local_fence_obj, .checks = OPV_PEER | OPV_OBJ },
+	[SD_OP_UNFENCE_OBJ] = { .name = "UNFENCE_OBJ", .type = OP_LOCAL,
+		.force = true, .main_fn = local_unfence_obj,
+		.checks = OPV_PEER | OPV_OBJ },
 	[SD_OP_GET_METRICS] = { .name = "GET_METRICS", .type = OP_LOCAL,
 		.force = true, .main_fn = local_get_metrics,
 		.work_fn = local_metrics_work, .max_len = METRICS_TEXT_MAX },

@@ -86,6 +86,10 @@ WEAK void peer_drop(const struct node_id *nid) { }
 
 /* gw/, recovery/ */
 WEAK void gateway_submit(struct request *req) { }
+WEAK int gateway_fence(uint64_t oid, uint32_t lease_ms,
+		       void (*ready)(void *arg, int res), void *arg)
+{ return 0; }
+WEAK int gateway_unfence(uint64_t oid) { return 0; }
 WEAK int ledger_decref(uint64_t oid, uint32_t generation, uint32_t count,
 		       bool sync) { return SD_RES_NO_SUPPORT; }
 WEAK int scrub_start(void) { return SD_RES_NO_SUPPORT; }
