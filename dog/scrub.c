@@ -64,7 +64,7 @@ static int scrub_status_cmd(int argc, char **argv)
 	if (!raw_output)
 		printf("  Id   Host:Port             State     Objects  Verified"
 		       "   Damaged  Repaired  Unrepaired  Detected    Healed"
-		       "  Unhealed\n");
+		       "  Unhealed  Diverged  Reconciled\n");
 	for (int i = 0; i < sd_nodes_nr; i++) {
 		uint8_t buf[SCRUB_STATUS_LEN];
 		uint64_t f[SCRUB_STATUS_LEN / 8];
@@ -86,15 +86,16 @@ static int scrub_status_cmd(int argc, char **argv)
 		if (raw_output)
 			printf("%d %s %s %" PRIu64 " %" PRIu64 " %" PRIu64
 			       " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
-			       " %" PRIu64 "\n", i, s,
+			       " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", i, s,
 			       f[0] ? "running" : "idle", f[1], f[2], f[3],
-			       f[4], f[5], f[6], f[7], f[8]);
+			       f[4], f[5], f[6], f[7], f[8], f[9], f[10]);
 		else
 			printf("%4d   %-20s  %-8s%9" PRIu64 "%10" PRIu64 "%10"
 			       PRIu64 "%10" PRIu64 "%12" PRIu64 "%10" PRIu64
-			       "%10" PRIu64 "%10" PRIu64 "\n", i, s,
+			       "%10" PRIu64 "%10" PRIu64 "%10" PRIu64 "%12"
+			       PRIu64 "\n", i, s,
 			       f[0] ? "running" : "idle", f[1], f[2], f[3],
-			       f[4], f[5], f[6], f[7], f[8]);
+			       f[4], f[5], f[6], f[7], f[8], f[9], f[10]);
 	}
 	return ret;
 }
@@ -105,7 +106,7 @@ const struct subcommand scrub_cmds[] = {
 	  0, scrub_start_cmd },
 	{ "stop", NULL, NULL, "stop a running scrub", NULL, CMD_NEED_NODELIST,
 	  0, scrub_stop_cmd },
-	{ "status", NULL, "r", "objects verified, damaged and repaired, per "
-	  "node", NULL, CMD_NEED_NODELIST, 0, scrub_status_cmd },
+	{ "status", NULL, "r", "objects verified, damaged and repaired, and "
+	  "with copies that differed and were reconciled, per node", NULL, CMD_NEED_NODELIST, 0, scrub_status_cmd },
 	{ NULL },
 };

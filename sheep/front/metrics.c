@@ -481,6 +481,10 @@ static void format_store(struct out *o, const struct metrics_snap *m)
 	       m->scrub.repaired);
 	sample(o, "kelpie_scrub_objects", "state", "unrepaired",
 	       m->scrub.unrepaired);
+	sample(o, "kelpie_scrub_objects", "state", "diverged",
+	       m->scrub.diverged);
+	sample(o, "kelpie_scrub_objects", "state", "reconciled",
+	       m->scrub.reconciled);
 }
 
 static void vdi_sample(struct out *o, const char *name,

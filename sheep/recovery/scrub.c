@@ -8,6 +8,10 @@
  * never undoes a client's write).  Attribute and ledger objects, which
  * dog vdi check does not look at, are covered too.
  *
+ * The first target of an object also compares its copies with each other
+ * (reconcile.c): copies that differ without rot, where a write reached
+ * some of them and was never acknowledged, are made one.
+ *
  * A read or write that fails its checksums here (dispatch.c) queues the
  * object for the same repair at once ("healing"), whether a scrub runs or
  * not: the reader got its data from another copy, the rot is gone soon
@@ -26,6 +30,7 @@
 #include "core/core.h"
 #include "core/request.h"
 #include "net/peer.h"
+#include "recovery/reconcile.h"
 #include "recovery/scrub.h"
 #include "state/cluster.h"
 #include "state/vdi.h"
@@ -72,9 +77,11 @@ static void scrub_finish(void)
 	free(sc.oids);
 	sc.oids = NULL;
 	sd_notice("scrub %s: %" PRIu64 " object(s) verified, %" PRIu64
-		  " damaged, %" PRIu64 " repaired, %" PRIu64 " not repaired",
-		  sc.stopping ? "stopped" : "done", sc.st.scanned,
-		  sc.st.damaged, sc.st.repaired, sc.st.unrepaired);
+		  " damaged, %" PRIu64 " repaired, %" PRIu64 " not repaired; "
+		  "%" PRIu64 " with copies that differed, %" PRIu64
+		  " reconciled", sc.stopping ? "stopped" : "done",
+		  sc.st.scanned, sc.st.damaged, sc.st.repaired,
+		  sc.st.unrepaired, sc.st.diverged, sc.st.reconciled);
 	sc.running = sc.stopping = sc.listed = false;
 }
 
@@ -171,10 +178,32 @@ static void verify_work(struct work *w)
 	sc.res = store_read(sc.oid, sc.buf, sc.size, 0);
 }
 
+static void reconcile_done(int outcome)
+{
+	switch (outcome) {
+	case RECONCILE_DONE:
+		sc.st.diverged++;
+		sc.st.reconciled++;
+		break;
+	case RECONCILE_FAILED:
+		sc.st.diverged++;
+		break;
+	default:
+		break;
+	}
+	object_done(false);
+}
+
 static void verify_done(struct work *w)
 {
 	if (sc.res != SD_RES_NO_OBJ && !sc.healing)	/* not deleted */
 		sc.st.scanned++;
+	if (sc.res == SD_RES_SUCCESS && !sc.healing &&
+	    reconcile_wanted(sc.oid)) {
+		buf_put();
+		reconcile_start(sc.oid, reconcile_done);
+		return;
+	}
 	if (sc.res != SD_RES_EIO) {
 		object_done(false);
 		return;

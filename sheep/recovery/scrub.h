@@ -20,6 +20,8 @@ struct scrub_stat {
 	uint64_t detected;	/* mismatches seen by any read since start-up */
 	uint64_t healed;	/* since start-up: repaired after a failed read */
 	uint64_t unhealed;	/* ... and not repaired */
+	uint64_t diverged;	/* this scrub: objects whose copies differed */
+	uint64_t reconciled;	/* ... and were made one */
 };
 
 /* SD_RES_*: start a scrub (a running one goes on) */
