@@ -178,7 +178,7 @@ static void slot_release(struct request *req)
  * lifts a fence whose holder vanished; a fence not granted within its
  * lease fails.
  */
-#define NR_FENCES 8
+#define NR_FENCES 64	/* one per scrubbing node and object at a time */
 
 struct fence {
 	struct request req;		/* its place in the object's slot */
