@@ -556,6 +556,12 @@ static void member_add(uint64_t id)
 {
 	if (id_in(zs.members, zs.nr_members, id))
 		return;
+	/* procs holds no more: a JOIN beyond is not from our multi-op */
+	if (zs.nr_members == MAX_PROCS) {
+		sd_err("ZooKeeper: JOIN of %016" PRIx64 " beyond %d members "
+		       "ignored", id, MAX_PROCS);
+		return;
+	}
 	zs.members = xrealloc(zs.members,
 			      (zs.nr_members + 1) * sizeof(*zs.members));
 	zs.members[zs.nr_members++] = id;

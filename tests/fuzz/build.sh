@@ -18,7 +18,7 @@ cd "$(dirname "$0")/../.." || exit 1
 CC=${FUZZ_CC:-clang}
 OUT=build/fuzz
 OBJ=$OUT/obj
-ALL="request nbd proto backup cluster_msg dog_reply snapshot procgroup"
+ALL="request nbd proto backup cluster_msg dog_reply snapshot procgroup zk_event"
 
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all"
 CFLAGS="-g -O1 -fno-omit-frame-pointer $SAN -std=gnu11 -D_GNU_SOURCE \
@@ -123,6 +123,12 @@ srcs_procgroup()
 		lib/event.c lib/hash.c
 }
 
+srcs_zk_event()
+{
+	echo tests/fuzz/fuzz_zk_event.c lib/proto.c lib/util.c lib/log.c \
+		lib/event.c lib/hash.c
+}
+
 # extra link options of a harness
 ldflags_backup()
 {
@@ -143,6 +149,13 @@ ldflags_dog_reply()
 ldflags_snapshot()
 {
 	printf -- '-Wl,--wrap=%s ' send recv net_connect net_connect_addr
+}
+
+ldflags_zk_event()
+{
+	printf -- '-Wl,--wrap=%s ' zoo_get zoo_get_children \
+		zoo_wget_children deallocate_String_vector
+	printf -- '-lzookeeper_mt '
 }
 
 build_one()

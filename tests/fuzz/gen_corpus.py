@@ -503,9 +503,38 @@ def gen_procgroup():
     write("procgroup", "member-ops", founder + ops + loop * 4)
 
 
+def gen_zk_event():
+    """
+    operation streams (fuzz_zk_event.c): a queue round of JOINs and a
+    message, delivered; the procs list; our own JOIN found; a malformed
+    event among good ones
+    """
+    def child(seq, kind, sender, counter, payload=b""):
+        # name "e-<seq>", a well-formed event
+        return (bytes([0x01]) + struct.pack("<H", seq) +
+                bytes([kind - 1, sender, counter, len(payload)]) + payload)
+
+    def raw_child(seq, data):
+        return bytes([0x03]) + struct.pack("<H", seq) + \
+            struct.pack("<H", len(data)) + data
+
+    ev_round = bytes([0x00, 3]) + child(1, 1, 3, 0) + child(2, 1, 5, 0) + \
+        child(3, 3, 5, 1, b"ping")
+    write("zk_event", "joins-and-message", ev_round + bytes([0x02]))
+    procs = struct.pack("<II", 0x31505a4b, 2) + struct.pack("<QQ", 3, 5)
+    write("zk_event", "procs",
+          bytes([0x01]) + struct.pack("<H", len(procs)) + procs)
+    write("zk_event", "find-my-join",
+          bytes([0x03, 2]) + child(7, 1, 5, 0) + child(8, 1, 3, 0))
+    bad = struct.pack("<IBBBBQQ", 0x31515a4b, 9, 0, 0, 0, 5, 1)
+    write("zk_event", "malformed",
+          bytes([0x00, 3]) + child(1, 1, 5, 0) + raw_child(2, bad) +
+          raw_child(3, b"KZQ") + bytes([0x02]))
+
+
 def main():
     for h in ("request", "nbd", "proto", "backup", "cluster_msg",
-              "dog_reply", "snapshot", "procgroup"):
+              "dog_reply", "snapshot", "procgroup", "zk_event"):
         shutil.rmtree(os.path.join(CORPUS, h), ignore_errors=True)
     gen_request()
     gen_nbd()
@@ -515,6 +544,7 @@ def main():
     gen_dog_reply()
     gen_snapshot()
     gen_procgroup()
+    gen_zk_event()
     for h in sorted(os.listdir(CORPUS)):
         print("%-12s %3d seeds" % (h, len(os.listdir(os.path.join(CORPUS,
                                                                    h)))))

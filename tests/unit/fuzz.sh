@@ -12,7 +12,7 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 
-NR_HARNESSES=8
+NR_HARNESSES=9
 
 bash tests/fuzz/build.sh
 rc=$?
