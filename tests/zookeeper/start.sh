@@ -44,7 +44,6 @@ PORT_BASE=${KELPIE_ZK_PORT_BASE:-21810}
 JARDIR=${KELPIE_ZK_JARDIR:-/usr/share/java}
 HEAP=${KELPIE_ZK_HEAP:-256m}
 LOCKS=${PORT_LOCK_DIR:-/tmp/kelpie-test-ports}
-MAIN=org.apache.zookeeper.server.ZooKeeperServerMain
 
 if [ -z "$DIR" ] || [ $# -gt 2 ] ||
 	{ [ -n "$PORT" ] && ! [[ $PORT =~ ^[0-9]+$ ]]; }; then
@@ -110,19 +109,7 @@ CONF=$DIR/zoo.cfg
 
 # ---- helpers
 
-alive()
-{
-	[ -e "/proc/$1" ] &&
-		! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null
-}
-
-# pid $1 is the java running the server of DIR
-ours()
-{
-	alive "$1" &&
-		tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null |
-		grep -F -- "$MAIN" | grep -qF -- "$CONF"
-}
+. "$HERE/proc.sh"
 
 # something listens on TCP port $1 (any address, IPv4 or IPv6)
 listening()
@@ -274,7 +261,7 @@ for _ in 1 2 3 4 5; do
 		-Dlog4j.configuration="file:$DIR/log4j.properties" \
 		-Dzookeeper.log.dir="$DIR" -Dzookeeper.jmx.log4j.disable=true \
 		${KELPIE_ZK_JVMFLAGS:-} \
-		-cp "$CP" "$MAIN" "$CONF" \
+		-cp "$CP" "$ZK_MAIN" "$CONF" \
 		</dev/null >>"$DIR/zk.log" 2>&1 &
 
 	end=$((SECONDS + TIMEOUT))

@@ -20,7 +20,6 @@
 set -u
 DIR=${1:-}
 MODE=${2:-stop}
-MAIN=org.apache.zookeeper.server.ZooKeeperServerMain
 LOCKS=${PORT_LOCK_DIR:-/tmp/kelpie-test-ports}
 
 case $MODE in
@@ -37,18 +36,7 @@ if [ ! -d "$DIR" ]; then
 fi
 DIR=$(cd "$DIR" && pwd)
 
-alive()
-{
-	[ -e "/proc/$1" ] &&
-		! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null
-}
-
-ours()
-{
-	alive "$1" &&
-		tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null |
-		grep -F -- "$MAIN" | grep -qF -- "$DIR/zoo.cfg"
-}
+. "$(dirname "$0")/proc.sh"
 
 # wait up to $2 seconds for pid $1 to die
 wait_dead()
