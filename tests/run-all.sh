@@ -139,81 +139,60 @@ if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 fi
 add "functional" "$p" "$f" "$s"
 
-# ---- 4. the cluster tests again, under the corosync driver
-if [ $# -eq 0 ]; then
-	coro_dir=$(mktemp -d "${TMPDIR:-/tmp}/kelpie-coro.XXXXXX")
-	want=${KELPIE_COROSYNC_TESTS:-"001 003 004 005 006 009 010 011 012 013 014 015 016 017 118 119"}
-	tests=()
-	for t in $want; do
-		[ -f "tests/functional/$t" ] && tests+=("$t")
-	done
-	bash tests/corosync/start.sh "$coro_dir" >"$out" 2>&1
-	rc=$?
-	if [ $rc -eq 0 ]; then
-		echo "== running functional tests under corosync: ${tests[*]}"
-		KELPIE_DRIVER=corosync bash tests/functional/run.sh "${tests[@]}" \
-			</dev/null 2>&1 | tee "$out"
-		rc=${PIPESTATUS[0]}
-		bash tests/corosync/stop.sh "$coro_dir" >/dev/null 2>&1
-		read -r p f s <<<"$(summary_counts "$out")"
-		p=${p:-0} f=${f:-0} s=${s:-0}
-		if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-			echo "   functional/run.sh under corosync exited with $rc"
-			f=1
-		fi
-	elif [ $rc -eq 77 ]; then
-		echo "== corosync cannot run here: $(tail -n 1 "$out")"
-		p=0 f=0 s=${#tests[@]}
-	else
-		echo "== corosync did not start:"
-		tail -n 15 "$out" | sed 's/^/   | /'
-		p=0 f=1 s=0
-	fi
-	add "functional (corosync)" "$p" "$f" "$s"
-	rm -rf "$coro_dir"
-fi
+# ---- 4./5. the cluster tests again, under another driver
+# under_driver DRIVER "NNN...": its private server is started with
+# tests/DRIVER/start.sh DIR (exit 77: it cannot run here, the tests are
+# skipped; zookeeper prints its port last) and stopped with stop.sh DIR
+under_driver()
+{
+	local drv=$1 dir rc p f s t addr=
+	local -a tests=() env=(KELPIE_DRIVER="$1")
 
-# ---- 5. the cluster tests again, under the zookeeper driver (a private
-# standalone ZooKeeper on 127.0.0.1, see tests/zookeeper/start.sh)
-if [ $# -eq 0 ]; then
-	zk_dir=$(mktemp -d "${TMPDIR:-/tmp}/kelpie-zk.XXXXXX")
-	# the membership tests (join, format, a death mid-write, shutdown
-	# and restart, rejoin, reweight, a refused joiner); the whole
-	# corosync list passes under ZooKeeper too (KELPIE_ZOOKEEPER_TESTS=
-	# "001 003 ... 119"), but with its session timeouts it takes 15
-	# minutes, which make check cannot spare
-	want=${KELPIE_ZOOKEEPER_TESTS:-"001 005 006 016 118 119"}
-	tests=()
-	for t in $want; do
+	for t in $2; do
 		[ -f "tests/functional/$t" ] && tests+=("$t")
 	done
-	bash tests/zookeeper/start.sh "$zk_dir" >"$out" 2>&1
+	dir=$(mktemp -d "${TMPDIR:-/tmp}/kelpie-$drv.XXXXXX")
+	bash "tests/$drv/start.sh" "$dir" >"$out" 2>&1
 	rc=$?
 	if [ $rc -eq 0 ]; then
-		zk_port=$(tail -n 1 "$out")
-		echo "== running functional tests under zookeeper" \
-			"(127.0.0.1:$zk_port): ${tests[*]}"
-		KELPIE_DRIVER=zookeeper KELPIE_ZK_ADDR=127.0.0.1:$zk_port \
-			bash tests/functional/run.sh "${tests[@]}" \
+		if [ "$drv" = zookeeper ]; then
+			addr=127.0.0.1:$(tail -n 1 "$out")
+			env+=(KELPIE_ZK_ADDR="$addr")
+		fi
+		echo "== running functional tests under $drv${addr:+ ($addr)}:" \
+			"${tests[*]}"
+		env "${env[@]}" bash tests/functional/run.sh "${tests[@]}" \
 			</dev/null 2>&1 | tee "$out"
 		rc=${PIPESTATUS[0]}
-		bash tests/zookeeper/stop.sh "$zk_dir" >/dev/null 2>&1
+		bash "tests/$drv/stop.sh" "$dir" >/dev/null 2>&1
 		read -r p f s <<<"$(summary_counts "$out")"
 		p=${p:-0} f=${f:-0} s=${s:-0}
 		if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-			echo "   functional/run.sh under zookeeper exited with $rc"
+			echo "   functional/run.sh under $drv exited with $rc"
 			f=1
 		fi
 	elif [ $rc -eq 77 ]; then
-		echo "== zookeeper cannot run here: $(tail -n 1 "$out")"
+		echo "== $drv cannot run here: $(tail -n 1 "$out")"
 		p=0 f=0 s=${#tests[@]}
 	else
-		echo "== zookeeper did not start:"
+		echo "== $drv did not start:"
 		tail -n 15 "$out" | sed 's/^/   | /'
 		p=0 f=1 s=0
 	fi
-	add "functional (zookeeper)" "$p" "$f" "$s"
-	rm -rf "$zk_dir"
+	add "functional ($drv)" "$p" "$f" "$s"
+	rm -rf "$dir"
+}
+
+if [ $# -eq 0 ]; then
+	under_driver corosync "${KELPIE_COROSYNC_TESTS:-"001 003 004 005 006 \
+009 010 011 012 013 014 015 016 017 118 119"}"
+	# the membership tests (join, format, a death mid-write, shutdown and
+	# restart, rejoin, reweight, a refused joiner); the whole corosync list
+	# passes under ZooKeeper too (KELPIE_ZOOKEEPER_TESTS="001 003 ...
+	# 119"), but with its session timeouts it takes 15 minutes, which
+	# make check cannot spare
+	under_driver zookeeper "${KELPIE_ZOOKEEPER_TESTS:-"001 005 006 016 \
+118 119"}"
 fi
 
 echo
