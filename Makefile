@@ -9,7 +9,7 @@ DEB_PKGS := build-essential pkg-config liburcu-dev libcmocka-dev libssl-dev \
 	libcpg-dev libquorum-dev corosync zookeeper libzookeeper-mt-dev \
 	e2fsprogs util-linux procps psmisc bc libfuse3-dev fuse3 \
 	qemu-utils qemu-system-x86 fio python3 iproute2 nftables clang \
-	libclang-rt-dev libisal-dev logrotate
+	libclang-rt-dev libisal-dev logrotate libibverbs-dev librdmacm-dev
 
 # Debian packages only the QEMU builds need (qemu-patches/build*.sh, the
 # qemu target); not part of DEB_PKGS
@@ -17,11 +17,16 @@ QEMU_DEB_PKGS := dpkg-dev build-essential pkg-config python3 meson \
 	ninja-build libglib2.0-dev zlib1g-dev patch xz-utils
 
 PKGS := liburcu libcrypto libcpg libquorum libisal
+# sheep's RDMA transport (sheep/net/rdma_*.c): linked into sheep and the
+# unit tests only
+RDMA_PKGS := libibverbs librdmacm
+RDMA_LIBS = $(shell pkg-config --libs $(RDMA_PKGS) 2>/dev/null || \
+	echo -libverbs -lrdmacm)
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter
 BASE_CFLAGS := -std=gnu11 -g -D_GNU_SOURCE -Iinclude -Isheep $(WARN) \
 	-fno-strict-aliasing
 CFLAGS ?= -O2
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) $(RDMA_PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # sheepfs alone links libfuse3
 FUSE_PKGS := fuse3
@@ -64,7 +69,7 @@ build/libkelpie.a: $(LIB_OBJS)
 	ar rcs $@ $^
 
 sheep/sheep: $(SHEEP_OBJS) build/libkelpie.a
-	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(RDMA_LIBS) $(LDLIBS)
 
 dog/dog: $(DOG_OBJS) build/libkelpie.a
 	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
@@ -86,7 +91,7 @@ build/tests/%: tests/unit/%.c build/san/libsheep.a build/san/libkelpie.a
 	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) -Itests/unit \
 		-o $@ $< -Wl,--start-group build/san/libsheep.a \
 		build/san/libkelpie.a -Wl,--end-group $(PKG_LIBS) -lcmocka \
-		$(LDLIBS)
+		$(RDMA_LIBS) $(LDLIBS)
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
@@ -102,9 +107,11 @@ deps:
 	fi
 
 deps-quiet:
-	@pkg-config --exists $(PKGS) $(FUSE_PKGS) && \
+	@pkg-config --exists $(PKGS) $(FUSE_PKGS) $(RDMA_PKGS) && \
 		[ -f /usr/include/cmocka.h ] && \
-		[ -f /usr/include/zookeeper/zookeeper.h ] || \
+		[ -f /usr/include/zookeeper/zookeeper.h ] && \
+		[ -f /usr/include/infiniband/verbs.h ] && \
+		[ -f /usr/include/rdma/rdma_cma.h ] || \
 		$(MAKE) --no-print-directory deps
 
 unit: all $(UNIT_BINS)
