@@ -4,6 +4,7 @@
 #define KELPIE_NET_H
 
 #include <stdint.h>
+#include <sys/socket.h>
 #include "internal_proto.h"
 
 int net_set_nonblock(int fd);
@@ -27,6 +28,9 @@ int net_listen_unix(const char *path);
  */
 int net_accept_bounded(int lfd, int nr_open, int max, const char *what);
 /* non-blocking connect started; completion shows as EPOLLOUT */
+/* a node address (IPv4 in the last 4 bytes, first 12 zero) as a sockaddr */
+socklen_t net_addr_to_sockaddr(const uint8_t addr[16], uint16_t port,
+			       struct sockaddr_storage *ss);
 int net_connect_nonblock(const uint8_t addr[16], uint16_t port);
 /*
  * Blocking connect with SO_LINGER {1,0}, SO_SNDTIMEO 5 s, SO_RCVTIMEO

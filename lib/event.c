@@ -184,6 +184,7 @@ void event_loop_run(struct event_loop *loop)
 {
 	struct epoll_event evs[128];
 
+	loop->stop = 0;		/* a stopped loop may be run again */
 	while (!loop->stop) {
 		int n = epoll_wait(loop->epfd, evs, 128, next_timeout(loop));
 

@@ -119,8 +119,8 @@ int net_listen_unix(const char *path)
 	return fd;
 }
 
-static socklen_t addr_to_sockaddr(const uint8_t addr[16], uint16_t port,
-				  struct sockaddr_storage *ss)
+socklen_t net_addr_to_sockaddr(const uint8_t addr[16], uint16_t port,
+			      struct sockaddr_storage *ss)
 {
 	static const uint8_t zero[12];
 
@@ -145,7 +145,7 @@ static socklen_t addr_to_sockaddr(const uint8_t addr[16], uint16_t port,
 int net_connect_nonblock(const uint8_t addr[16], uint16_t port)
 {
 	struct sockaddr_storage ss;
-	socklen_t len = addr_to_sockaddr(addr, port, &ss);
+	socklen_t len = net_addr_to_sockaddr(addr, port, &ss);
 	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC |
 			SOCK_NONBLOCK, 0);
 
@@ -202,7 +202,7 @@ int net_connect_addr(const uint8_t addr[16], uint16_t port,
 		     int rcv_timeout_sec)
 {
 	struct sockaddr_storage ss;
-	socklen_t len = addr_to_sockaddr(addr, port, &ss);
+	socklen_t len = net_addr_to_sockaddr(addr, port, &ss);
 	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)

@@ -1,0 +1,892 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The transport over RDMA (net/rdma.h): a byte stream over SEND/RECV of
+ * an RC queue pair, with the semantics of net/transport.h.
+ *
+ * Each connection registers one region of 2 x RDMA_NR_BUF buffers of
+ * RDMA_BUF bytes: RDMA_NR_BUF receives stay posted, and a message is
+ * copied into free send buffers in chunks, each starting with a header
+ * {le32 payload bytes, le32 credits}.  Flow control is by credits: a side
+ * may only SEND into a receive the other has posted, so it starts with
+ * RDMA_NR_BUF credits, spends one per SEND and gets them back in the
+ * headers of the other side's chunks as that side reposts the buffers it
+ * has consumed.  The last credit is kept for a chunk that carries credits
+ * only, sent when the other side is running out and nothing else is
+ * going its way; so neither side ever waits for credits the other holds
+ * back, and no SEND ever finds no receive (no RNR).
+ *
+ * Back-pressure as with TCP: while the owner has no receive posted, the
+ * chunks that arrived stay in their buffers, their credits are not
+ * returned and the sender stops.
+ *
+ * Connection management: one event channel per process (its fd in the
+ * loop) carries the events of every id; an id's context is its
+ * connection or listener.  Completions: one completion channel per
+ * connection, its fd in the loop.  A work completion in error, a
+ * DISCONNECTED or any failed CM step breaks the connection as a TCP
+ * error does (queued sends fail, closed() is called once).
+ *
+ * Not yet: RDMA READ/WRITE of large payloads straight into the owner's
+ * buffers (today every byte is copied once on each side, as with TCP).
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+#include "net.h"
+#include "proto.h"
+#include "util.h"
+#include "net/rdma.h"
+#include "net/rdma_api.h"
+
+#define RDMA_BUF	(32 * 1024)
+#define RDMA_NR_BUF	16
+#define RDMA_HDR	8
+#define RDMA_PAYLOAD	(RDMA_BUF - RDMA_HDR)
+/* send credits back once the other side holds no more than this */
+#define RDMA_LOW_CREDITS	(RDMA_NR_BUF / 2)
+#define RDMA_TIMEOUT_MS	2000	/* address and route resolution */
+#define WR_RECV		0x10000
+#define WR_SEND		0x20000
+
+/* the process's connection manager channel */
+static struct {
+	const struct rdma_api *api;
+	struct rdma_event_channel *ch;
+	struct event_loop *loop;
+	pid_t pid;		/* a forked child starts its own */
+	int users;		/* listeners and connections on it */
+} cm;
+
+struct rdma_xlistener {
+	struct xconn_base base;	/* xp NULL: an id's context is a listener */
+	struct rdma_cm_id *id;
+	struct event_loop *loop;
+	bool closed;
+	int refcnt;		/* open, connections, running handlers */
+	int nr_open;
+	int max;
+	char *what;
+	xaccept_fn fn;
+	void *arg;
+};
+
+struct rdma_conn {
+	struct xconn_base base;	/* first: xconn_transport() reads it */
+	struct rdma_cm_id *id;
+	struct event_loop *loop;
+	struct timer kick;	/* deliver what arrived before a receive */
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *cch;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	uint8_t *mem;		/* receive buffers, then send buffers */
+	int busy;
+	bool connected, dead, owner_closed, writing, draining, cch_added;
+	bool delivering;
+	const struct xconn_ops *ops;
+	void *arg;
+	/* the posted receive */
+	bool rposted;
+	void *rbuf;
+	size_t rlen, rgot;
+	/* chunks that arrived, oldest first, and how far the head is read */
+	int ready[RDMA_NR_BUF];
+	uint32_t ready_len[RDMA_NR_BUF];
+	int nr_ready, ready_head;
+	uint32_t ready_off;
+	/* credits */
+	uint32_t credits;	/* SENDs we may still post */
+	uint32_t to_return;	/* receives reposted, not yet told */
+	uint32_t their;		/* SENDs they may still post, as we know */
+	/* sends, oldest first; the head may be partly copied out */
+	struct list_head sendq;
+	size_t backlog;
+	int free_send[RDMA_NR_BUF];
+	int nr_free_send;
+	struct rdma_xlistener *l;	/* NULL for outgoing connections */
+	struct sockaddr_storage peer;
+};
+
+static void cm_put(void);
+
+static const struct rdma_api *api(void)
+{
+	if (!cm.api)
+		cm.api = rdma_api_get();
+	return cm.api;
+}
+
+static uint8_t *rbuf_of(struct rdma_conn *c, int i)
+{
+	return c->mem + (size_t)i * RDMA_BUF;
+}
+
+static uint8_t *sbuf_of(struct rdma_conn *c, int i)
+{
+	return c->mem + (size_t)(RDMA_NR_BUF + i) * RDMA_BUF;
+}
+
+/* ---- lifetime ---- */
+
+static void listener_put(struct rdma_xlistener *l)
+{
+	if (--l->refcnt)
+		return;
+	free(l->what);
+	free(l);
+}
+
+static void release_verbs(struct rdma_conn *c)
+{
+	const struct rdma_api *a = api();
+
+	if (c->id && c->id->qp)
+		a->destroy_qp(c->id);
+	if (c->cq)
+		a->destroy_cq(c->cq);
+	if (c->cch) {
+		if (c->cch_added)
+			event_del(c->loop, a->comp_channel_fd(c->cch));
+		a->destroy_comp_channel(c->cch);
+	}
+	if (c->mr)
+		a->dereg_mr(c->mr);
+	if (c->pd)
+		a->dealloc_pd(c->pd);
+	free(c->mem);
+	c->cq = NULL;
+	c->cch = NULL;
+	c->mr = NULL;
+	c->pd = NULL;
+	c->mem = NULL;
+	c->cch_added = false;
+}
+
+static void conn_free(struct rdma_conn *c)
+{
+	struct rdma_xlistener *l = c->l;
+
+	free(c);
+	if (l) {
+		l->nr_open--;
+		listener_put(l);
+	}
+}
+
+static void conn_enter(struct rdma_conn *c)
+{
+	c->busy++;
+}
+
+static void conn_leave(struct rdma_conn *c)
+{
+	if (--c->busy)
+		return;
+	if (c->dead)
+		conn_free(c);
+}
+
+static void fail_sends(struct rdma_conn *c)
+{
+	if (c->draining)
+		return;
+	c->draining = true;
+	while (!list_empty(&c->sendq)) {
+		struct xmsg *m = list_first_entry(&c->sendq, struct xmsg,
+						  list);
+
+		list_del(&m->list);
+		m->done(m, -1);
+	}
+	c->draining = false;
+	c->backlog = 0;
+}
+
+static void conn_shutdown(struct rdma_conn *c)
+{
+	if (c->dead)
+		return;
+	c->dead = true;
+	c->rposted = false;
+	c->rbuf = NULL;
+	timer_del(&c->kick);
+	if (c->id) {
+		if (c->connected)
+			api()->disconnect(c->id);
+		release_verbs(c);
+		api()->destroy_id(c->id);
+		c->id = NULL;
+		cm_put();
+	}
+	fail_sends(c);
+}
+
+static void conn_break(struct rdma_conn *c)
+{
+	if (c->dead)
+		return;
+	conn_enter(c);
+	conn_shutdown(c);
+	if (!c->owner_closed && c->ops && c->ops->closed)
+		c->ops->closed((struct xconn *)c, c->arg);
+	conn_leave(c);
+}
+
+/* ---- posting ---- */
+
+static int post_recv(struct rdma_conn *c, int i)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)rbuf_of(c, i),
+		.length = RDMA_BUF,
+		.lkey = c->mr->lkey,
+	};
+	struct ibv_recv_wr wr = {
+		.wr_id = WR_RECV | (uint64_t)i,
+		.sg_list = &sge,
+		.num_sge = 1,
+	}, *bad;
+
+	return api()->post_recv(c->id->qp, &wr, &bad);
+}
+
+/* one chunk of @len payload bytes (already in send buffer @i) */
+static int post_chunk(struct rdma_conn *c, int i, uint32_t len)
+{
+	uint8_t *b = sbuf_of(c, i);
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)b,
+		.length = RDMA_HDR + len,
+		.lkey = c->mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = WR_SEND | (uint64_t)i,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+
+	put_le32(b, len);
+	put_le32(b + 4, c->to_return);
+	c->their += c->to_return;
+	c->to_return = 0;
+	c->credits--;
+	return api()->post_send(c->id->qp, &wr, &bad);
+}
+
+/* copy up to one chunk of @m into send buffer @i: the bytes copied */
+static uint32_t copy_out(struct xmsg *m, uint8_t *dst)
+{
+	size_t skip = m->sent, n = 0;
+
+	for (int k = 0; k < m->nr_iov && n < RDMA_PAYLOAD; k++) {
+		size_t len = m->iov[k].iov_len, take;
+
+		if (skip >= len) {
+			skip -= len;
+			continue;
+		}
+		take = MIN(len - skip, RDMA_PAYLOAD - n);
+		memcpy(dst + n, (char *)m->iov[k].iov_base + skip, take);
+		n += take;
+		skip = 0;
+	}
+	m->sent += n;
+	return (uint32_t)n;
+}
+
+/* a chunk of credits only, if they run short on the other side */
+static void maybe_return_credits(struct rdma_conn *c)
+{
+	if (c->dead || !c->connected || !c->to_return || !c->credits ||
+	    !c->nr_free_send || c->their > RDMA_LOW_CREDITS)
+		return;
+	if (post_chunk(c, c->free_send[--c->nr_free_send], 0))
+		conn_break(c);
+}
+
+/*
+ * Copy queued messages into chunks while buffers and credits last (one
+ * credit stays for returning credits).  A done() that sends again only
+ * queues: we are in this loop.
+ */
+static void conn_write(struct rdma_conn *c)
+{
+	if (c->writing)
+		return;
+	c->writing = true;
+	while (!c->dead && c->connected && !list_empty(&c->sendq)) {
+		struct xmsg *m = list_first_entry(&c->sendq, struct xmsg,
+						  list);
+
+		if (m->sent < m->len) {
+			int i;
+			uint32_t n;
+
+			if (!c->nr_free_send || c->credits < 2)
+				break;
+			i = c->free_send[--c->nr_free_send];
+			n = copy_out(m, sbuf_of(c, i) + RDMA_HDR);
+			c->backlog -= n;
+			if (post_chunk(c, i, n)) {
+				conn_break(c);
+				break;
+			}
+			if (m->sent < m->len)
+				continue;
+		}
+		list_del(&m->list);
+		m->done(m, 0);
+	}
+	c->writing = false;
+	maybe_return_credits(c);
+}
+
+/* ---- receiving ---- */
+
+static void recv_complete(struct rdma_conn *c)
+{
+	c->rposted = false;
+	c->rbuf = NULL;
+	if (c->ops && c->ops->recv_done)
+		c->ops->recv_done((struct xconn *)c, c->arg);
+}
+
+/* the head chunk is used up: its receive goes back, its credit is due */
+static void chunk_done(struct rdma_conn *c)
+{
+	int i = c->ready[c->ready_head];
+
+	c->ready_head = (c->ready_head + 1) % RDMA_NR_BUF;
+	c->nr_ready--;
+	c->ready_off = 0;
+	if (post_recv(c, i)) {
+		conn_break(c);
+		return;
+	}
+	c->to_return++;
+}
+
+/*
+ * Hand arrived bytes to the posted receive, as long as one is posted: a
+ * recv_done() that posts the next one keeps us delivering.
+ */
+static void deliver(struct rdma_conn *c)
+{
+	if (c->delivering)
+		return;
+	c->delivering = true;
+	while (!c->dead && c->rposted) {
+		size_t want = c->rlen - c->rgot, take;
+		uint32_t left;
+		int i;
+
+		if (!want) {
+			recv_complete(c);
+			continue;
+		}
+		if (!c->nr_ready)
+			break;
+		i = c->ready[c->ready_head];
+		left = c->ready_len[c->ready_head] - c->ready_off;
+		take = MIN(want, (size_t)left);
+		if (c->rbuf)
+			memcpy((char *)c->rbuf + c->rgot,
+			       rbuf_of(c, i) + RDMA_HDR + c->ready_off, take);
+		c->rgot += take;
+		c->ready_off += (uint32_t)take;
+		if (c->ready_off == c->ready_len[c->ready_head])
+			chunk_done(c);
+	}
+	c->delivering = false;
+}
+
+static void kick_fn(struct timer *t)
+{
+	struct rdma_conn *c = container_of(t, struct rdma_conn, kick);
+
+	conn_enter(c);
+	deliver(c);
+	conn_write(c);		/* the credits of what was read */
+	conn_leave(c);
+}
+
+static void on_recv(struct rdma_conn *c, int i, uint32_t byte_len)
+{
+	uint8_t *b = rbuf_of(c, i);
+	uint32_t len = get_le32(b);
+	int slot;
+
+	if (byte_len < RDMA_HDR || len != byte_len - RDMA_HDR ||
+	    len > RDMA_PAYLOAD || c->their == 0) {
+		sd_err("rdma: malformed chunk of %u bytes", byte_len);
+		conn_break(c);
+		return;
+	}
+	c->their--;
+	c->credits += get_le32(b + 4);
+	if (c->credits > RDMA_NR_BUF) {
+		sd_err("rdma: the peer returned more credits than it had");
+		conn_break(c);
+		return;
+	}
+	if (!len) {		/* credits only */
+		if (post_recv(c, i))
+			conn_break(c);
+		else
+			c->to_return++;
+		return;
+	}
+	slot = (c->ready_head + c->nr_ready) % RDMA_NR_BUF;
+	c->ready[slot] = i;
+	c->ready_len[slot] = len;
+	c->nr_ready++;
+}
+
+/* ---- completions ---- */
+
+static void on_wc(struct rdma_conn *c, const struct ibv_wc *wc)
+{
+	int i = (int)(wc->wr_id & 0xffff);
+
+	if (wc->status != IBV_WC_SUCCESS) {
+		if (wc->status != IBV_WC_WR_FLUSH_ERR)
+			sd_info("rdma: work request failed: %s",
+				ibv_wc_status_str(wc->status));
+		conn_break(c);
+		return;
+	}
+	if (i >= RDMA_NR_BUF) {
+		conn_break(c);
+		return;
+	}
+	if (wc->wr_id & WR_SEND)
+		c->free_send[c->nr_free_send++] = i;
+	else
+		on_recv(c, i, wc->byte_len);
+}
+
+static void cq_handler(int fd, uint32_t events, void *data)
+{
+	struct rdma_conn *c = data;
+	const struct rdma_api *a = api();
+	struct ibv_wc wc[16];
+	struct ibv_cq *cq;
+	void *ctx;
+	int n = 0;
+
+	conn_enter(c);
+	if (c->dead || a->get_cq_event(c->cch, &cq, &ctx))
+		goto out;
+	a->ack_cq_events(cq, 1);
+	if (a->req_notify_cq(c->cq, 0)) {
+		conn_break(c);
+		goto out;
+	}
+	/* after re-arming: what completes meanwhile is polled here */
+	while (!c->dead && (n = a->poll_cq(c->cq, 16, wc)) > 0)
+		for (int k = 0; k < n && !c->dead; k++)
+			on_wc(c, &wc[k]);
+	if (!c->dead && n < 0)
+		conn_break(c);
+	deliver(c);
+	conn_write(c);
+out:
+	conn_leave(c);
+}
+
+/* the queue pair, its buffers and its completion queue on @c->id */
+static int setup_verbs(struct rdma_conn *c)
+{
+	const struct rdma_api *a = api();
+	size_t size = 2 * (size_t)RDMA_NR_BUF * RDMA_BUF;
+	struct ibv_qp_init_attr attr = {
+		.qp_type = IBV_QPT_RC,
+		.cap = {
+			.max_send_wr = RDMA_NR_BUF,
+			.max_recv_wr = RDMA_NR_BUF,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+		},
+	};
+
+	c->pd = a->alloc_pd(c->id->verbs);
+	if (!c->pd)
+		return -1;
+	c->mem = xzalloc(size);
+	c->mr = a->reg_mr(c->pd, c->mem, size, IBV_ACCESS_LOCAL_WRITE);
+	c->cch = a->create_comp_channel(c->id->verbs);
+	if (!c->mr || !c->cch)
+		return -1;
+	c->cq = a->create_cq(c->id->verbs, 2 * RDMA_NR_BUF, c, c->cch, 0);
+	if (!c->cq || a->req_notify_cq(c->cq, 0))
+		return -1;
+	/* a wake-up without an event must not block get_cq_event() */
+	if (net_set_nonblock(a->comp_channel_fd(c->cch)) ||
+	    event_add(c->loop, a->comp_channel_fd(c->cch), EPOLLIN,
+		      cq_handler, c))
+		return -1;
+	c->cch_added = true;
+	attr.send_cq = attr.recv_cq = c->cq;
+	if (a->create_qp(c->id, c->pd, &attr))
+		return -1;
+	for (int i = 0; i < RDMA_NR_BUF; i++) {
+		if (post_recv(c, i))
+			return -1;
+		c->free_send[c->nr_free_send++] = i;
+	}
+	c->credits = c->their = RDMA_NR_BUF;
+	return 0;
+}
+
+static struct rdma_conn *conn_new(struct event_loop *loop)
+{
+	struct rdma_conn *c = xzalloc(sizeof(*c));
+
+	c->base.xp = &rdma_transport;
+	c->loop = loop;
+	c->kick.fn = kick_fn;
+	INIT_LIST_HEAD(&c->sendq);
+	return c;
+}
+
+static void conn_param(struct rdma_conn_param *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->retry_count = 7;
+	p->rnr_retry_count = 7;
+}
+
+/* ---- connection manager events ---- */
+
+static void established(struct rdma_conn *c)
+{
+	struct rdma_xlistener *l = c->l;
+
+	memcpy(&c->peer, &c->id->route.addr.dst_storage, sizeof(c->peer));
+	c->connected = true;
+	if (l) {
+		/* handed to the owner only now, connected */
+		if (l->closed || l->fn((struct xconn *)c, l->arg)) {
+			c->owner_closed = true;
+			conn_shutdown(c);
+			return;
+		}
+	}
+	conn_write(c);
+	deliver(c);
+}
+
+static void conn_event(struct rdma_conn *c, enum rdma_cm_event_type type)
+{
+	struct rdma_conn_param p;
+
+	conn_enter(c);
+	switch (type) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		if (api()->resolve_route(c->id, RDMA_TIMEOUT_MS))
+			conn_break(c);
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		conn_param(&p);
+		if (setup_verbs(c) || api()->connect(c->id, &p))
+			conn_break(c);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		established(c);
+		break;
+	default:
+		/* errors, rejects, disconnects, device removal */
+		conn_break(c);
+		break;
+	}
+	conn_leave(c);
+}
+
+static void connect_request(struct rdma_xlistener *l, struct rdma_cm_id *id)
+{
+	struct rdma_conn *c;
+	struct rdma_conn_param p;
+
+	if (l->closed || l->nr_open >= l->max) {
+		sd_warn("%s: too many connections (%d): refused", l->what,
+			l->nr_open);
+		api()->reject(id, NULL, 0);
+		api()->destroy_id(id);
+		return;
+	}
+	c = conn_new(l->loop);
+	c->id = id;
+	id->context = c;
+	cm.users++;		/* the new id is on our channel */
+	c->l = l;
+	l->refcnt++;
+	l->nr_open++;
+	conn_param(&p);
+	conn_enter(c);
+	if (setup_verbs(c) || api()->accept(id, &p)) {
+		c->owner_closed = true;	/* nobody owns it yet */
+		conn_shutdown(c);
+	}
+	conn_leave(c);
+}
+
+/* an id's context is a connection or a listener (no transport) */
+static bool ctx_is_listener(void *ctx)
+{
+	return !((struct xconn_base *)ctx)->xp;
+}
+
+static void cm_handler(int fd, uint32_t events, void *data)
+{
+	const struct rdma_api *a = api();
+	struct rdma_cm_event *ev;
+
+	cm.users++;		/* the handlers may close the last id */
+	while (!a->get_cm_event(cm.ch, &ev)) {
+		enum rdma_cm_event_type type = ev->event;
+		struct rdma_cm_id *id = ev->id;
+		void *ctx = id->context;
+		struct rdma_cm_id *listen_id = ev->listen_id;
+
+		a->ack_cm_event(ev);
+		if (type == RDMA_CM_EVENT_CONNECT_REQUEST && listen_id) {
+			struct rdma_xlistener *l = listen_id->context;
+
+			l->refcnt++;
+			connect_request(l, id);
+			listener_put(l);
+		} else if (ctx && !ctx_is_listener(ctx)) {
+			conn_event(ctx, type);
+		}
+	}
+	cm_put();
+}
+
+/* take the channel for one more id (in @loop: one loop per process) */
+static int cm_get(struct event_loop *loop)
+{
+	const struct rdma_api *a = api();
+
+	if (cm.ch && cm.pid == getpid()) {
+		if (loop != cm.loop)
+			return -1;
+		cm.users++;
+		return 0;
+	}
+	cm.pid = getpid();
+	cm.users = 0;
+	cm.ch = a->create_event_channel();
+	if (!cm.ch)
+		return -1;
+	if (net_set_nonblock(a->event_channel_fd(cm.ch)) ||
+	    event_add(loop, a->event_channel_fd(cm.ch), EPOLLIN, cm_handler,
+		      NULL)) {
+		a->destroy_event_channel(cm.ch);
+		cm.ch = NULL;
+		return -1;
+	}
+	cm.loop = loop;
+	cm.users = 1;
+	return 0;
+}
+
+/* an id on the channel is gone; the last one takes the channel along */
+static void cm_put(void)
+{
+	const struct rdma_api *a = api();
+
+	if (--cm.users)
+		return;
+	event_del(cm.loop, a->event_channel_fd(cm.ch));
+	a->destroy_event_channel(cm.ch);
+	cm.ch = NULL;
+	cm.loop = NULL;
+}
+
+/* ---- the transport table ---- */
+
+static struct rdma_conn *rc(struct xconn *x)
+{
+	return (struct rdma_conn *)x;
+}
+
+static void xr_set_ops(struct xconn *x, const struct xconn_ops *ops,
+			 void *arg)
+{
+	rc(x)->ops = ops;
+	rc(x)->arg = arg;
+}
+
+static void xr_recv(struct xconn *x, void *buf, size_t len)
+{
+	struct rdma_conn *c = rc(x);
+
+	if (c->dead)
+		return;
+	if (c->rposted)
+		sd_err("a receive is already posted; replacing it");
+	conn_enter(c);
+	c->rposted = true;
+	c->rbuf = buf;
+	c->rlen = len;
+	c->rgot = 0;
+	/*
+	 * What arrived already is delivered from the loop, never from here:
+	 * recv_done() does not run inside the owner's own call.
+	 */
+	if (!c->delivering && (c->nr_ready || !len))
+		timer_add(c->loop, &c->kick, 0);
+	conn_leave(c);
+}
+
+static size_t msg_len(const struct xmsg *m)
+{
+	size_t len = 0;
+
+	for (int i = 0; i < m->nr_iov; i++)
+		len += m->iov[i].iov_len;
+	return len;
+}
+
+static void xr_send(struct xconn *x, struct xmsg *m)
+{
+	struct rdma_conn *c = rc(x);
+
+	if (m->nr_iov < 0 || m->nr_iov > XMSG_MAX_IOV) {
+		sd_err("message with %d buffers", m->nr_iov);
+		m->done(m, -1);
+		return;
+	}
+	m->len = msg_len(m);
+	m->sent = 0;
+	conn_enter(c);
+	list_add_tail(&m->list, &c->sendq);
+	if (c->dead) {
+		fail_sends(c);
+		goto out;
+	}
+	c->backlog += m->len;
+	conn_write(c);
+out:
+	conn_leave(c);
+}
+
+static void xr_close(struct xconn *x)
+{
+	struct rdma_conn *c = rc(x);
+
+	c->owner_closed = true;
+	conn_enter(c);
+	conn_shutdown(c);
+	conn_leave(c);
+}
+
+static size_t xr_send_backlog(const struct xconn *x)
+{
+	return ((const struct rdma_conn *)x)->backlog;
+}
+
+static size_t xr_recv_got(const struct xconn *x)
+{
+	const struct rdma_conn *c = (const struct rdma_conn *)x;
+
+	return c->rposted ? c->rgot : 0;
+}
+
+static int xr_peer_addr(const struct xconn *x, struct sockaddr_storage *ss)
+{
+	const struct rdma_conn *c = (const struct rdma_conn *)x;
+
+	if (c->dead || !c->connected)
+		return -1;
+	*ss = c->peer;
+	return 0;
+}
+
+static struct xconn *xr_connect(struct event_loop *loop,
+				  const uint8_t addr[16], uint16_t port)
+{
+	struct sockaddr_storage ss;
+	struct rdma_conn *c;
+
+	if (cm_get(loop))
+		return NULL;
+	net_addr_to_sockaddr(addr, port, &ss);
+	c = conn_new(loop);
+	if (api()->create_id(cm.ch, &c->id, c, RDMA_PS_TCP))
+		goto fail;
+	if (api()->resolve_addr(c->id, NULL, (struct sockaddr *)&ss,
+				RDMA_TIMEOUT_MS))
+		goto fail;
+	return (struct xconn *)c;
+fail:
+	if (c->id)
+		api()->destroy_id(c->id);
+	free(c);
+	cm_put();
+	return NULL;
+}
+
+const struct transport rdma_transport = {
+	.name = "rdma",
+	.connect = xr_connect,
+	.set_ops = xr_set_ops,
+	.recv = xr_recv,
+	.send = xr_send,
+	.close = xr_close,
+	.send_backlog = xr_send_backlog,
+	.recv_got = xr_recv_got,
+	.peer_addr = xr_peer_addr,
+};
+
+/* ---- listeners ---- */
+
+struct rdma_xlistener *rdma_xlisten(struct event_loop *loop,
+				  const uint8_t addr[16], uint16_t port,
+				  int max, const char *what, xaccept_fn fn,
+				  void *arg)
+{
+	struct sockaddr_storage ss;
+	struct rdma_xlistener *l;
+	int err;
+
+	if (cm_get(loop))
+		return NULL;
+	net_addr_to_sockaddr(addr, port, &ss);
+	l = xzalloc(sizeof(*l));
+	l->loop = loop;
+	l->refcnt = 1;
+	l->max = max;
+	l->what = xstrdup(what ? what : "connection");
+	l->fn = fn;
+	l->arg = arg;
+	if (api()->create_id(cm.ch, &l->id, l, RDMA_PS_TCP))
+		goto fail;
+	if (api()->listen(l->id, (struct sockaddr *)&ss, 128))
+		goto fail;
+	return l;
+fail:
+	err = errno;
+	if (l->id)
+		api()->destroy_id(l->id);
+	listener_put(l);
+	cm_put();
+	errno = err;
+	return NULL;
+}
+
+void rdma_xlistener_close(struct rdma_xlistener *l)
+{
+	if (l->closed)
+		return;
+	l->closed = true;
+	api()->destroy_id(l->id);
+	l->id = NULL;
+	listener_put(l);
+	cm_put();
+}
