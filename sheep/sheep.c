@@ -41,7 +41,8 @@ static const char *pidfile;
 static int ready_fd = -1;
 static int lock_fd = -1;
 
-enum { OPT_NBD = 256, OPT_ADMIN_FROM, OPT_CLUSTER_KEY, OPT_BUDGET, OPT_HTTP };
+enum { OPT_NBD = 256, OPT_ADMIN_FROM, OPT_CLUSTER_KEY, OPT_BUDGET, OPT_HTTP,
+       OPT_RDMA };
 
 static const struct option long_opts[] = {
 	{ "bindaddr", required_argument, NULL, 'b' },
@@ -70,6 +71,7 @@ static const struct option long_opts[] = {
 	{ "wildcard-recovery", no_argument, NULL, 'W' },
 	{ "max-dynamic-threads", required_argument, NULL, 'x' },
 	{ "http", required_argument, NULL, OPT_HTTP },
+	{ "rdma", required_argument, NULL, OPT_RDMA },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -119,6 +121,9 @@ static void usage(FILE *f)
 "                         capacity-weighted ones; the cluster is then\n"
 "                         formatted with dog cluster format -V\n"
 "  -D, -i, -r, -x (Sheepdog) are refused with the reason\n"
+"      --rdma ADDR[:PORT]  sheep-to-sheep traffic over RDMA (RC) on\n"
+"                         ADDR (default PORT: the -p port) with every\n"
+"                         node that has one too; TCP with the others\n"
 "  -R, --recovery max=N,interval=MS  recover at most N objects per MS\n"
 "                         milliseconds (default: unthrottled)\n"
 "  -v, --version          print the version\n"
@@ -529,6 +534,40 @@ static int init_self(const char *myaddr, long zone, bool local)
 	return 0;
 }
 
+/*
+ * --rdma ADDR[:PORT] into the node's io_addr/io_port (the fields Sheepdog
+ * kept for a separate data address); IPv6 as [ADDR]:PORT
+ */
+static int parse_rdma(const char *spec, struct node_id *nid)
+{
+	char host[64];
+	const char *colon = strrchr(spec, ':'), *end = spec + strlen(spec);
+	long port = sys.port;
+	char *e;
+
+	if (colon && (spec[0] == '[' ? colon > strchr(spec, ']') :
+				       colon == strchr(spec, ':'))) {
+		port = strtol(colon + 1, &e, 10);
+		if (*e || port <= 0 || port > 65535)
+			return -1;
+		end = colon;
+	}
+	if (spec[0] == '[') {
+		if (end - spec < 2 || end[-1] != ']')
+			return -1;
+		spec++;
+		end--;
+	}
+	if ((size_t)(end - spec) >= sizeof(host))
+		return -1;
+	memcpy(host, spec, (size_t)(end - spec));
+	host[end - spec] = 0;
+	if (str_to_addr(host, nid->io_addr))
+		return -1;
+	nid->io_port = (uint16_t)port;
+	return 0;
+}
+
 /* what the lower layers call up through (design.md §2) */
 static const struct group_hooks group_hooks = {
 	.op_lookup = get_sd_op,
@@ -543,6 +582,7 @@ static const struct ops_metrics_hooks metrics_hooks = {
 int main(int argc, char **argv)
 {
 	const char *driver = "local", *bindaddr = NULL, *myaddr = NULL;
+	const char *rdma = NULL;
 	struct log_opts lo = { .level = LOG_L_INFO };
 	char logpath[4200], sock[4200];
 	int c;
@@ -599,6 +639,9 @@ int main(int argc, char **argv)
 				fprintf(stderr, "invalid --http '%s'\n", optarg);
 				return 1;
 			}
+			break;
+		case OPT_RDMA:
+			rdma = optarg;
 			break;
 		case OPT_NBD:
 			if (nbd_configure(optarg)) {
@@ -715,9 +758,15 @@ int main(int argc, char **argv)
 		goto fail;
 	if (init_self(myaddr, zone, !strncmp(driver, "local", 5)))
 		goto fail;
+	if (rdma && parse_rdma(rdma, &sys.self.nid)) {
+		sd_err("invalid --rdma '%s' (ADDR[:PORT])", rdma);
+		goto fail;
+	}
 	vdi_scan_local();
 	snprintf(sock, sizeof(sock), "%s/sock", sys.base);
 	if (setup_signals() || listen_init(bindaddr, sys.port, sock))
+		goto fail;
+	if (rdma && listen_rdma(sys.self.nid.io_addr, sys.self.nid.io_port))
 		goto fail;
 	if (nbd_init(bindaddr))
 		goto fail;

@@ -139,8 +139,13 @@ enum req_origin access_origin(const struct client_access *a, bool authed)
 		return FROM_TRUSTED;
 	if (auth_enabled() && !authed)
 		return FROM_CLIENT;
-	for (size_t i = 0; i < cstate->nr_members; i++)
-		if (!memcmp(cstate->members[i].nid.addr, a->addr, 16))
+	for (size_t i = 0; i < cstate->nr_members; i++) {
+		const struct node_id *n = &cstate->members[i].nid;
+
+		/* a member's RDMA address (--rdma) is its own too */
+		if (!memcmp(n->addr, a->addr, 16) ||
+		    (n->io_port && !memcmp(n->io_addr, a->addr, 16)))
 			return FROM_TRUSTED;
+	}
 	return FROM_CLIENT;
 }

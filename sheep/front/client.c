@@ -16,6 +16,8 @@
 #include "core/request.h"
 #include "front/access.h"
 #include "front/front.h"
+#include "net/rdma.h"
+#include "net/rdma_api.h"
 #include "net/stall.h"
 #include "net/transport.h"
 #include "ops/ops.h"
@@ -61,6 +63,7 @@ struct reply {
 };
 
 static struct xlistener *listeners[2];
+static struct rdma_xlistener *rdma_listener;
 static LIST_HEAD(paused_clients);
 static LIST_HEAD(all_clients);
 static size_t nr_clients;
@@ -443,8 +446,27 @@ int listen_init(const char *bindaddr, int port, const char *sock_path)
 	return 0;
 }
 
+int listen_rdma(const uint8_t addr[16], uint16_t port)
+{
+	char a[64];
+
+	rdma_listener = rdma_xlisten(sys.loop, addr, port, SD_MAX_CLIENTS,
+				     "rdma connection", client_accept, NULL);
+	if (!rdma_listener) {
+		sd_err("cannot listen for RDMA on %s:%u: %m",
+		       addr_to_str(addr, a, sizeof(a)), port);
+		return -1;
+	}
+	sd_info("RDMA: listening on %s:%u (%s)",
+		addr_to_str(addr, a, sizeof(a)), port, rdma_api_get()->name);
+	return 0;
+}
+
 void listen_stop(void)
 {
+	if (rdma_listener)
+		rdma_xlistener_close(rdma_listener);
+	rdma_listener = NULL;
 	for (int i = 0; i < 2; i++) {
 		if (listeners[i])
 			xlistener_close(listeners[i]);

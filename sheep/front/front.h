@@ -14,6 +14,8 @@
 
 /* client.c */
 int listen_init(const char *bindaddr, int port, const char *sock_path);
+/* sheep-to-sheep connections over RDMA on @addr:@port (--rdma) */
+int listen_rdma(const uint8_t addr[16], uint16_t port);
 void listen_stop(void);
 size_t client_count(void);
 

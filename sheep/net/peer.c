@@ -14,6 +14,7 @@
 #include "core/auth.h"
 #include "core/core.h"
 #include "net/peer.h"
+#include "net/rdma.h"
 #include "net/transport.h"
 
 enum peer_rx { RX_HDR, RX_DATA, RX_SKIP };
@@ -187,9 +188,24 @@ static struct peer *peer_get(const struct node_id *nid)
 	return p;
 }
 
+/* over RDMA when both ends have an RDMA address (--rdma), else TCP */
+static struct xconn *connect_to(const struct node_id *nid)
+{
+	char a[64], b[64];
+
+	if (sys.self.nid.io_port && nid->io_port) {
+		sd_info("to %s:%u over RDMA (%s:%u)",
+			addr_to_str(nid->addr, a, sizeof(a)), nid->port,
+			addr_to_str(nid->io_addr, b, sizeof(b)), nid->io_port);
+		return rdma_transport.connect(sys.loop, nid->io_addr,
+					      nid->io_port);
+	}
+	return tcp_transport.connect(sys.loop, nid->addr, nid->port);
+}
+
 static int peer_connect(struct peer *p)
 {
-	p->xc = tcp_transport.connect(sys.loop, p->nid.addr, p->nid.port);
+	p->xc = connect_to(&p->nid);
 	if (!p->xc)
 		return -1;
 	xconn_set_ops(p->xc, &peer_ops, p);
