@@ -19,9 +19,15 @@
 
 enum peer_rx { RX_HDR, RX_DATA, RX_SKIP };
 
+/* after an RDMA connection that never answered: TCP for this long */
+#define RDMA_FALLBACK_MS	60000
+
 struct peer {
 	struct node_id nid;
 	struct xconn *xc;		/* NULL while not connected */
+	bool rdma;			/* xc is over RDMA */
+	bool rdma_answered;		/* and a response came back on it */
+	uint64_t tcp_until;		/* no RDMA before (monotonic ms) */
 	struct list_head sendq;		/* not yet (fully) written */
 	struct list_head inflight;	/* written, awaiting response */
 	/* with a cluster key: held until the challenge is answered */
@@ -110,6 +116,7 @@ static int got_header(struct peer *p)
 	struct sd_rsp rsp;
 
 	sd_rsp_decode(&rsp, p->hdr);
+	p->rdma_answered = true;
 	p->rx = find_inflight(p, rsp.id);
 	if (!p->rx) {
 		sd_err("response with unknown id %u from peer", rsp.id);
@@ -147,10 +154,27 @@ static void peer_recv_done(struct xconn *xc, void *arg)
 	}
 }
 
+/*
+ * An RDMA connection that broke before any answer (no device, no route,
+ * a peer whose RDMA listener cannot be reached): the next connections
+ * go over TCP for a while, so that replication does not depend on it.
+ */
+static void rdma_failed(struct peer *p)
+{
+	char a[64];
+
+	p->tcp_until = now_msec() + RDMA_FALLBACK_MS;
+	sd_warn("RDMA to %s:%u failed before any answer: TCP for %d s",
+		addr_to_str(p->nid.addr, a, sizeof(a)), p->nid.port,
+		RDMA_FALLBACK_MS / 1000);
+}
+
 static void peer_closed(struct xconn *xc, void *arg)
 {
 	struct peer *p = arg;
 
+	if (p->rdma && !p->rdma_answered)
+		rdma_failed(p);
 	p->xc = NULL;
 	peer_fail_all(p, SD_RES_NETWORK_ERROR);
 }
@@ -189,23 +213,32 @@ static struct peer *peer_get(const struct node_id *nid)
 }
 
 /* over RDMA when both ends have an RDMA address (--rdma), else TCP */
-static struct xconn *connect_to(const struct node_id *nid)
+static struct xconn *connect_to(struct peer *p)
 {
+	const struct node_id *nid = &p->nid;
+	struct xconn *xc;
 	char a[64], b[64];
 
-	if (sys.self.nid.io_port && nid->io_port) {
+	p->rdma = sys.self.nid.io_port && nid->io_port &&
+		  now_msec() >= p->tcp_until;
+	p->rdma_answered = false;
+	if (p->rdma) {
 		sd_info("to %s:%u over RDMA (%s:%u)",
 			addr_to_str(nid->addr, a, sizeof(a)), nid->port,
 			addr_to_str(nid->io_addr, b, sizeof(b)), nid->io_port);
-		return rdma_transport.connect(sys.loop, nid->io_addr,
-					      nid->io_port);
+		xc = rdma_transport.connect(sys.loop, nid->io_addr,
+					    nid->io_port);
+		if (xc)
+			return xc;
+		rdma_failed(p);
+		p->rdma = false;
 	}
 	return tcp_transport.connect(sys.loop, nid->addr, nid->port);
 }
 
 static int peer_connect(struct peer *p)
 {
-	p->xc = connect_to(&p->nid);
+	p->xc = connect_to(p);
 	if (!p->xc)
 		return -1;
 	xconn_set_ops(p->xc, &peer_ops, p);
