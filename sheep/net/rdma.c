@@ -428,12 +428,13 @@ static void on_recv(struct rdma_conn *c, int i, uint32_t byte_len)
 		return;
 	}
 	c->their--;
-	c->credits += get_le32(b + 4);
-	if (c->credits > RDMA_NR_BUF) {
+	/* checked before the sum: a huge count must not wrap round */
+	if (get_le32(b + 4) > RDMA_NR_BUF - c->credits) {
 		sd_err("rdma: the peer returned more credits than it had");
 		conn_break(c);
 		return;
 	}
+	c->credits += get_le32(b + 4);
 	if (!len) {		/* credits only */
 		if (post_recv(c, i))
 			conn_break(c);
