@@ -6,7 +6,22 @@
  * Each connection registers one region of 2 x RDMA_NR_BUF buffers of
  * RDMA_BUF bytes: RDMA_NR_BUF receives stay posted, and a message is
  * copied into free send buffers in chunks, each starting with a header
- * {le32 payload bytes, le32 credits}.  Flow control is by credits: a side
+ * {le32 payload bytes | RDMA_F_DESC, le16 credits, le16 releases}.
+ *
+ * Large buffers are not copied: a buffer of a message with RDMA_ZC_MIN
+ * bytes or more left is registered for remote reads and the stream
+ * carries a descriptor chunk in its place {le64 address, le32 rkey, le32
+ * bytes}; the receiver reads those bytes with RDMA READ straight into the
+ * buffer its owner posted (registered for that receive; a small bounce
+ * buffer if it cannot be), then counts a release in the header of its
+ * next chunk (one of credits only if nothing else goes back).  Releases
+ * come in the order of the descriptors; the sender deregisters the buffer
+ * and the message is done only once all of its buffers are released.  A
+ * buffer that cannot be registered is copied.  So the key of a buffer is
+ * valid for one message only, and a 4 MiB object crosses the wire once,
+ * without a copy on either side.
+ *
+ * Flow control is by credits: a side
  * may only SEND into a receive the other has posted, so it starts with
  * RDMA_NR_BUF credits, spends one per SEND and gets them back in the
  * headers of the other side's chunks as that side reposts the buffers it
@@ -26,8 +41,10 @@
  * DISCONNECTED or any failed CM step breaks the connection as a TCP
  * error does (queued sends fail, closed() is called once).
  *
- * Not yet: RDMA READ/WRITE of large payloads straight into the owner's
- * buffers (today every byte is copied once on each side, as with TCP).
+ * Every CM event is acknowledged as soon as it is taken from the channel,
+ * before it is handled, so rdma_destroy_id() (which waits until the
+ * events reported for the id are acknowledged) never waits in a handler;
+ * events of an id not yet taken are dropped by the kernel with the id.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -45,11 +62,17 @@
 #define RDMA_NR_BUF	16
 #define RDMA_HDR	8
 #define RDMA_PAYLOAD	(RDMA_BUF - RDMA_HDR)
+#define RDMA_F_DESC	0x80000000u	/* header word 0: a descriptor */
+#define RDMA_DESC_LEN	16
+#define RDMA_ZC_MIN	(64 * 1024)	/* read by the peer, not copied */
+#define RDMA_ZC_MAX	(1u << 30)	/* bytes of one descriptor */
+#define RDMA_BOUNCE	(256 * 1024)
 /* send credits back once the other side holds no more than this */
 #define RDMA_LOW_CREDITS	(RDMA_NR_BUF / 2)
 #define RDMA_TIMEOUT_MS	2000	/* address and route resolution */
 #define WR_RECV		0x10000
 #define WR_SEND		0x20000
+#define WR_READ		0x40000
 
 /* the process's connection manager channel */
 static struct {
@@ -106,9 +129,30 @@ struct rdma_conn {
 	size_t backlog;
 	int free_send[RDMA_NR_BUF];
 	int nr_free_send;
+	/* our buffers the peer reads, in the order described */
+	struct {
+		struct ibv_mr *mr;
+		struct xmsg *m;
+	} zc[RDMA_NR_BUF];
+	int zc_head, nr_zc;
+	struct list_head waitq;	/* sent whole, buffers not yet released */
+	bool zc_warned;
+	/* the peer's buffers we read: descriptors in the ready queue */
+	bool ready_desc[RDMA_NR_BUF];
+	uint64_t ready_addr[RDMA_NR_BUF];
+	uint32_t ready_rkey[RDMA_NR_BUF];
+	uint32_t to_release;	/* descriptors read, not yet told */
+	bool reading;		/* an RDMA READ is in flight */
+	uint32_t read_len;
+	bool bounced;		/* the posted receive could not be registered */
+	struct ibv_mr *rmr;	/* the posted receive's buffer */
+	uint8_t *bounce;
+	struct ibv_mr *bounce_mr;
 	struct rdma_xlistener *l;	/* NULL for outgoing connections */
 	struct sockaddr_storage peer;
 };
+
+static struct rdma_stats stats;
 
 static void cm_put(void);
 
@@ -139,12 +183,32 @@ static void listener_put(struct rdma_xlistener *l)
 	free(l);
 }
 
+/* every region registered for a message or a receive (the QP is gone) */
+static void release_zc(struct rdma_conn *c)
+{
+	const struct rdma_api *a = api();
+
+	for (; c->nr_zc; c->nr_zc--) {
+		a->dereg_mr(c->zc[c->zc_head].mr);
+		c->zc_head = (c->zc_head + 1) % RDMA_NR_BUF;
+	}
+	if (c->rmr)
+		a->dereg_mr(c->rmr);
+	if (c->bounce_mr)
+		a->dereg_mr(c->bounce_mr);
+	free(c->bounce);
+	c->rmr = c->bounce_mr = NULL;
+	c->bounce = NULL;
+	c->reading = false;
+}
+
 static void release_verbs(struct rdma_conn *c)
 {
 	const struct rdma_api *a = api();
 
 	if (c->id && c->id->qp)
 		a->destroy_qp(c->id);
+	release_zc(c);
 	if (c->cq)
 		a->destroy_cq(c->cq);
 	if (c->cch) {
@@ -191,15 +255,19 @@ static void conn_leave(struct rdma_conn *c)
 
 static void fail_sends(struct rdma_conn *c)
 {
+	struct list_head *q[] = { &c->waitq, &c->sendq };
+
 	if (c->draining)
 		return;
 	c->draining = true;
-	while (!list_empty(&c->sendq)) {
-		struct xmsg *m = list_first_entry(&c->sendq, struct xmsg,
-						  list);
+	for (int k = 0; k < 2; k++) {
+		while (!list_empty(q[k])) {
+			struct xmsg *m = list_first_entry(q[k], struct xmsg,
+							  list);
 
-		list_del(&m->list);
-		m->done(m, -1);
+			list_del(&m->list);
+			m->done(m, -1);
+		}
 	}
 	c->draining = false;
 	c->backlog = 0;
@@ -254,7 +322,7 @@ static int post_recv(struct rdma_conn *c, int i)
 }
 
 /* one chunk of @len payload bytes (already in send buffer @i) */
-static int post_chunk(struct rdma_conn *c, int i, uint32_t len)
+static int post_chunk(struct rdma_conn *c, int i, uint32_t len, uint32_t flags)
 {
 	uint8_t *b = sbuf_of(c, i);
 	struct ibv_sge sge = {
@@ -270,15 +338,19 @@ static int post_chunk(struct rdma_conn *c, int i, uint32_t len)
 		.send_flags = IBV_SEND_SIGNALED,
 	}, *bad;
 
-	put_le32(b, len);
-	put_le32(b + 4, c->to_return);
+	put_le32(b, len | flags);
+	put_le32(b + 4, c->to_return | c->to_release << 16);
 	c->their += c->to_return;
 	c->to_return = 0;
+	c->to_release = 0;
 	c->credits--;
 	return api()->post_send(c->id->qp, &wr, &bad);
 }
 
-/* copy up to one chunk of @m into send buffer @i: the bytes copied */
+/*
+ * Copy up to one chunk of @m into send buffer @i: the bytes copied.  It
+ * stops before a buffer the peer will read itself.
+ */
 static uint32_t copy_out(struct xmsg *m, uint8_t *dst)
 {
 	size_t skip = m->sent, n = 0;
@@ -290,6 +362,8 @@ static uint32_t copy_out(struct xmsg *m, uint8_t *dst)
 			skip -= len;
 			continue;
 		}
+		if (n && !m->zc_off && len - skip >= RDMA_ZC_MIN)
+			break;
 		take = MIN(len - skip, RDMA_PAYLOAD - n);
 		memcpy(dst + n, (char *)m->iov[k].iov_base + skip, take);
 		n += take;
@@ -299,14 +373,89 @@ static uint32_t copy_out(struct xmsg *m, uint8_t *dst)
 	return (uint32_t)n;
 }
 
-/* a chunk of credits only, if they run short on the other side */
+/*
+ * A chunk of credits only, if they run short on the other side, or of
+ * releases (the other side waits for them to finish a message).
+ */
 static void maybe_return_credits(struct rdma_conn *c)
 {
-	if (c->dead || !c->connected || !c->to_return || !c->credits ||
-	    !c->nr_free_send || c->their > RDMA_LOW_CREDITS)
+	if (c->dead || !c->connected || !c->credits || !c->nr_free_send)
 		return;
-	if (post_chunk(c, c->free_send[--c->nr_free_send], 0))
+	if (!c->to_release &&
+	    (!c->to_return || c->their > RDMA_LOW_CREDITS))
+		return;
+	if (post_chunk(c, c->free_send[--c->nr_free_send], 0, 0))
 		conn_break(c);
+}
+
+/* the rest of @m's current buffer if the peer is to read it, or 0 */
+static size_t zc_span(const struct rdma_conn *c, const struct xmsg *m,
+		      void **base)
+{
+	size_t skip = m->sent;
+
+	if (m->zc_off || c->nr_zc == RDMA_NR_BUF)
+		return 0;
+	for (int k = 0; k < m->nr_iov; k++) {
+		size_t len = m->iov[k].iov_len;
+
+		if (skip >= len) {
+			skip -= len;
+			continue;
+		}
+		if (len - skip < RDMA_ZC_MIN)
+			return 0;
+		*base = (char *)m->iov[k].iov_base + skip;
+		return MIN(len - skip, (size_t)RDMA_ZC_MAX);
+	}
+	return 0;
+}
+
+/* describe @len bytes at @base in send buffer @i; -1 if not registered */
+static int fill_desc(struct rdma_conn *c, int i, struct xmsg *m, void *base,
+		     size_t len)
+{
+	uint8_t *b = sbuf_of(c, i) + RDMA_HDR;
+	struct ibv_mr *mr;
+	int slot;
+
+	mr = api()->reg_mr(c->pd, base, len, IBV_ACCESS_REMOTE_READ);
+	if (!mr) {
+		if (!c->zc_warned)
+			sd_warn("rdma: cannot register %zu bytes (%m); "
+				"copying instead", len);
+		c->zc_warned = true;
+		m->zc_off = true;
+		return -1;
+	}
+	slot = (c->zc_head + c->nr_zc) % RDMA_NR_BUF;
+	c->zc[slot].mr = mr;
+	c->zc[slot].m = m;
+	c->nr_zc++;
+	m->zc_pending++;
+	put_le64(b, (uintptr_t)base);
+	put_le32(b + 8, mr->rkey);
+	put_le32(b + 12, (uint32_t)len);
+	m->sent += len;
+	return 0;
+}
+
+/* the next chunk of @m into send buffer @i, posted; -1 on error */
+static int write_chunk(struct rdma_conn *c, struct xmsg *m, int i)
+{
+	void *base = NULL;
+	size_t zc = zc_span(c, m, &base);
+	uint32_t n;
+
+	if (zc && !fill_desc(c, i, m, base, zc)) {
+		c->backlog -= zc;
+		stats.described += zc;
+		return post_chunk(c, i, RDMA_DESC_LEN, RDMA_F_DESC);
+	}
+	n = copy_out(m, sbuf_of(c, i) + RDMA_HDR);
+	c->backlog -= n;
+	stats.copied += n;
+	return post_chunk(c, i, n, 0);
 }
 
 /*
@@ -324,15 +473,10 @@ static void conn_write(struct rdma_conn *c)
 						  list);
 
 		if (m->sent < m->len) {
-			int i;
-			uint32_t n;
-
 			if (!c->nr_free_send || c->credits < 2)
 				break;
-			i = c->free_send[--c->nr_free_send];
-			n = copy_out(m, sbuf_of(c, i) + RDMA_HDR);
-			c->backlog -= n;
-			if (post_chunk(c, i, n)) {
+			if (write_chunk(c, m,
+					c->free_send[--c->nr_free_send])) {
 				conn_break(c);
 				break;
 			}
@@ -340,7 +484,10 @@ static void conn_write(struct rdma_conn *c)
 				continue;
 		}
 		list_del(&m->list);
-		m->done(m, 0);
+		if (m->zc_pending)	/* done once the peer has read it */
+			list_add_tail(&m->list, &c->waitq);
+		else
+			m->done(m, 0);
 	}
 	c->writing = false;
 	maybe_return_credits(c);
@@ -348,8 +495,18 @@ static void conn_write(struct rdma_conn *c)
 
 /* ---- receiving ---- */
 
+/* the posted receive's registration, if it had one */
+static void rmr_drop(struct rdma_conn *c)
+{
+	if (c->rmr)
+		api()->dereg_mr(c->rmr);
+	c->rmr = NULL;
+	c->bounced = false;
+}
+
 static void recv_complete(struct rdma_conn *c)
 {
+	rmr_drop(c);
 	c->rposted = false;
 	c->rbuf = NULL;
 	if (c->ops && c->ops->recv_done)
@@ -371,9 +528,84 @@ static void chunk_done(struct rdma_conn *c)
 	c->to_return++;
 }
 
+/* @n bytes of the head chunk went to the posted receive */
+static void consume(struct rdma_conn *c, size_t n)
+{
+	int h = c->ready_head;
+
+	c->rgot += n;
+	c->ready_off += (uint32_t)n;
+	if (c->ready_off < c->ready_len[h])
+		return;
+	if (c->ready_desc[h])
+		c->to_release++;
+	chunk_done(c);
+}
+
+/*
+ * Read up to @n bytes of the head descriptor into the posted receive:
+ * into the owner's buffer, registered for this receive, or through the
+ * bounce buffer if it cannot be registered.
+ */
+static int post_read(struct rdma_conn *c, size_t n)
+{
+	const struct rdma_api *a = api();
+	int h = c->ready_head;
+	struct ibv_sge sge = { .length = (uint32_t)n };
+	struct ibv_send_wr wr = {
+		.wr_id = WR_READ,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_READ,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+
+	if (!c->rmr && !c->bounced) {
+		c->rmr = a->reg_mr(c->pd, c->rbuf, c->rlen,
+				   IBV_ACCESS_LOCAL_WRITE);
+		c->bounced = !c->rmr;
+	}
+	if (c->rmr) {
+		sge.addr = (uintptr_t)((uint8_t *)c->rbuf + c->rgot);
+		sge.lkey = c->rmr->lkey;
+	} else {
+		if (!c->bounce) {
+			c->bounce = xmalloc(RDMA_BOUNCE);
+			c->bounce_mr = a->reg_mr(c->pd, c->bounce, RDMA_BOUNCE,
+						 IBV_ACCESS_LOCAL_WRITE);
+			if (!c->bounce_mr)
+				return -1;
+		}
+		sge.length = (uint32_t)MIN(n, (size_t)RDMA_BOUNCE);
+		sge.addr = (uintptr_t)c->bounce;
+		sge.lkey = c->bounce_mr->lkey;
+	}
+	wr.wr.rdma.remote_addr = c->ready_addr[h] + c->ready_off;
+	wr.wr.rdma.rkey = c->ready_rkey[h];
+	c->reading = true;
+	c->read_len = sge.length;
+	return a->post_send(c->id->qp, &wr, &bad);
+}
+
+static void read_done(struct rdma_conn *c)
+{
+	c->reading = false;
+	if (!c->rposted || !c->nr_ready || !c->ready_desc[c->ready_head]) {
+		conn_break(c);		/* cannot happen */
+		return;
+	}
+	if (!c->rmr) {
+		memcpy((uint8_t *)c->rbuf + c->rgot, c->bounce, c->read_len);
+		stats.bounced += c->read_len;
+	}
+	stats.read += c->read_len;
+	consume(c, c->read_len);
+}
+
 /*
  * Hand arrived bytes to the posted receive, as long as one is posted: a
- * recv_done() that posts the next one keeps us delivering.
+ * recv_done() that posts the next one keeps us delivering.  A descriptor
+ * is read with RDMA READ; delivery goes on when the read completes.
  */
 static void deliver(struct rdma_conn *c)
 {
@@ -394,13 +626,15 @@ static void deliver(struct rdma_conn *c)
 		i = c->ready[c->ready_head];
 		left = c->ready_len[c->ready_head] - c->ready_off;
 		take = MIN(want, (size_t)left);
+		if (c->ready_desc[c->ready_head] && c->rbuf) {
+			if (!c->reading && post_read(c, take))
+				conn_break(c);
+			break;
+		}
 		if (c->rbuf)
 			memcpy((char *)c->rbuf + c->rgot,
 			       rbuf_of(c, i) + RDMA_HDR + c->ready_off, take);
-		c->rgot += take;
-		c->ready_off += (uint32_t)take;
-		if (c->ready_off == c->ready_len[c->ready_head])
-			chunk_done(c);
+		consume(c, take);
 	}
 	c->delivering = false;
 }
@@ -415,37 +649,78 @@ static void kick_fn(struct timer *t)
 	conn_leave(c);
 }
 
+/*
+ * The peer has read @n more of our described buffers: they are
+ * deregistered and a message whose buffers are all read is done.
+ */
+static int take_releases(struct rdma_conn *c, uint32_t n)
+{
+	if (n > (uint32_t)c->nr_zc)
+		return -1;
+	while (n-- && !c->dead) {
+		struct xmsg *m = c->zc[c->zc_head].m;
+
+		api()->dereg_mr(c->zc[c->zc_head].mr);
+		c->zc_head = (c->zc_head + 1) % RDMA_NR_BUF;
+		c->nr_zc--;
+		if (--m->zc_pending == 0 && m->sent == m->len) {
+			list_del(&m->list);	/* from waitq */
+			m->done(m, 0);
+		}
+	}
+	return 0;
+}
+
+/* a descriptor's bytes: 0 if malformed */
+static uint32_t desc_len(const uint8_t *p, uint32_t len)
+{
+	uint32_t n = get_le32(p + 12);
+
+	return len == RDMA_DESC_LEN && n <= RDMA_ZC_MAX ? n : 0;
+}
+
 static void on_recv(struct rdma_conn *c, int i, uint32_t byte_len)
 {
-	uint8_t *b = rbuf_of(c, i);
-	uint32_t len = get_le32(b);
+	uint8_t *b = rbuf_of(c, i), *p = b + RDMA_HDR;
+	uint32_t w0 = get_le32(b), w1 = get_le32(b + 4);
+	uint32_t len = w0 & ~RDMA_F_DESC, credits = w1 & 0xffff;
+	bool desc = w0 & RDMA_F_DESC;
 	int slot;
 
 	if (byte_len < RDMA_HDR || len != byte_len - RDMA_HDR ||
-	    len > RDMA_PAYLOAD || c->their == 0) {
+	    len > RDMA_PAYLOAD || c->their == 0 ||
+	    (desc && !desc_len(p, len))) {
 		sd_err("rdma: malformed chunk of %u bytes", byte_len);
 		conn_break(c);
 		return;
 	}
 	c->their--;
 	/* checked before the sum: a huge count must not wrap round */
-	if (get_le32(b + 4) > RDMA_NR_BUF - c->credits) {
+	if (credits > RDMA_NR_BUF - c->credits) {
 		sd_err("rdma: the peer returned more credits than it had");
 		conn_break(c);
 		return;
 	}
-	c->credits += get_le32(b + 4);
+	c->credits += credits;
 	if (!len) {		/* credits only */
 		if (post_recv(c, i))
 			conn_break(c);
 		else
 			c->to_return++;
-		return;
+	} else {
+		slot = (c->ready_head + c->nr_ready) % RDMA_NR_BUF;
+		c->ready[slot] = i;
+		c->ready_desc[slot] = desc;
+		c->ready_len[slot] = desc ? desc_len(p, len) : len;
+		c->ready_addr[slot] = desc ? get_le64(p) : 0;
+		c->ready_rkey[slot] = desc ? get_le32(p + 8) : 0;
+		c->nr_ready++;
 	}
-	slot = (c->ready_head + c->nr_ready) % RDMA_NR_BUF;
-	c->ready[slot] = i;
-	c->ready_len[slot] = len;
-	c->nr_ready++;
+	/* last: a message done here may send, or close the connection */
+	if (!c->dead && take_releases(c, w1 >> 16)) {
+		sd_err("rdma: the peer released buffers it was not given");
+		conn_break(c);
+	}
 }
 
 /* ---- completions ---- */
@@ -459,6 +734,10 @@ static void on_wc(struct rdma_conn *c, const struct ibv_wc *wc)
 			sd_info("rdma: work request failed: %s",
 				ibv_wc_status_str(wc->status));
 		conn_break(c);
+		return;
+	}
+	if (wc->wr_id == WR_READ) {
+		read_done(c);
 		return;
 	}
 	if (i >= RDMA_NR_BUF) {
@@ -508,7 +787,7 @@ static int setup_verbs(struct rdma_conn *c)
 	struct ibv_qp_init_attr attr = {
 		.qp_type = IBV_QPT_RC,
 		.cap = {
-			.max_send_wr = RDMA_NR_BUF,
+			.max_send_wr = RDMA_NR_BUF + 1,	/* and a READ */
 			.max_recv_wr = RDMA_NR_BUF,
 			.max_send_sge = 1,
 			.max_recv_sge = 1,
@@ -523,7 +802,7 @@ static int setup_verbs(struct rdma_conn *c)
 	c->cch = a->create_comp_channel(c->id->verbs);
 	if (!c->mr || !c->cch)
 		return -1;
-	c->cq = a->create_cq(c->id->verbs, 2 * RDMA_NR_BUF, c, c->cch, 0);
+	c->cq = a->create_cq(c->id->verbs, 2 * RDMA_NR_BUF + 1, c, c->cch, 0);
 	if (!c->cq || a->req_notify_cq(c->cq, 0))
 		return -1;
 	/* a wake-up without an event must not block get_cq_event() */
@@ -552,12 +831,15 @@ static struct rdma_conn *conn_new(struct event_loop *loop)
 	c->loop = loop;
 	c->kick.fn = kick_fn;
 	INIT_LIST_HEAD(&c->sendq);
+	INIT_LIST_HEAD(&c->waitq);
 	return c;
 }
 
 static void conn_param(struct rdma_conn_param *p)
 {
 	memset(p, 0, sizeof(*p));
+	p->responder_resources = 1;	/* the READs of descriptors */
+	p->initiator_depth = 1;
 	p->retry_count = 7;
 	p->rnr_retry_count = 7;
 }
@@ -732,6 +1014,11 @@ static void xr_recv(struct xconn *x, void *buf, size_t len)
 	if (c->rposted)
 		sd_err("a receive is already posted; replacing it");
 	conn_enter(c);
+	if (c->reading) {	/* a READ still writes into the old one */
+		conn_break(c);
+		goto out;
+	}
+	rmr_drop(c);
 	c->rposted = true;
 	c->rbuf = buf;
 	c->rlen = len;
@@ -742,6 +1029,7 @@ static void xr_recv(struct xconn *x, void *buf, size_t len)
 	 */
 	if (!c->delivering && (c->nr_ready || !len))
 		timer_add(c->loop, &c->kick, 0);
+out:
 	conn_leave(c);
 }
 
@@ -890,4 +1178,9 @@ void rdma_xlistener_close(struct rdma_xlistener *l)
 	l->id = NULL;
 	listener_put(l);
 	cm_put();
+}
+
+void rdma_get_stats(struct rdma_stats *st)
+{
+	*st = stats;
 }

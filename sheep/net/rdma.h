@@ -29,4 +29,14 @@ struct rdma_xlistener *rdma_xlisten(struct event_loop *loop,
 /* stop listening; open connections stay */
 void rdma_xlistener_close(struct rdma_xlistener *l);
 
+/*
+ * Payload bytes this process has sent by copying them into chunks, sent
+ * by describing them for the peer to read, and read from peers' buffers.
+ */
+struct rdma_stats {
+	uint64_t copied, described, read;
+	uint64_t bounced;	/* of read: through the bounce buffer */
+};
+void rdma_get_stats(struct rdma_stats *st);
+
 #endif

@@ -29,6 +29,8 @@
  * in the error state fails with IBV_WC_RETRY_EXC_ERR at once instead of
  * after a timeout; an overrun CQ makes poll_cq fail with EOVERFLOW; the
  * rendezvous ignores which address a wildcard listener was bound to.
+ * $KELPIE_RDMA_EMU_MEMLOCK (bytes) limits the memory a process may have
+ * registered, as RLIMIT_MEMLOCK does on a device (ENOMEM beyond it).
  */
 #ifndef SHEEP_NET_RDMA_EMU_H
 #define SHEEP_NET_RDMA_EMU_H
@@ -41,6 +43,7 @@
 #include "net/rdma_api.h"
 
 /* what the emulated device supports (ibv_query_device would say) */
+#define EMU_MEMLOCK_ENV		"KELPIE_RDMA_EMU_MEMLOCK"
 #define EMU_MAX_WR		4096
 #define EMU_MAX_SGE		16
 #define EMU_MAX_INLINE		256

@@ -28,6 +28,15 @@ struct emu_mr {
 
 static LIST_HEAD(emu_mrs);
 static uint32_t emu_next_key;
+static uint64_t emu_pinned;	/* bytes registered in this process */
+
+/* the pinned-memory limit of a device (RLIMIT_MEMLOCK): 0 for none */
+static uint64_t emu_memlock(void)
+{
+	const char *v = getenv(EMU_MEMLOCK_ENV);
+
+	return v ? strtoull(v, NULL, 10) : 0;
+}
 
 void emu_wake(void)
 {
@@ -100,6 +109,15 @@ struct ibv_mr *emu_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return NULL;
+	pthread_mutex_lock(&emu_lock);
+	if (emu_memlock() && emu_pinned + len > emu_memlock()) {
+		pthread_mutex_unlock(&emu_lock);
+		free(m);
+		errno = ENOMEM;
+		return NULL;
+	}
+	emu_pinned += len;
+	pthread_mutex_unlock(&emu_lock);
 	m->mr.context = &emu_ctx;
 	m->mr.pd = pd;
 	m->mr.addr = addr;
@@ -122,6 +140,7 @@ int emu_dereg_mr(struct ibv_mr *mr)
 	/* after this no peer operation touches the memory */
 	pthread_mutex_lock(&emu_lock);
 	list_del(&m->list);
+	emu_pinned -= m->mr.length;
 	pthread_mutex_unlock(&emu_lock);
 	free(m);
 	return 0;

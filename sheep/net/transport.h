@@ -26,6 +26,7 @@
 #ifndef SHEEP_NET_TRANSPORT_H
 #define SHEEP_NET_TRANSPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -54,6 +55,8 @@ struct xmsg {
 	/* private to the transport */
 	struct list_head list;
 	size_t len, sent;
+	int zc_pending;		/* rdma: buffers the peer still reads */
+	bool zc_off;		/* rdma: copy every byte */
 };
 
 /* what a connection's owner is told, with the arg given to xconn_set_ops */

@@ -6,8 +6,12 @@
  * receive for a while (back-pressure: the sender's queue grows, nothing is
  * lost), discarded receives, a close seen by the other end, a peer
  * process killed (SIGKILL) seen as closed(), a connect to nobody failing,
- * and the listener's connection limit.  A timer is the safety net of
- * every loop.
+ * and the listener's connection limit.  Buffers of 64 KiB and more are
+ * read by the receiver (RDMA READ), not copied; where memory cannot be
+ * registered (the emulation's memlock limit) the sender copies and the
+ * receiver reads through its bounce buffer.  Malformed chunks from a raw
+ * peer (lengths, credits, releases, descriptors) break only their own
+ * connection.  A timer is the safety net of every loop.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,6 +27,8 @@
 #include <dirent.h>
 
 #include "event.h"
+#include "net.h"
+#include "proto.h"
 #include "util.h"
 #include "net/rdma.h"
 #include "net/rdma_api.h"
@@ -84,6 +90,19 @@ struct rx {
 };
 
 static void rx_next(struct rx *r);
+static struct rx server;
+static int tx_done_total, tx_want;
+
+/*
+ * The loop stops once the server has what it wants and the sender has
+ * seen tx_want messages done (a message whose buffers the peer reads
+ * itself is done only after that read).
+ */
+static void maybe_stop(void)
+{
+	if (server.got >= server.want && tx_done_total >= tx_want)
+		event_loop_stop(loop);
+}
 
 static void rx_done(struct xconn *c, void *arg)
 {
@@ -106,7 +125,7 @@ static void rx_done(struct xconn *c, void *arg)
 	r->buf = NULL;
 	r->in_body = false;
 	if (++r->got == r->want)
-		event_loop_stop(loop);
+		maybe_stop();
 	if (!r->hold)
 		rx_next(r);
 }
@@ -127,7 +146,6 @@ static void rx_next(struct rx *r)
 	xconn_recv(r->c, &r->len, sizeof(r->len));
 }
 
-static struct rx server;
 static int nr_accepted;
 static bool refuse_all;
 
@@ -153,15 +171,14 @@ struct tx {
 	int nr_done, err;
 };
 
-static int tx_done_total;
-
 static void tx_done(struct xmsg *m, int err)
 {
 	struct tx *t = container_of(m, struct tx, m);
 
 	t->nr_done++;
 	t->err = err;
-	tx_done_total++;
+	if (++tx_done_total == tx_want)
+		maybe_stop();
 }
 
 static struct tx *tx_make(int i)
@@ -209,6 +226,7 @@ static int setup(void **state)
 	nr_accepted = 0;
 	refuse_all = false;
 	tx_done_total = 0;
+	tx_want = 0;
 	return loop ? 0 : -1;
 }
 
@@ -263,6 +281,7 @@ static void test_in_order(void **state)
 	struct tx *t[NR_MSGS];
 
 	server.want = NR_MSGS;
+	tx_want = NR_MSGS;
 	send_all(c, t, NR_MSGS);	/* queued before it is connected */
 	run_loop();
 	assert_int_equal(server.got, NR_MSGS);
@@ -277,6 +296,288 @@ static void test_in_order(void **state)
 	xconn_close(server.c);
 	rdma_xlistener_close(l);
 	free_all(t, NR_MSGS);
+}
+
+static uint64_t total_bytes(int n)
+{
+	uint64_t sum = 0;
+
+	for (int i = 0; i < n; i++)
+		sum += 8 + msg_size(i);
+	return sum;
+}
+
+/* the 100 KiB and 4 MiB bodies are read by the receiver, the rest copied */
+static void test_zero_copy(void **state)
+{
+	struct rdma_xlistener *l = listen_here(4);
+	struct xconn *c = connect_here();
+	struct rdma_stats a, b;
+	struct tx *t[NR_MSGS];
+	uint64_t big = (NR_MSGS / 8) * (100 * KiB + 4 * MiB);
+
+	rdma_get_stats(&a);
+	server.want = NR_MSGS;
+	tx_want = NR_MSGS;
+	send_all(c, t, NR_MSGS);
+	run_loop();
+	rdma_get_stats(&b);
+	assert_int_equal(server.got, NR_MSGS);
+	assert_false(server.bad);
+	assert_int_equal(b.described - a.described, big);
+	assert_int_equal(b.read - a.read, big);
+	assert_int_equal(b.bounced - a.bounced, 0);
+	assert_int_equal(b.copied - a.copied, total_bytes(NR_MSGS) - big);
+	xconn_close(c);
+	xconn_close(server.c);
+	rdma_xlistener_close(l);
+	free_all(t, NR_MSGS);
+}
+
+/* 4 MiB cannot be registered here: those messages are copied */
+static void test_sender_copies(void **state)
+{
+	struct rdma_xlistener *l = listen_here(4);
+	struct xconn *c = connect_here();
+	struct rdma_stats a, b;
+	struct tx *t[16];
+
+	/* two connections of 1 MiB each, a 100 KiB body on each side */
+	setenv("KELPIE_RDMA_EMU_MEMLOCK", "2621440", 1);
+	rdma_get_stats(&a);
+	server.want = 16;
+	tx_want = 16;
+	send_all(c, t, 16);
+	run_loop();
+	unsetenv("KELPIE_RDMA_EMU_MEMLOCK");
+	rdma_get_stats(&b);
+	assert_int_equal(server.got, 16);
+	assert_false(server.bad);
+	assert_int_equal(b.described - a.described, 2 * 100 * KiB);
+	assert_int_equal(b.copied - a.copied, total_bytes(16) - 200 * KiB);
+	xconn_close(c);
+	xconn_close(server.c);
+	rdma_xlistener_close(l);
+	free_all(t, 16);
+}
+
+/* a sender in another process; this one cannot register 4 MiB */
+static void test_receiver_bounces(void **state)
+{
+	struct rdma_xlistener *l = listen_here(4);
+	struct rdma_stats a, b;
+	pid_t pid;
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		struct event_loop *cl = event_loop_create();
+		struct xconn *cc = rdma_transport.connect(cl, LOCAL, port);
+		struct tx *t[8];
+
+		if (!cc)
+			_exit(1);
+		xconn_set_ops(cc, &client_ops, &client);
+		for (int i = 0; i < 8; i++) {
+			t[i] = tx_make(i);
+			xconn_send(cc, &t[i]->m);
+		}
+		event_loop_run(cl);
+		_exit(0);
+	}
+	/* this connection's 1 MiB, the bounce buffer and a 100 KiB body */
+	setenv("KELPIE_RDMA_EMU_MEMLOCK", "1500000", 1);
+	rdma_get_stats(&a);
+	server.want = 8;
+	run_loop();
+	unsetenv("KELPIE_RDMA_EMU_MEMLOCK");
+	rdma_get_stats(&b);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	assert_int_equal(server.got, 8);
+	assert_false(server.bad);
+	assert_int_equal(b.read - a.read, 100 * KiB + 4 * MiB);
+	assert_int_equal(b.bounced - a.bounced, 4 * MiB);
+	xconn_close(server.c);
+	rdma_xlistener_close(l);
+}
+
+/* ---- a raw peer, in a child process, that sends one crafted chunk ---- */
+
+static enum rdma_cm_event_type raw_event(const struct rdma_api *a,
+					 struct rdma_event_channel *ch)
+{
+	struct rdma_cm_event *ev;
+	enum rdma_cm_event_type type;
+
+	if (a->get_cm_event(ch, &ev))
+		_exit(10);
+	type = ev->event;
+	a->ack_cm_event(ev);
+	return type;
+}
+
+static void raw_peer(const uint8_t *chunk, uint32_t len)
+{
+	const struct rdma_api *a = rdma_api_get();
+	struct rdma_event_channel *ch = a->create_event_channel();
+	struct ibv_qp_init_attr attr = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 32, .max_recv_wr = 32,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct rdma_conn_param p = { .responder_resources = 1,
+				     .initiator_depth = 1, .retry_count = 7,
+				     .rnr_retry_count = 7 };
+	struct sockaddr_storage ss;
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	struct ibv_sge sge;
+	struct ibv_recv_wr rwr = { .sg_list = &sge, .num_sge = 1 }, *rbad;
+	struct ibv_send_wr swr = { .sg_list = &sge, .num_sge = 1,
+				   .opcode = IBV_WR_SEND,
+				   .send_flags = IBV_SEND_SIGNALED }, *sbad;
+	uint8_t *mem = calloc(17, 32 * KiB);
+
+	net_addr_to_sockaddr(LOCAL, port, &ss);
+	if (!ch || !mem || a->create_id(ch, &id, NULL, RDMA_PS_TCP) ||
+	    a->resolve_addr(id, NULL, (struct sockaddr *)&ss, 2000) ||
+	    raw_event(a, ch) != RDMA_CM_EVENT_ADDR_RESOLVED ||
+	    a->resolve_route(id, 2000) ||
+	    raw_event(a, ch) != RDMA_CM_EVENT_ROUTE_RESOLVED)
+		_exit(2);
+	pd = a->alloc_pd(id->verbs);
+	cq = pd ? a->create_cq(id->verbs, 64, NULL, NULL, 0) : NULL;
+	attr.send_cq = attr.recv_cq = cq;
+	if (!cq || a->create_qp(id, pd, &attr))
+		_exit(3);
+	mr = a->reg_mr(pd, mem, 17 * 32 * KiB, IBV_ACCESS_LOCAL_WRITE);
+	if (!mr)
+		_exit(4);
+	for (int i = 0; i < 16; i++) {
+		sge = (struct ibv_sge){ (uintptr_t)(mem + i * 32 * KiB),
+					32 * KiB, mr->lkey };
+		if (a->post_recv(id->qp, &rwr, &rbad))
+			_exit(5);
+	}
+	if (a->connect(id, &p) ||
+	    raw_event(a, ch) != RDMA_CM_EVENT_ESTABLISHED)
+		_exit(6);
+	memcpy(mem + 16 * 32 * KiB, chunk, len);
+	sge = (struct ibv_sge){ (uintptr_t)(mem + 16 * 32 * KiB), len,
+				mr->lkey };
+	if (a->post_send(id->qp, &swr, &sbad))
+		_exit(7);
+	while (a->poll_cq(cq, 1, &wc) == 0)
+		usleep(1000);
+	pause();		/* until killed */
+	_exit(0);
+}
+
+/* @chunk from a raw peer: the server's connection breaks, nothing else */
+static void expect_broken(const uint8_t *chunk, uint32_t len)
+{
+	struct rdma_xlistener *l = listen_here(4);
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (!pid)
+		raw_peer(chunk, len);
+	server.want = 1000;		/* never reached */
+	run_loop();			/* until rx_closed() */
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	assert_int_equal(nr_accepted, 1);
+	assert_int_equal(server.nr_closed, 1);
+	assert_int_equal(server.got, 0);
+	rdma_xlistener_close(l);
+	/* the next test's listener and connections work as before */
+}
+
+static void chunk_hdr(uint8_t *b, uint32_t w0, uint32_t w1)
+{
+	put_le32(b, w0);
+	put_le32(b + 4, w1);
+}
+
+/* the control: a well-formed chunk from the raw peer is a message */
+static void test_raw_good(void **state)
+{
+	struct rdma_xlistener *l = listen_here(4);
+	uint8_t b[16] = { 0 };
+	pid_t pid;
+
+	chunk_hdr(b, 8, 0);		/* the length prefix 0: a message */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid)
+		raw_peer(b, 16);
+	server.want = 1;
+	run_loop();
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	assert_int_equal(server.got, 1);
+	assert_false(server.bad);
+	assert_int_equal(server.nr_closed, 0);
+	xconn_close(server.c);
+	rdma_xlistener_close(l);
+}
+
+static void test_bad_length(void **state)
+{
+	uint8_t b[16] = { 0 };
+
+	chunk_hdr(b, 100, 0);		/* says 100, carries 8 */
+	expect_broken(b, 16);
+}
+
+static void test_bad_credits(void **state)
+{
+	uint8_t b[16] = { 0 };
+
+	chunk_hdr(b, 8, 0xffff);	/* more than it could owe us */
+	expect_broken(b, 16);
+}
+
+static void test_bad_release(void **state)
+{
+	uint8_t b[16] = { 0 };
+
+	chunk_hdr(b, 8, 1u << 16);	/* releases a buffer never lent */
+	expect_broken(b, 16);
+}
+
+static void desc(uint8_t *b, uint64_t addr, uint32_t rkey, uint32_t len,
+		 uint32_t chunk_len)
+{
+	chunk_hdr(b, chunk_len | 0x80000000u, 0);
+	put_le64(b + 8, addr);
+	put_le32(b + 16, rkey);
+	put_le32(b + 20, len);
+}
+
+static void test_bad_descriptors(void **state)
+{
+	static const struct {
+		uint32_t len, chunk_len;
+	} bad[] = {
+		{ 0, 16 },			/* no bytes */
+		{ (1u << 30) + 1, 16 },		/* more than 1 GiB */
+		{ 8, 12 },			/* a short descriptor */
+		{ 4096, 16 },			/* a key nobody registered */
+	};
+
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		uint8_t b[24] = { 0 };
+
+		if (k)
+			teardown(state), setup(state);
+		desc(b, 0x1000, 0xdeadbeef, bad[k].len, bad[k].chunk_len);
+		expect_broken(b, 8 + bad[k].chunk_len);
+	}
 }
 
 static void resume(struct timer *tm)
@@ -444,6 +745,14 @@ int main(void)
 	guard.fn = guard_fired;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_in_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_zero_copy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sender_copies, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_receiver_bounces, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_raw_good, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_length, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_credits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_release, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_descriptors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_backpressure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_discard, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_close_seen, setup, teardown),
