@@ -19,9 +19,11 @@
 A run's record: section, table, client, target, nodes, copies, nosync,
 baseline, ops, seconds, iops, mbps, lat_us {p50, p99, p99.9}, cpu_s,
 errors, verify_errors, verified_blocks, ok; in the journal section also
-journal ("none" or the size given to sheep -j).  Ratios are throughput
-(IOPS) over the throughput of the baseline row of the same table and
-client; in the journal table, with -j over without.
+journal ("none" or the size given to sheep -j), in the transport section
+transport ("tcp" or "rdma") and rdma ("device" or "emulation").  Ratios
+are throughput (IOPS) over the throughput of the baseline row of the same
+table and client; in the journal table, with -j over without; in the
+transport table, RDMA over TCP.
 """
 import argparse
 import json
@@ -57,6 +59,14 @@ JOURNAL_TABLES = [
      "4 KiB random write, QD32, flush every 32"),
     ("randwrite-4k-qd1", "4 KiB random write (cached), QD1"),
     ("randwrite-4k-qd32", "4 KiB random write (cached), QD32"),
+]
+# the rows of the transport section (tests/bench/run: TRANSPORT_DOG)
+TRANSPORT_TABLES = [
+    ("randwrite-4k-qd1", "4 KiB random write, QD1"),
+    ("randwrite-4k-qd32", "4 KiB random write, QD32"),
+    ("seqwrite-4m-qd4", "4 MiB sequential write, QD4"),
+    ("randread-4k-qd1", "4 KiB random read, QD1"),
+    ("seqread-4m-qd4", "4 MiB sequential read, QD4"),
 ]
 CLIENT_NAME = {"fio": "fio (NBD)", "qemu": "qemu-img bench",
                "dog": "dog benchmark"}
@@ -374,6 +384,64 @@ def render_targets(runs):
     return out, {"targets": table}
 
 
+def render_pair(rows, field, base, names, tables, head, note):
+    """rows of one section measured twice on the same cluster, one after
+    the other: with rows[field] == base (the first, names[0]) and with
+    another value (names[1]); one table row per client and workload"""
+    a, b = names
+    out = [head + "\n",
+           f"| client | workload | IOPS {a} | IOPS {b} | {b} / {a} | "
+           f"p50 µs {a} | p50 µs {b} | p99 µs {a} | p99 µs {b} | "
+           f"CPU s/1k ops {a} | CPU s/1k ops {b} |",
+           "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    table = []
+    r0 = rows[0]
+    for client in ("dog", "fio"):
+        for key, what in tables:
+            pick = [r for r in rows if r.get("client") == client and
+                    r.get("table") == key]
+            if not pick:
+                continue
+            ra = next((r for r in pick if r.get(field, base) == base), None)
+            rb = next((r for r in pick if r.get(field, base) != base), None)
+
+            def val(r, k):
+                return r.get(k) if r and r.get("ok") else None
+
+            def lat(r, p):
+                return (r.get("lat_us", {}).get(p)
+                        if r and r.get("ok") else None)
+
+            def cpu(r):
+                return cpu_per_kop(r) if r and r.get("ok") else None
+
+            ratio = None
+            if val(ra, "iops") and val(rb, "iops"):
+                ratio = rb["iops"] / ra["iops"]
+            failed = [name for name, r in ((a, ra), (b, rb))
+                      if r is not None and not r.get("ok")]
+            label = what + (" **FAILED** (" + ", ".join(failed) + ")"
+                            if failed else "")
+            out.append("| " + " | ".join([
+                CLIENT_NAME[client], label,
+                fmt(val(ra, "iops")), fmt(val(rb, "iops")),
+                "–" if ratio is None else f"{ratio:.2f}×",
+                fmt(lat(ra, "p50")), fmt(lat(rb, "p50")),
+                fmt(lat(ra, "p99")), fmt(lat(rb, "p99")),
+                fmt(cpu(ra), 2), fmt(cpu(rb), 2)]) + " |")
+            table.append({
+                "client": client, "table": key, "workload": what,
+                "nodes": r0["nodes"], "copies": r0["copies"],
+                f"iops_{a}": val(ra, "iops"), f"iops_{b}": val(rb, "iops"),
+                "ratio": ratio,
+                f"lat_us_{a}": ra.get("lat_us") if ra else None,
+                f"lat_us_{b}": rb.get("lat_us") if rb else None,
+                f"cpu_s_per_1k_ops_{a}": cpu_per_kop(ra) if ra else None,
+                f"cpu_s_per_1k_ops_{b}": cpu_per_kop(rb) if rb else None})
+    out += ["", note, ""]
+    return out, table
+
+
 def render_journal(runs):
     """per write that syncs: the same cluster without and with sheep -j,
     one after the other in the same run"""
@@ -383,66 +451,40 @@ def render_journal(runs):
     size = next((r["journal"] for r in rows
                  if r.get("journal", "none") != "none"), "?")
     r0 = rows[0]
-    out = [f"### Write journal: kelpie {r0['nodes']}n/{r0['copies']}c "
-           f"without and with -j size={size}\n",
-           "| client | workload | IOPS without -j | IOPS with -j | "
-           "with / without | p50 µs without | p50 µs with | "
-           "p99 µs without | p99 µs with | CPU s/1k ops without | "
-           "CPU s/1k ops with |",
-           "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
-    table = []
-    for client in ("dog", "fio"):
-        for key, what in JOURNAL_TABLES:
-            pick = [r for r in rows if r.get("client") == client and
-                    r.get("table") == key]
-            if not pick:
-                continue
-            wo = next((r for r in pick
-                       if r.get("journal", "none") == "none"), None)
-            w = next((r for r in pick
-                      if r.get("journal", "none") != "none"), None)
-
-            def val(r, k):
-                return r.get(k) if r and r.get("ok") else None
-
-            def lat(r, p):
-                return (r.get("lat_us", {}).get(p)
-                        if r and r.get("ok") else None)
-
-            ratio = None
-            if val(wo, "iops") and val(w, "iops"):
-                ratio = w["iops"] / wo["iops"]
-            failed = [name for name, r in (("without", wo), ("with", w))
-                      if r is not None and not r.get("ok")]
-            label = what + (" **FAILED** (" + ", ".join(failed) + ")"
-                            if failed else "")
-            out.append("| " + " | ".join([
-                CLIENT_NAME[client], label,
-                fmt(val(wo, "iops")), fmt(val(w, "iops")),
-                "–" if ratio is None else f"{ratio:.2f}×",
-                fmt(lat(wo, "p50")), fmt(lat(w, "p50")),
-                fmt(lat(wo, "p99")), fmt(lat(w, "p99")),
-                fmt(cpu_per_kop(wo) if wo and wo.get("ok") else None, 2),
-                fmt(cpu_per_kop(w) if w and w.get("ok") else None, 2)]) +
-                " |")
-            table.append({
-                "client": client, "table": key, "workload": what,
-                "journal": size, "nodes": r0["nodes"],
-                "copies": r0["copies"],
-                "iops_without": val(wo, "iops"), "iops_with": val(w, "iops"),
-                "ratio": ratio,
-                "lat_us_without": wo.get("lat_us") if wo else None,
-                "lat_us_with": w.get("lat_us") if w else None,
-                "cpu_s_per_1k_ops_without": cpu_per_kop(wo) if wo else None,
-                "cpu_s_per_1k_ops_with": cpu_per_kop(w) if w else None})
-    out.append("")
-    out.append("Only writes without the cache flag sync (the durable "
-               "rows); sheep journals those.  NBD writes without FUA and "
-               "the protocol client's flush rows are cached writes "
-               "synced by the flush, which -j leaves as they were: those "
-               "rows are the control.")
-    out.append("")
+    out, table = render_pair(
+        rows, "journal", "none", ("without", "with"), JOURNAL_TABLES,
+        f"### Write journal: kelpie {r0['nodes']}n/{r0['copies']}c "
+        f"without and with -j size={size}",
+        "Only writes without the cache flag sync (the durable "
+        "rows); sheep journals those.  NBD writes without FUA and "
+        "the protocol client's flush rows are cached writes "
+        "synced by the flush, which -j leaves as they were: those "
+        "rows are the control.")
+    for t in table:
+        t["journal"] = size
     return out, {"journal": table}
+
+
+def render_transport(runs):
+    """the same cluster with sheep-to-sheep traffic over TCP and over
+    RDMA (sheep --rdma), one after the other in the same run"""
+    rows = [r for r in runs if r.get("section") == "transport"]
+    if not rows:
+        return [], {}
+    r0 = rows[0]
+    where = r0.get("rdma", "?")
+    note = ("Writes cross from the gateway to the other copies' nodes; "
+            "with 3 copies on 3 nodes the gateway reads its own copy, so "
+            "the read rows are the control.")
+    if where == "emulation":
+        note += (" **Measured on the emulation of the verbs (unix sockets "
+                 "between processes), not on a device: these figures show "
+                 "that the path works, not what RDMA costs.**")
+    out, table = render_pair(
+        rows, "transport", "tcp", ("tcp", "rdma"), TRANSPORT_TABLES,
+        f"### Transport between sheep: kelpie {r0['nodes']}n/"
+        f"{r0['copies']}c over TCP and over RDMA ({where})", note)
+    return out, {"transport": table}
 
 
 def render_scaling(runs):
@@ -504,6 +546,9 @@ def cmd_render(a):
     lines, journal = render_journal(runs)
     out += lines
     tables.update(journal)
+    lines, transport = render_transport(runs)
+    out += lines
+    tables.update(transport)
     verifies = [r for r in runs if r.get("section") == "verify"]
     if verifies:
         out.append("Data verification: " + ", ".join(
@@ -524,7 +569,8 @@ def cmd_render(a):
     for r in bad:
         print(f"check: no numbers or bad data: {json.dumps(r)}",
               file=sys.stderr)
-    if not any(r.get("section") in ("io", "scaling", "journal")
+    if not any(r.get("section") in ("io", "scaling", "journal",
+                                     "transport")
                for r in runs):
         print("check: no run at all", file=sys.stderr)
         return 1
