@@ -156,6 +156,7 @@ static void take_snapshot(struct metrics_snap *m)
 	scrub_get_stat(&m->scrub);
 	vdi_for_each(count_vdi, m);
 	m->nr_top = stat_top_vdis(m->top, METRICS_TOP_VDIS);
+	rdma_get_stats(&m->rdma);
 }
 
 static void snap_tick(struct timer *t)
@@ -371,6 +372,19 @@ static void format_traffic(struct out *o, const struct metrics_snap *m)
 	      m->clients);
 	gauge(o, "kelpie_nbd_connections", "Connections on the NBD port.",
 	      m->nbd_conns);
+	family(o, "kelpie_rdma_payload_bytes_total", "counter",
+	       "Bytes sent to other sheep over RDMA by copying them into "
+	       "messages or by describing buffers the peer reads itself, "
+	       "and bytes read from peers' buffers (of which bounced: "
+	       "through a bounce buffer, the receive not registered).");
+	sample(o, "kelpie_rdma_payload_bytes_total", "how", "copied",
+	       m->rdma.copied);
+	sample(o, "kelpie_rdma_payload_bytes_total", "how", "described",
+	       m->rdma.described);
+	sample(o, "kelpie_rdma_payload_bytes_total", "how", "read",
+	       m->rdma.read);
+	sample(o, "kelpie_rdma_payload_bytes_total", "how", "bounced",
+	       m->rdma.bounced);
 }
 
 static const char *status_name(uint8_t status)

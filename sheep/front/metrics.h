@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "internal_proto.h"
+#include "net/rdma.h"
 #include "core/request.h"
 #include "recovery/scrub.h"
 
@@ -56,6 +57,7 @@ struct metrics_snap {
 	struct stat_vdi top[METRICS_TOP_VDIS];
 	size_t nr_top;
 	char store_dir[256];
+	struct rdma_stats rdma;
 };
 
 /* metrics.c: snapshots from now on, once a second (http_init) */
