@@ -43,9 +43,11 @@ SHORT = {
     "seqwrite-4m-qd4": "4 MiB sequential write, QD4",
     "seqread-4m-qd4": "4 MiB sequential read, QD4",
 }
-CLIENTS = ("fio", "qemu", "dog")
-CLIENT_COLOR = {"fio": "#1f77b4", "qemu": "#2ca02c", "dog": "#d62728"}
+CLIENTS = ("fio", "qemu", "qemu-orig", "dog")
+CLIENT_COLOR = {"fio": "#1f77b4", "qemu": "#2ca02c", "qemu-orig": "#9467bd",
+                "dog": "#d62728"}
 BASELINE_NAME = {"fio": "qemu-nbd", "qemu": "qemu-img on a raw file",
+                 "qemu-orig": "QEMU 5.2 qemu-img on a raw file",
                  "dog": "kelpie 1n/1c"}
 PCT = (("p50", "o", "#08306b"), ("p99", "s", "#4292c6"),
        ("p99.9", "^", "#9ecae1"))

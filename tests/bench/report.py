@@ -69,6 +69,7 @@ TRANSPORT_TABLES = [
     ("seqread-4m-qd4", "4 MiB sequential read, QD4"),
 ]
 CLIENT_NAME = {"fio": "fio (NBD)", "qemu": "qemu-img bench",
+               "qemu-orig": "qemu-img bench, QEMU 5.2 original driver",
                "dog": "dog benchmark"}
 LEGEND = (
     "IOPS: operations per second (in flush rows a write and its flush "
@@ -80,7 +81,9 @@ LEGEND = (
     "qemu-img bench (Kelpie's patched QEMU, sheepdog driver, cache="
     "writeback) reports no latencies, and its baseline (a raw file) has no "
     "server: the CPU of that row is qemu-img's own; its 4 KiB requests step "
-    "through the image by 1 MiB + 4 KiB instead of random offsets. "
+    "through the image by 1 MiB + 4 KiB instead of random offsets; the "
+    "rows of QEMU 5.2's original driver (the client of existing Sheepdog "
+    "users) have QEMU 5.2's qemu-img on the raw file as their baseline. "
     "× baseline: IOPS over the IOPS of the baseline row of the same "
     "client. Targets: kelpie Nn/Cc = N nodes, C copies; -n = sheep "
     "started with -n (no sync).")
@@ -290,7 +293,7 @@ def render_tables(runs):
                    "p99.9 µs | CPU s/1k ops | × baseline |")
         out.append("|---|---|--:|--:|--:|--:|--:|--:|--:|")
         trows = []
-        for client in ("fio", "qemu", "dog"):
+        for client in ("fio", "qemu", "qemu-orig", "dog"):
             crows = [r for r in rows if r["client"] == client]
             base = next((r for r in crows if r.get("baseline")), None)
             for r in crows:
