@@ -6,7 +6,8 @@
  * Each connection registers one region of 2 x RDMA_NR_BUF buffers of
  * RDMA_BUF bytes: RDMA_NR_BUF receives stay posted, and a message is
  * copied into free send buffers in chunks, each starting with a header
- * {le32 payload bytes | RDMA_F_DESC, le16 credits, le16 releases}.
+ * {le32 payload bytes | RDMA_F_DESC, le16 credits, le16 releases}; a
+ * chunk of up to RDMA_INLINE bytes is sent inline where the device can.
  *
  * Large buffers are not copied: a buffer of a message with RDMA_ZC_MIN
  * bytes or more left is registered for remote reads and the stream
@@ -67,6 +68,8 @@
 #define RDMA_ZC_MIN	(64 * 1024)	/* read by the peer, not copied */
 #define RDMA_ZC_MAX	(1u << 30)	/* bytes of one descriptor */
 #define RDMA_BOUNCE	(256 * 1024)
+/* chunks this small go inline (in the work request) where the device can */
+#define RDMA_INLINE	128
 /* send credits back once the other side holds no more than this */
 #define RDMA_LOW_CREDITS	(RDMA_NR_BUF / 2)
 #define RDMA_TIMEOUT_MS	2000	/* address and route resolution */
@@ -105,6 +108,7 @@ struct rdma_conn {
 	struct ibv_comp_channel *cch;
 	struct ibv_cq *cq;
 	struct ibv_mr *mr;
+	uint32_t max_inline;	/* what the QP got: 0 if none */
 	uint8_t *mem;		/* receive buffers, then send buffers */
 	int busy;
 	bool connected, dead, owner_closed, writing, draining, cch_added;
@@ -338,6 +342,8 @@ static int post_chunk(struct rdma_conn *c, int i, uint32_t len, uint32_t flags)
 		.send_flags = IBV_SEND_SIGNALED,
 	}, *bad;
 
+	if (RDMA_HDR + len <= c->max_inline)
+		wr.send_flags |= IBV_SEND_INLINE;
 	put_le32(b, len | flags);
 	put_le32(b + 4, c->to_return | c->to_release << 16);
 	c->their += c->to_return;
@@ -812,8 +818,14 @@ static int setup_verbs(struct rdma_conn *c)
 		return -1;
 	c->cch_added = true;
 	attr.send_cq = attr.recv_cq = c->cq;
-	if (a->create_qp(c->id, c->pd, &attr))
-		return -1;
+	/* inline sends if the device takes them, else without */
+	attr.cap.max_inline_data = RDMA_INLINE;
+	if (a->create_qp(c->id, c->pd, &attr)) {
+		attr.cap.max_inline_data = 0;
+		if (a->create_qp(c->id, c->pd, &attr))
+			return -1;
+	}
+	c->max_inline = attr.cap.max_inline_data;
 	for (int i = 0; i < RDMA_NR_BUF; i++) {
 		if (post_recv(c, i))
 			return -1;
