@@ -532,9 +532,55 @@ def gen_zk_event():
           raw_child(3, b"KZQ") + bytes([0x02]))
 
 
+def gen_btree():
+    """fuzz_btree: a root, leaf objects, then operations"""
+    magic = 0x6274
+    vid = 0x123456
+    leaf_max = (4 << 20) // 8 - 1
+
+    def hdr(depth, n):
+        return le("HHI", magic, depth, n)
+
+    def leaf(entries):
+        return hdr(1, len(entries)) + b"".join(le("II", i, v)
+                                               for i, v in entries)
+
+    def two_level(keys):
+        return hdr(2, len(keys)) + b"".join(
+            le("IIQ", k, 0, (1 << 60) | (vid << 32) | n)
+            for n, k in enumerate(keys))
+
+    def blob(b):
+        return le("H", len(b)) + b
+
+    def lookup(i):
+        return bytes([0]) + le("I", i)
+
+    def setv(i, v):
+        return bytes([1]) + le("II", i, v)
+
+    walk, leaves = bytes([2]), bytes([3])
+    ops = setv(5, 7) + lookup(5) + setv(5, 8) + lookup(4) + walk + leaves
+    write("btree", "empty", blob(hdr(1, 0)) + bytes([0]) + ops)
+    write("btree", "leaf-root",
+          blob(leaf([(1, 3), (9, 3), (100, 4)])) + bytes([0]) + ops +
+          setv(50, 1) + setv(0, 2) + walk)
+    write("btree", "two-level",
+          blob(two_level([10, 1000])) + bytes([2]) +
+          blob(leaf([(2, 1), (10, 1)])) + blob(leaf([(11, 2), (900, 2)])) +
+          ops + setv(11, 9) + setv(2000, 3) + lookup(2000) + lookup(900) +
+          walk + leaves)
+    # counts that claim a full node: the split paths
+    write("btree", "full-root",
+          blob(hdr(1, leaf_max)) + bytes([0]) + setv(7, 1) + walk)
+    write("btree", "full-leaf",
+          blob(two_level([5000])) + bytes([1]) + blob(hdr(1, leaf_max)) +
+          setv(17, 1) + setv(18, 2) + walk + leaves)
+
+
 def main():
     for h in ("request", "nbd", "proto", "backup", "cluster_msg",
-              "dog_reply", "snapshot", "procgroup", "zk_event"):
+              "dog_reply", "snapshot", "procgroup", "zk_event", "btree"):
         shutil.rmtree(os.path.join(CORPUS, h), ignore_errors=True)
     gen_request()
     gen_nbd()
@@ -545,6 +591,7 @@ def main():
     gen_snapshot()
     gen_procgroup()
     gen_zk_event()
+    gen_btree()
     for h in sorted(os.listdir(CORPUS)):
         print("%-12s %3d seeds" % (h, len(os.listdir(os.path.join(CORPUS,
                                                                    h)))))

@@ -22,7 +22,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 
 SECS=${1:-5}
-ALL=${FUZZ_HARNESSES:-request nbd proto backup cluster_msg dog_reply snapshot procgroup zk_event}
+ALL=${FUZZ_HARNESSES:-request nbd proto backup cluster_msg dog_reply snapshot procgroup zk_event btree}
 NICE=${FUZZ_JOBS_NICE:-19}
 OUT=build/fuzz
 ART=$OUT/artifacts
