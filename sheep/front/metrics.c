@@ -62,8 +62,10 @@ static const char *const result_names[SR_NR] = {
 
 /* ---- object counts, off the main loop ---- */
 
-static int count_object(uint64_t oid, void *arg)
+/* a strip counts as an object file of its own */
+static int count_object(struct obj_key k, void *arg)
 {
+	uint64_t oid = k.oid;
 	uint64_t *n = arg;
 
 	if (is_vdi_obj(oid))

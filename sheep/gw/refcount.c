@@ -182,7 +182,7 @@ int ledger_decref(uint64_t oid, uint32_t generation, uint32_t count,
 		goto out;
 	}
 	pthread_mutex_lock(&ledger_lock);
-	ret = store_read(oid, raw, SD_LEDGER_OBJ_SIZE, 0);
+	ret = store_read(obj_key_rep(oid), raw, SD_LEDGER_OBJ_SIZE, 0);
 	if (ret == SD_RES_NO_OBJ) {
 		existed = false;
 		memset(l, 0, SD_LEDGER_OBJ_SIZE);
@@ -203,16 +203,18 @@ int ledger_decref(uint64_t oid, uint32_t generation, uint32_t count,
 		}
 	}
 	if (empty) {
-		ret = existed ? store_remove(oid) : SD_RES_SUCCESS;
+		ret = existed ? store_remove(obj_key_rep(oid)) :
+				SD_RES_SUCCESS;
 		goto unlock;
 	}
 	if (!existed) {
-		ret = store_create(oid, SD_LEDGER_OBJ_SIZE, NULL, 0, 0, sync);
+		ret = store_create(obj_key_rep(oid), SD_LEDGER_OBJ_SIZE, NULL,
+				   0, 0, sync);
 		if (ret != SD_RES_SUCCESS)
 			goto unlock;
 	}
 	le32_array_encode(l, top, raw);
-	ret = store_write(oid, raw, top * 4, 0, sync);
+	ret = store_write(obj_key_rep(oid), raw, top * 4, 0, sync);
 unlock:
 	pthread_mutex_unlock(&ledger_lock);
 out:

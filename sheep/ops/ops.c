@@ -34,18 +34,22 @@ static int store_exec(const struct sd_req *rq, void *data, struct sd_rsp *rp,
 	       uint32_t obj_size)
 {
 	bool sync = !(rq->flags & SD_FLAG_CMD_CACHE);
+	/*
+	 * Not rq->obj.ec_index: the gateway sends its copy number there
+	 * for every object (gw/gateway.c build_peer_req) and nothing
+	 * checks it; strips are keyed by it once the EC path validates it.
+	 */
+	struct obj_key k = obj_key_rep(rq->obj.oid);
 	int ret;
 
 	switch (rq->opcode) {
 	case SD_OP_READ_PEER:
-		ret = store_read(rq->obj.oid, data, rq->data_length,
-				 rq->obj.offset);
+		ret = store_read(k, data, rq->data_length, rq->obj.offset);
 		if (ret == SD_RES_NO_OBJ && (rq->flags & SD_FLAG_CMD_WILDCARD)) {
 			uint32_t epoch = 0;
 
-			ret = store_read_stale(rq->obj.oid, data,
-					       rq->data_length, rq->obj.offset,
-					       &epoch);
+			ret = store_read_stale(k, data, rq->data_length,
+					       rq->obj.offset, &epoch);
 			/* Kelpie: tell recovery how old this copy is */
 			rp->obj.offset = epoch;
 		} else if (rq->flags & SD_FLAG_CMD_WILDCARD) {
@@ -55,20 +59,20 @@ static int store_exec(const struct sd_req *rq, void *data, struct sd_rsp *rp,
 			rp->data_length = rq->data_length;
 		return ret;
 	case SD_OP_WRITE_PEER:
-		return store_write(rq->obj.oid, data, rq->data_length,
-				   rq->obj.offset, sync);
+		return store_write(k, data, rq->data_length, rq->obj.offset,
+				   sync);
 	case SD_OP_CREATE_AND_WRITE_PEER:
-		return store_create(rq->obj.oid, obj_size, data,
-				    rq->data_length, rq->obj.offset, sync);
+		return store_create(k, obj_size, data, rq->data_length,
+				    rq->obj.offset, sync);
 	case SD_OP_REMOVE_PEER:
-		return store_remove(rq->obj.oid);
+		return store_remove(k);
 	case SD_OP_FLUSH_PEER:
 		return store_flush();
 	case SD_OP_DECREF_PEER:
 		return ledger_decref(rq->ref.oid, rq->ref.generation,
 				     rq->ref.count, sync);
 	case SD_OP_EXIST:
-		return store_exist(rq->obj.oid);
+		return store_exist(k);
 	default:
 		return SD_RES_INVALID_PARMS;
 	}
@@ -82,7 +86,7 @@ static int local_get_hash_work(struct request *req)
 {
 	uint64_t oid = req->rq.obj.oid;
 	unsigned int len = 0;
-	int ret = store_read(oid, req->priv, req->obj_size, 0);
+	int ret = store_read(obj_key_rep(oid), req->priv, req->obj_size, 0);
 
 	if (ret == SD_RES_SUCCESS &&
 	    !EVP_Digest(req->priv, req->obj_size, req->rp.hash.digest, &len,
@@ -116,13 +120,16 @@ struct obj_list_ctx {
 	uint32_t n, max;
 };
 
-static int add_oid(uint64_t oid, void *arg)
+static int add_oid(struct obj_key k, void *arg)
 {
 	struct obj_list_ctx *ctx = arg;
 
+	/* the list carries oids: strips are listed once it has the index */
+	if (k.idx != OBJ_IDX_REPLICA)
+		return 0;
 	if (ctx->n == ctx->max)
 		return 1;
-	put_le64(ctx->buf + 8 * ctx->n++, oid);
+	put_le64(ctx->buf + 8 * ctx->n++, k.oid);
 	return 0;
 }
 
@@ -148,7 +155,7 @@ static int local_oids_exist(struct request *req)
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t oid = get_le64(p + 8 * i);
 
-		if (store_exist(oid) != SD_RES_SUCCESS)
+		if (store_exist(obj_key_rep(oid)) != SD_RES_SUCCESS)
 			put_le64(p + 8 * missing++, oid);
 	}
 	req->rp.data_length = missing * 8;
@@ -173,7 +180,7 @@ static void repair_store(struct work *w)
 {
 	struct request *req = container_of(w, struct request, work);
 
-	req->rp.result = (uint32_t)store_create(req->rq.obj.oid,
+	req->rp.result = (uint32_t)store_create(obj_key_rep(req->rq.obj.oid),
 						req->obj_size, req->priv,
 						req->obj_size, 0, true);
 }

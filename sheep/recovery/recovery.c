@@ -300,7 +300,8 @@ static void robj_store_work(struct work *w)
 
 	if (!ro->buf) {
 		/* step 1: maybe it is here already */
-		ro->pass = store_exist(ro->oid) == SD_RES_SUCCESS ? -1 : 1;
+		ro->pass = store_exist(obj_key_rep(ro->oid)) ==
+			   SD_RES_SUCCESS ? -1 : 1;
 		return;
 	}
 	/*
@@ -315,7 +316,8 @@ static void robj_store_work(struct work *w)
 		return;
 	}
 	/* late stores of a cancelled recovery must not replace newer data */
-	ret = store_create_new(ro->oid, ro->size, ro->buf, ro->size, 0, true);
+	ret = store_create_new(obj_key_rep(ro->oid), ro->size, ro->buf,
+			       ro->size, 0, true);
 	ro->pass = ret == SD_RES_SUCCESS ? -1 : -3;
 	ro->stored = ret == SD_RES_SUCCESS;
 	ro->fail_res = ret == SD_RES_SUCCESS ? 0 : (uint32_t)ret;
@@ -604,7 +606,8 @@ static void stale_move_work(struct work *w)
 
 	for (size_t i = 0; i < rw->nr_local; i++)
 		if (rw->local[i] != UINT64_MAX)
-			store_move_to_stale(rw->local[i], rw->old_epoch);
+			store_move_to_stale(obj_key_rep(rw->local[i]),
+					    rw->old_epoch);
 }
 
 static void stale_move_done(struct work *w)
@@ -626,7 +629,7 @@ static void late_copy_work(struct work *w)
 {
 	struct late_copy *lc = container_of(w, struct late_copy, work);
 
-	store_move_to_stale(lc->oid, lc->rw->old_epoch);
+	store_move_to_stale(obj_key_rep(lc->oid), lc->rw->old_epoch);
 }
 
 static void late_copy_done(struct work *w)
@@ -1102,9 +1105,10 @@ static void drain_done(struct work *w)
 	}
 }
 
-static int stale_one(uint64_t oid, void *arg)
+/* strips too: each keeps its index in the stale area */
+static int stale_one(struct obj_key k, void *arg)
 {
-	store_move_to_stale(oid, *(uint32_t *)arg);
+	store_move_to_stale(k, *(uint32_t *)arg);
 	return 0;
 }
 

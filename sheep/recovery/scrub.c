@@ -107,7 +107,8 @@ static void object_done(bool repaired)
 
 static void repair_work(struct work *w)
 {
-	sc.res = store_repair(sc.oid, sc.buf, sc.size, &sc.repaired_blocks);
+	sc.res = store_repair(obj_key_rep(sc.oid), sc.buf, sc.size,
+			      &sc.repaired_blocks);
 }
 
 static void repair_done(struct work *w)
@@ -175,7 +176,7 @@ static void fetch_from_next(void)
 
 static void verify_work(struct work *w)
 {
-	sc.res = store_read(sc.oid, sc.buf, sc.size, 0);
+	sc.res = store_read(obj_key_rep(sc.oid), sc.buf, sc.size, 0);
 }
 
 static void reconcile_done(int outcome)
@@ -246,13 +247,16 @@ static void scrub_next(void)
 
 /* ---- the object list ---- */
 
-static int add_oid(uint64_t oid, void *arg)
+static int add_oid(struct obj_key k, void *arg)
 {
+	/* strips are scrubbed against other strips (a later step) */
+	if (k.idx != OBJ_IDX_REPLICA)
+		return 0;
 	if (sc.nr == sc.cap) {
 		sc.cap = sc.cap ? sc.cap * 2 : 1024;
 		sc.oids = xrealloc(sc.oids, sc.cap * sizeof(*sc.oids));
 	}
-	sc.oids[sc.nr++] = oid;
+	sc.oids[sc.nr++] = k.oid;
 	return 0;
 }
 

@@ -82,10 +82,10 @@ static void drop_fn(struct work *w)
 		if (sw->flags[i] & F_MISSING)
 			continue;
 		if ((sw->flags[i] & F_LOCAL) &&
-		    store_exist(sw->oids[i]) != SD_RES_SUCCESS)
+		    store_exist(obj_key_rep(sw->oids[i])) != SD_RES_SUCCESS)
 			continue;
-		if (store_drop_stale(sw->oids[i], sw->epochs[i]) ==
-		    SD_RES_SUCCESS)
+		if (store_drop_stale(obj_key_rep(sw->oids[i]),
+				     sw->epochs[i]) == SD_RES_SUCCESS)
 			sw->dropped++;
 	}
 }
@@ -239,6 +239,21 @@ static void check_bound(struct sweep *sw)
 
 /* ---- step 1: list the stale copies ---- */
 
+/* OIDS_EXIST asks by oid: strips are swept once it carries the index */
+static size_t list_replicas(uint64_t *oids, uint32_t *ep)
+{
+	struct obj_key *keys = xmalloc(SWEEP_MAX * sizeof(*keys));
+	size_t n = 0, nr = (size_t)store_list_stale(keys, ep, SWEEP_MAX);
+
+	for (size_t i = 0; i < nr; i++)
+		if (keys[i].idx == OBJ_IDX_REPLICA) {
+			oids[n] = keys[i].oid;
+			ep[n++] = ep[i];
+		}
+	free(keys);
+	return n;
+}
+
 static void list_fn(struct work *w)
 {
 	struct sweep *sw = container_of(w, struct sweep, work);
@@ -252,7 +267,7 @@ static void list_fn(struct work *w)
 		return;
 	sw->oids = xmalloc(SWEEP_MAX * sizeof(*sw->oids));
 	ep = xmalloc(SWEEP_MAX * sizeof(*ep));
-	sw->nr = (size_t)store_list_stale(sw->oids, ep, SWEEP_MAX);
+	sw->nr = list_replicas(sw->oids, ep);
 	/* sort the oids and keep each one's epoch beside it */
 	{
 		uint64_t *pairs = xmalloc(sw->nr * 16);

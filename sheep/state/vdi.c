@@ -196,14 +196,16 @@ void vdi_merge_state(const struct vdi_state *vs, bool running)
 	vi->parent_vid = vs->parent_vid;
 }
 
-static int scan_one(uint64_t oid, void *arg)
+static int scan_one(struct obj_key k, void *arg)
 {
+	uint64_t oid = k.oid;
 	uint8_t buf[SD_INODE_HEADER_SIZE];
 	struct sd_inode_header h;
 
-	if (!is_vdi_obj(oid))
+	/* an inode is never stored as strips */
+	if (!is_vdi_obj(oid) || k.idx != OBJ_IDX_REPLICA)
 		return 0;
-	if (store_read(oid, buf, sizeof(buf), 0) != SD_RES_SUCCESS)
+	if (store_read(k, buf, sizeof(buf), 0) != SD_RES_SUCCESS)
 		return 0;
 	inode_header_decode(&h, buf);
 	if (h.vdi_id != oid_to_vid(oid) || h.vdi_id >= SD_NR_VDIS)

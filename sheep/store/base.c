@@ -26,22 +26,12 @@ const char *store_dir(void)
 	return first_dir;
 }
 
-/* where @oid is, or where it would be created */
-void store_obj_path(char *buf, size_t len, uint64_t oid)
+/* where @k is, or where it would be created */
+void store_obj_path(char *buf, size_t len, struct obj_key k)
 {
-	int slot = md_locate(oid);
+	int slot = md_locate(k);
 
-	md_path(buf, len, slot >= 0 ? slot : md_disk_of(oid), oid, "");
-}
-
-int store_parse_oid(const char *name, uint64_t *oid)
-{
-	char *end;
-
-	if (strlen(name) != 16)
-		return -1;
-	*oid = strtoull(name, &end, 16);
-	return *end ? -1 : 0;
+	md_path(buf, len, slot >= 0 ? slot : md_disk_of(k.oid), k, "");
 }
 
 static bool io_error_seen;

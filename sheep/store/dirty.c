@@ -16,7 +16,7 @@
 #define DIRTY_HASH	4096
 
 struct dirty_ent {
-	uint64_t oid;
+	struct obj_key key;
 	struct dirty_ent *next;
 };
 
@@ -25,29 +25,29 @@ static struct dirty_ent *dirty_hash[DIRTY_HASH];
 static size_t nr_dirty;
 static bool dir_dirty;
 
-static struct dirty_ent **bucket(uint64_t oid)
+static struct dirty_ent **bucket(struct obj_key k)
 {
-	return &dirty_hash[(oid ^ (oid >> 32)) % DIRTY_HASH];
+	return &dirty_hash[(k.oid ^ (k.oid >> 32) ^ k.idx) % DIRTY_HASH];
 }
 
-static void add_locked(uint64_t oid)
+static void add_locked(struct obj_key k)
 {
-	struct dirty_ent **pp = bucket(oid), *e;
+	struct dirty_ent **pp = bucket(k), *e;
 
 	for (e = *pp; e; e = e->next)
-		if (e->oid == oid)
+		if (obj_key_eq(e->key, k))
 			return;
 	e = xmalloc(sizeof(*e));
-	e->oid = oid;
+	e->key = k;
 	e->next = *pp;
 	*pp = e;
 	nr_dirty++;
 }
 
-void dirty_add(uint64_t oid)
+void dirty_add(struct obj_key k)
 {
 	pthread_mutex_lock(&dirty_lock);
-	add_locked(oid);
+	add_locked(k);
 	pthread_mutex_unlock(&dirty_lock);
 }
 
@@ -58,19 +58,19 @@ void dirty_dir(void)
 	pthread_mutex_unlock(&dirty_lock);
 }
 
-uint64_t *dirty_take(size_t *nr, bool *dir)
+struct obj_key *dirty_take(size_t *nr, bool *dir)
 {
-	uint64_t *oids;
+	struct obj_key *keys;
 	size_t n = 0;
 
 	pthread_mutex_lock(&dirty_lock);
-	oids = xmalloc((nr_dirty + 1) * sizeof(*oids));
+	keys = xmalloc((nr_dirty + 1) * sizeof(*keys));
 	for (size_t i = 0; i < DIRTY_HASH; i++) {
 		while (dirty_hash[i]) {
 			struct dirty_ent *e = dirty_hash[i];
 
 			dirty_hash[i] = e->next;
-			oids[n++] = e->oid;
+			keys[n++] = e->key;
 			free(e);
 		}
 	}
@@ -79,14 +79,14 @@ uint64_t *dirty_take(size_t *nr, bool *dir)
 	dir_dirty = false;
 	pthread_mutex_unlock(&dirty_lock);
 	*nr = n;
-	return oids;
+	return keys;
 }
 
-void dirty_restore(const uint64_t *oids, size_t nr, bool dir)
+void dirty_restore(const struct obj_key *keys, size_t nr, bool dir)
 {
 	pthread_mutex_lock(&dirty_lock);
 	for (size_t i = 0; i < nr; i++)
-		add_locked(oids[i]);
+		add_locked(keys[i]);
 	dir_dirty |= dir;
 	pthread_mutex_unlock(&dirty_lock);
 }

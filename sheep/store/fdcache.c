@@ -20,7 +20,7 @@
 #define FDC_MAX		512
 
 struct fdc_ent {
-	uint64_t oid;
+	struct obj_key key;
 	int fd;
 	int refs;
 	bool cached;
@@ -35,11 +35,11 @@ static LIST_HEAD(lru);
 static size_t nr_cached;
 static uint64_t generation;
 
-static struct fdc_ent **find(uint64_t oid)
+static struct fdc_ent **find(struct obj_key k)
 {
-	struct fdc_ent **p = &table[oid % FDC_BUCKETS];
+	struct fdc_ent **p = &table[(k.oid + k.idx) % FDC_BUCKETS];
 
-	while (*p && (*p)->oid != oid)
+	while (*p && !obj_key_eq((*p)->key, k))
 		p = &(*p)->hnext;
 	return p;
 }
@@ -73,18 +73,18 @@ static void evict(void)
 
 		l = l->prev;
 		if (!e->refs)
-			unlink_ent(find(e->oid));
+			unlink_ent(find(e->key));
 	}
 }
 
-static struct fdc_ent *fdc_get_once(uint64_t oid, const char *path)
+static struct fdc_ent *fdc_get_once(struct obj_key k, const char *path)
 {
 	struct fdc_ent **p, *e;
 	uint64_t gen;
 	int fd;
 
 	pthread_mutex_lock(&fdc_lock);
-	p = find(oid);
+	p = find(k);
 	if (*p) {
 		e = *p;
 		e->refs++;
@@ -100,13 +100,13 @@ static struct fdc_ent *fdc_get_once(uint64_t oid, const char *path)
 	if (fd < 0)
 		return NULL;
 	e = xzalloc(sizeof(*e));
-	e->oid = oid;
+	e->key = k;
 	e->fd = fd;
 	e->refs = 1;
 	INIT_LIST_HEAD(&e->lru);
 
 	pthread_mutex_lock(&fdc_lock);
-	p = find(oid);
+	p = find(k);
 	if (*p) {
 		/* someone cached it meanwhile: use theirs */
 		struct fdc_ent *other = *p;
@@ -131,16 +131,16 @@ static struct fdc_ent *fdc_get_once(uint64_t oid, const char *path)
  * A file unlinked behind our back (an operator, a test) must read as
  * missing, not as its old contents: check the link count of cached fds.
  */
-struct fdc_ent *fdc_get(uint64_t oid, const char *path)
+struct fdc_ent *fdc_get(struct obj_key k, const char *path)
 {
-	struct fdc_ent *e = fdc_get_once(oid, path);
+	struct fdc_ent *e = fdc_get_once(k, path);
 	struct stat st;
 
 	if (!e || fstat(e->fd, &st) || st.st_nlink)
 		return e;
 	fdc_put(e);
-	fdc_drop(oid);
-	return fdc_get_once(oid, path);
+	fdc_drop(k);
+	return fdc_get_once(k, path);
 }
 
 int fdc_fd(const struct fdc_ent *e)
@@ -166,13 +166,13 @@ void fdc_put(struct fdc_ent *e)
 	pthread_mutex_unlock(&fdc_lock);
 }
 
-void fdc_drop(uint64_t oid)
+void fdc_drop(struct obj_key k)
 {
 	struct fdc_ent **p;
 
 	pthread_mutex_lock(&fdc_lock);
 	generation++;
-	p = find(oid);
+	p = find(k);
 	if (*p)
 		unlink_ent(p);
 	pthread_mutex_unlock(&fdc_lock);

@@ -4,18 +4,19 @@
 #define SHEEP_FDCACHE_H
 
 #include <stdint.h>
+#include "store.h"
 
 struct fdc_ent;
 
-/* the open fd of @oid at @path; NULL with errno set on failure */
-struct fdc_ent *fdc_get(uint64_t oid, const char *path);
+/* the open fd of @k at @path; NULL with errno set on failure */
+struct fdc_ent *fdc_get(struct obj_key k, const char *path);
 int fdc_fd(const struct fdc_ent *e);
 /* the object's data size, cached with its fd (0: not known yet) */
 uint32_t fdc_size(const struct fdc_ent *e);
 void fdc_set_size(struct fdc_ent *e, uint32_t size);
 void fdc_put(struct fdc_ent *e);
-/* the file of @oid was replaced or removed: forget its fd */
-void fdc_drop(uint64_t oid);
+/* the file of @k was replaced or removed: forget its fd */
+void fdc_drop(struct obj_key k);
 void fdc_drop_all(void);
 
 #endif

@@ -11,12 +11,13 @@
  * records are appended in order under the lock.
  *
  * The journal is one file, written once with zeros at its size: a 64-byte
- * header {"KELPIEJ2", le32 version 2, le32 0, le64 0, le64 size} and two
+ * header {"KELPIEJ3", le32 version 3, le32 0, le64 0, le64 size} and two
  * halves of (size - 64) / 2 bytes.  A half opens with a 64-byte header
  * {"KJHALF02", le64 generation, 0: retired} and holds records: a 40-byte
- * header {le32 magic "KJR1", le32 CRC32C of the record with this field 0,
- * le64 generation, u8 type (1 write, 2 forget), 3 zero bytes, le32
- * length, le64 oid, le32 offset, le32 0} and the data.  When the next
+ * header {le32 magic "KJR3", le32 CRC32C of the record with this field 0,
+ * le64 generation, u8 type (1 write, 2 forget), u8 strip index (0xff: a
+ * replicated object), 2 zero bytes, le32 length, le64 oid, le32 offset,
+ * le32 0} and the data.  When the next
  * record does not fit its half, writing goes on in the other half under a
  * new generation, and a checkpoint thread syncs every object written so
  * far (store_flush) and then retires the full half.  Writers wait only if
@@ -25,9 +26,13 @@
  * At start-up the records of the live halves are applied again in the
  * order of their generations, each half up to the first record that fails
  * its checks (an append cut short by a crash was never acknowledged), then
- * everything is synced and both halves retired.  A version 1 journal (one
- * generation from byte 64) is still replayed.  This also repairs a
- * block whose data reached the disk without its checksum or the reverse.
+ * everything is synced and both halves retired.  A version 2 journal
+ * (records "KJR1" without the index: replicated objects) and a version 1
+ * one (one generation of those from byte 64) are still replayed.  Their
+ * records have a magic of their own so that none is ever read as a record
+ * of version 3 (a crash between the new file header and the new halves).
+ * The replay also repairs a block whose data reached the disk without its
+ * checksum or the reverse.
  *
  * An object that has records in a live half and is then removed, replaced
  * or moved to the stale area is first synced, then "forgotten" with a
@@ -53,12 +58,14 @@
 #include "store_int.h"
 
 #define J_MAGIC_V1	"KELPIEJ1"
-#define J_MAGIC		"KELPIEJ2"
-#define J_VERSION	2
+#define J_MAGIC_V2	"KELPIEJ2"
+#define J_MAGIC		"KELPIEJ3"
+#define J_VERSION	3
 #define J_HDR		64
 #define H_MAGIC		"KJHALF02"
 #define H_HDR		64
-#define R_MAGIC		0x31524a4bU	/* "KJR1" */
+#define R_MAGIC_V2	0x31524a4bU	/* "KJR1": versions 1 and 2 */
+#define R_MAGIC		0x33524a4bU	/* "KJR3" */
 #define R_HDR		40
 #define R_WRITE		1
 #define R_FORGET	2
@@ -66,7 +73,7 @@
 #define J_HASH		4096
 
 struct jent {
-	uint64_t oid;
+	struct obj_key key;
 	struct jent *next;
 };
 
@@ -100,34 +107,34 @@ static uint32_t crc(const void *p, size_t n, uint32_t seed)
 	return crc32_iscsi((unsigned char *)p, (int)n, seed);
 }
 
-static struct jent **slot(int h, uint64_t oid)
+static struct jent **slot(int h, struct obj_key k)
 {
-	return &journaled[h][(oid ^ (oid >> 32)) % J_HASH];
+	return &journaled[h][(k.oid ^ (k.oid >> 32) ^ k.idx) % J_HASH];
 }
 
-static bool in_half_locked(int h, uint64_t oid)
+static bool in_half_locked(int h, struct obj_key k)
 {
-	for (struct jent *e = *slot(h, oid); e; e = e->next)
-		if (e->oid == oid)
+	for (struct jent *e = *slot(h, k); e; e = e->next)
+		if (obj_key_eq(e->key, k))
 			return true;
 	return false;
 }
 
-static bool has_locked(uint64_t oid)
+static bool has_locked(struct obj_key k)
 {
-	return in_half_locked(0, oid) || in_half_locked(1, oid);
+	return in_half_locked(0, k) || in_half_locked(1, k);
 }
 
-static void mark_locked(uint64_t oid)
+static void mark_locked(struct obj_key k)
 {
 	struct jent *e;
 
-	if (in_half_locked(active, oid))
+	if (in_half_locked(active, k))
 		return;
 	e = xmalloc(sizeof(*e));
-	e->oid = oid;
-	e->next = *slot(active, oid);
-	*slot(active, oid) = e;
+	e->key = k;
+	e->next = *slot(active, k);
+	*slot(active, k) = e;
 }
 
 static void clear_half_locked(int h)
@@ -152,15 +159,16 @@ static uint64_t half_start(int h)
 	return J_HDR + (uint64_t)h * hsize;
 }
 
-static void rec_header(uint8_t *h, uint8_t type, uint64_t oid, uint32_t len,
-		       uint32_t off, const void *data)
+static void rec_header(uint8_t *h, uint8_t type, struct obj_key k,
+		       uint32_t len, uint32_t off, const void *data)
 {
 	memset(h, 0, R_HDR);
 	put_le32(h, R_MAGIC);
 	put_le64(h + 8, jgen);
 	h[16] = type;
+	h[17] = k.idx;
 	put_le32(h + 20, len);
-	put_le64(h + 24, oid);
+	put_le64(h + 24, k.oid);
 	put_le32(h + 32, off);
 	put_le32(h + 4, crc(data, len, crc(h, R_HDR, 0xffffffffU)));
 }
@@ -280,7 +288,7 @@ static int switch_half_locked(void)
 	return SD_RES_SUCCESS;
 }
 
-static int append_locked(uint8_t type, uint64_t oid, const void *data,
+static int append_locked(uint8_t type, struct obj_key k, const void *data,
 			 uint32_t len, uint32_t off)
 {
 	uint8_t h[R_HDR];
@@ -294,11 +302,11 @@ static int append_locked(uint8_t type, uint64_t oid, const void *data,
 		if (ret != SD_RES_SUCCESS)
 			return ret;
 	}
-	rec_header(h, type, oid, len, off, data);
+	rec_header(h, type, k, len, off, data);
 	if (pwritev(jfd, iov, 2, (off_t)jpos) != (ssize_t)(R_HDR + len))
 		return SD_RES_EIO;
 	jpos += R_HDR + len;
-	mark_locked(oid);
+	mark_locked(k);
 	return SD_RES_SUCCESS;
 }
 
@@ -329,7 +337,8 @@ static int commit_locked(void)
 	return sync_failed >= want ? SD_RES_EIO : SD_RES_SUCCESS;
 }
 
-int journal_write(uint64_t oid, const void *buf, uint32_t len, uint32_t off)
+int journal_write(struct obj_key k, const void *buf, uint32_t len,
+		  uint32_t off)
 {
 	int ret;
 
@@ -339,29 +348,29 @@ int journal_write(uint64_t oid, const void *buf, uint32_t len, uint32_t off)
 	 * over this newer data.
 	 */
 	if ((uint64_t)R_HDR + len > hsize - H_HDR) {
-		ret = journal_forget(oid);
-		return ret == SD_RES_SUCCESS ? jst->sync_obj(oid) : ret;
+		ret = journal_forget(k);
+		return ret == SD_RES_SUCCESS ? jst->sync_obj(k) : ret;
 	}
 	pthread_mutex_lock(&jlock);
-	ret = append_locked(R_WRITE, oid, buf, len, off);
+	ret = append_locked(R_WRITE, k, buf, len, off);
 	if (ret == SD_RES_SUCCESS)
 		ret = commit_locked();
 	pthread_mutex_unlock(&jlock);
 	return ret;
 }
 
-int journal_forget(uint64_t oid)
+int journal_forget(struct obj_key k)
 {
 	int ret = SD_RES_SUCCESS;
 
 	if (!journal_on())
 		return SD_RES_SUCCESS;
 	pthread_mutex_lock(&jlock);
-	if (has_locked(oid)) {
+	if (has_locked(k)) {
 		/* its data must not rely on records that will be ignored */
-		ret = jst->sync_obj(oid);
+		ret = jst->sync_obj(k);
 		if (ret == SD_RES_SUCCESS || ret == SD_RES_NO_OBJ)
-			ret = append_locked(R_FORGET, oid, NULL, 0, 0);
+			ret = append_locked(R_FORGET, k, NULL, 0, 0);
 		if (ret == SD_RES_SUCCESS)
 			ret = commit_locked();
 	}
@@ -401,29 +410,32 @@ void journal_wiped(void)
 
 struct rec {
 	uint8_t type;
-	uint64_t oid;
+	struct obj_key key;
 	uint32_t len, off;
 	uint64_t pos;		/* of its data in the file */
 };
 
 /*
- * The record at @pos of generation @gen, its data read into *@buf (grown
- * as needed); false at the end of the generation or on a record that
- * fails its checks
+ * The record at @pos of generation @gen in a journal of version @ver, its
+ * data read into *@buf (grown as needed); false at the end of the
+ * generation or on a record that fails its checks
  */
 static bool read_rec(int fd, uint64_t pos, uint64_t end, uint64_t gen,
-		     struct rec *r, uint8_t **buf, uint32_t *cap)
+		     uint32_t ver, struct rec *r, uint8_t **buf, uint32_t *cap)
 {
 	uint8_t h[R_HDR];
 	uint32_t want;
 
 	if (end - pos < R_HDR ||
 	    pread(fd, h, R_HDR, (off_t)pos) != R_HDR ||
-	    get_le32(h) != R_MAGIC || get_le64(h + 8) != gen)
+	    get_le32(h) != (ver < 3 ? R_MAGIC_V2 : R_MAGIC) ||
+	    get_le64(h + 8) != gen)
 		return false;
 	r->type = h[16];
 	r->len = get_le32(h + 20);
-	r->oid = get_le64(h + 24);
+	/* before version 3 every object was a replicated one */
+	r->key.oid = get_le64(h + 24);
+	r->key.idx = ver < 3 ? OBJ_IDX_REPLICA : h[17];
 	r->off = get_le32(h + 32);
 	r->pos = pos + R_HDR;
 	if ((r->type != R_WRITE && r->type != R_FORGET) ||
@@ -441,35 +453,43 @@ static bool read_rec(int fd, uint64_t pos, uint64_t end, uint64_t gen,
 }
 
 struct forget {
-	uint64_t oid;
-	size_t idx;		/* of a FORGET record */
+	struct obj_key key;
+	size_t at;		/* the FORGET record's position */
 };
+
+static int cmp_key(struct obj_key x, struct obj_key y)
+{
+	if (x.oid != y.oid)
+		return x.oid < y.oid ? -1 : 1;
+	return x.idx < y.idx ? -1 : x.idx > y.idx;
+}
 
 static int cmp_forget(const void *a, const void *b)
 {
 	const struct forget *x = a, *y = b;
+	int c = cmp_key(x->key, y->key);
 
-	if (x->oid != y->oid)
-		return x->oid < y->oid ? -1 : 1;
-	return x->idx < y->idx ? -1 : x->idx > y->idx;
+	if (c)
+		return c;
+	return x->at < y->at ? -1 : x->at > y->at;
 }
 
-/* true if a FORGET of @oid follows record @i */
-static bool forgotten(const struct forget *f, size_t nf, uint64_t oid,
+/* true if a FORGET of @k follows record @i */
+static bool forgotten(const struct forget *f, size_t nf, struct obj_key k,
 		      size_t i)
 {
 	size_t lo = 0, hi = nf;
 
-	/* the last entry of @oid holds its last FORGET */
+	/* the last entry of @k holds its last FORGET */
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
 
-		if (f[mid].oid <= oid)
+		if (cmp_key(f[mid].key, k) <= 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo && f[lo - 1].oid == oid && f[lo - 1].idx > i;
+	return lo && obj_key_eq(f[lo - 1].key, k) && f[lo - 1].at > i;
 }
 
 static int apply(int fd, const struct rec *recs, size_t n, size_t *applied)
@@ -482,13 +502,13 @@ static int apply(int fd, const struct rec *recs, size_t n, size_t *applied)
 
 	for (size_t i = 0; i < n; i++)
 		if (recs[i].type == R_FORGET)
-			f[nf++] = (struct forget) { recs[i].oid, i };
+			f[nf++] = (struct forget) { recs[i].key, i };
 	qsort(f, nf, sizeof(*f), cmp_forget);
 	*applied = 0;
 	for (size_t i = 0; i < n && ret == SD_RES_SUCCESS; i++) {
 		const struct rec *r = &recs[i];
 
-		if (r->type != R_WRITE || forgotten(f, nf, r->oid, i))
+		if (r->type != R_WRITE || forgotten(f, nf, r->key, i))
 			continue;
 		if (r->len > cap) {
 			buf = xrealloc(buf, r->len);
@@ -498,14 +518,15 @@ static int apply(int fd, const struct rec *recs, size_t n, size_t *applied)
 			ret = SD_RES_EIO;
 			break;
 		}
-		ret = jst->write(r->oid, buf, r->len, r->off);
+		ret = jst->write(r->key, buf, r->len, r->off);
 		if (ret == SD_RES_NO_OBJ) {
 			ret = SD_RES_SUCCESS;	/* removed since */
 			continue;
 		}
 		if (ret != SD_RES_SUCCESS)
-			sd_err("journal replay: object %" PRIx64 ": %s",
-			       r->oid, sd_strerror(ret));
+			sd_err("journal replay: object %" PRIx64
+			       " (index %u): %s", r->key.oid, r->key.idx,
+			       sd_strerror(ret));
 		else
 			(*applied)++;
 	}
@@ -516,14 +537,14 @@ static int apply(int fd, const struct rec *recs, size_t n, size_t *applied)
 
 /* the records of generation @gen from @pos to @end, appended to @recs */
 static void collect(int fd, uint64_t pos, uint64_t end, uint64_t gen,
-		    struct rec **recs, size_t *n, size_t *cap)
+		    uint32_t ver, struct rec **recs, size_t *n, size_t *cap)
 {
 	uint8_t *buf = NULL;
 	uint32_t bcap = 0;
 	struct rec r;
 
 	/* one record's data in memory at a time */
-	while (read_rec(fd, pos, end, gen, &r, &buf, &bcap)) {
+	while (read_rec(fd, pos, end, gen, ver, &r, &buf, &bcap)) {
 		if (*n == *cap) {
 			*cap = *cap ? 2 * *cap : 1024;
 			*recs = xrealloc(*recs, *cap * sizeof(**recs));
@@ -534,9 +555,10 @@ static void collect(int fd, uint64_t pos, uint64_t end, uint64_t gen,
 	free(buf);
 }
 
-/* the live halves of a version 2 file, in the order of their generations */
+/* the live halves of a version 2 or 3 file, oldest generation first */
 static uint64_t collect_halves(int fd, const uint8_t *h, uint64_t end,
-			       struct rec **recs, size_t *n, size_t *cap)
+			       uint32_t ver, struct rec **recs, size_t *n,
+			       size_t *cap)
 {
 	uint64_t size = get_le64(h + 24), half, gen[2] = { 0, 0 };
 	uint8_t b[H_HDR];
@@ -554,8 +576,8 @@ static uint64_t collect_halves(int fd, const uint8_t *h, uint64_t end,
 		uint64_t start = J_HDR + i * half;
 
 		if (gen[i])
-			collect(fd, start + H_HDR, start + half, gen[i], recs,
-				n, cap);
+			collect(fd, start + H_HDR, start + half, gen[i], ver,
+				recs, n, cap);
 	}
 	return gen[0] > gen[1] ? gen[0] : gen[1];
 }
@@ -581,9 +603,11 @@ static int replay_file(int fd)
 		return 0;	/* a sizing cut short: all was synced before */
 	if (!memcmp(h, J_MAGIC_V1, 8) && get_le32(h + 8) == 1) {
 		gen = get_le64(h + 16);
-		collect(fd, J_HDR, end, gen, &recs, &n, &cap);
+		collect(fd, J_HDR, end, gen, 1, &recs, &n, &cap);
+	} else if (!memcmp(h, J_MAGIC_V2, 8) && get_le32(h + 8) == 2) {
+		gen = collect_halves(fd, h, end, 2, &recs, &n, &cap);
 	} else if (!memcmp(h, J_MAGIC, 8) && get_le32(h + 8) == J_VERSION) {
-		gen = collect_halves(fd, h, end, &recs, &n, &cap);
+		gen = collect_halves(fd, h, end, J_VERSION, &recs, &n, &cap);
 	} else {
 		sd_err("the journal is not one of this version: not replayed");
 		return -1;

@@ -315,12 +315,16 @@ bool md_on_fuse(int slot)
 	return fuse;
 }
 
-void md_path(char *buf, size_t len, int slot, uint64_t oid, const char *sfx)
+void md_path(char *buf, size_t len, int slot, struct obj_key k,
+	     const char *sfx)
 {
+	char name[STORE_NAME_MAX];
+
+	store_key_name(name, sizeof(name), k);
 	pthread_rwlock_rdlock(&md_lock);
-	snprintf(buf, len, "%s/%016" PRIx64 "%s",
+	snprintf(buf, len, "%s/%s%s",
 		 slot >= 0 && slot < MD_MAX_DISKS && disks[slot].used ?
-		 disks[slot].dir : "/nonexistent", oid, sfx);
+		 disks[slot].dir : "/nonexistent", name, sfx);
 	pthread_rwlock_unlock(&md_lock);
 }
 
@@ -350,14 +354,14 @@ int md_disk_of(uint64_t oid)
 	return slot;
 }
 
-int md_locate(uint64_t oid)
+int md_locate(struct obj_key k)
 {
-	int first = md_disk_of(oid);
-	char name[32];
+	int first = md_disk_of(k.oid);
+	char name[STORE_NAME_MAX];
 
 	if (first < 0)
 		return -1;
-	snprintf(name, sizeof(name), "%016" PRIx64, oid);
+	store_key_name(name, sizeof(name), k);
 	if (!faccessat(md_dir_fd(first), name, F_OK, 0))
 		return first;
 	if (!multi)

@@ -75,7 +75,7 @@ static void warn_unused_base(const char *base)
 {
 	char dir[PATH_MAX + 8];
 	struct dirent *de;
-	uint64_t oid;
+	struct obj_key k;
 	DIR *d;
 
 	snprintf(dir, sizeof(dir), "%s/obj", base);
@@ -83,7 +83,7 @@ static void warn_unused_base(const char *base)
 	if (!d)
 		return;
 	while ((de = readdir(d)))
-		if (!store_parse_oid(de->d_name, &oid)) {
+		if (!store_parse_key(de->d_name, &k)) {
 			sd_warn("%s holds objects that a multi-disk node does "
 				"not use: recovery fetches them again (move "
 				"them into a disk's obj/ to keep them)", dir);
@@ -116,22 +116,22 @@ int store_init(const char *base, bool nosync)
 	return store_init_disks(base, NULL, nosync);
 }
 
-/* the object @oid open, from the fd cache: on its disk, wherever it is */
-static struct fdc_ent *obj_get(uint64_t oid)
+/* the object @k open, from the fd cache: on its disk, wherever it is */
+static struct fdc_ent *obj_get(struct obj_key k)
 {
-	int first = md_disk_of(oid);
+	int first = md_disk_of(k.oid);
 	struct fdc_ent *e;
 	char p[MD_PATH_MAX + 32];
 
-	md_path(p, sizeof(p), first, oid, "");
-	e = fdc_get(oid, p);
+	md_path(p, sizeof(p), first, k, "");
+	e = fdc_get(k, p);
 	if (e || errno != ENOENT || !md_multi())
 		return e;
 	for_each_disk(s) {
 		if (s == first)
 			continue;
-		md_path(p, sizeof(p), s, oid, "");
-		e = fdc_get(oid, p);
+		md_path(p, sizeof(p), s, k, "");
+		e = fdc_get(k, p);
 		if (e || errno != ENOENT)
 			return e;
 	}
@@ -140,7 +140,7 @@ static struct fdc_ent *obj_get(uint64_t oid)
 }
 
 /* the data size of the object open in @e, from its checksum trailer */
-static uint32_t size_of(uint64_t oid, struct fdc_ent *e)
+static uint32_t size_of(struct obj_key k, struct fdc_ent *e)
 {
 	uint32_t size = fdc_size(e);
 
@@ -148,60 +148,60 @@ static uint32_t size_of(uint64_t oid, struct fdc_ent *e)
 		return size;
 	size = csum_layout(fdc_fd(e));
 	if (!size)
-		sd_err("object %" PRIx64 " has no valid checksum trailer: "
-		       "damaged, not served", oid);
+		sd_err("object %" PRIx64 " (index %u) has no valid checksum "
+		       "trailer: damaged, not served", k.oid, k.idx);
 	fdc_set_size(e, size);
 	return size;
 }
 
-int store_read(uint64_t oid, void *buf, uint32_t len, uint32_t off)
+int store_read(struct obj_key k, void *buf, uint32_t len, uint32_t off)
 {
 	struct fdc_ent *e;
 	uint32_t size, n = len;
 	int ret;
 
-	e = obj_get(oid);
+	e = obj_get(k);
 	if (!e)
 		return store_err_to_res(errno);
-	size = size_of(oid, e);
+	size = size_of(k, e);
 	if (!size) {
 		ret = SD_RES_EIO;
 		goto out;
 	}
 	if ((uint64_t)off + len > size) {
 		/* past the end: zeros for a sparse object, else damage */
-		if (!is_sparse_obj(oid)) {
+		if (!is_sparse_obj(k.oid)) {
 			ret = SD_RES_EIO;
 			goto out;
 		}
 		n = off < size ? size - off : 0;
 		memset((char *)buf + n, 0, len - n);
 	}
-	ret = csum_read(fdc_fd(e), oid, size, buf, n, off);
+	ret = csum_read(fdc_fd(e), k.oid, size, buf, n, off);
 out:
 	fdc_put(e);
 	return ret;
 }
 
-int store_write(uint64_t oid, const void *buf, uint32_t len, uint32_t off,
-		bool sync)
+int store_write(struct obj_key k, const void *buf, uint32_t len,
+		uint32_t off, bool sync)
 {
 	struct fdc_ent *e;
 	uint32_t size;
 	int ret;
 
-	e = obj_get(oid);
+	e = obj_get(k);
 	if (!e)
 		return store_err_to_res(errno);
-	size = size_of(oid, e);
-	ret = size ? csum_write(fdc_fd(e), oid, size, buf, len, off) :
+	size = size_of(k, e);
+	ret = size ? csum_write(fdc_fd(e), k.oid, size, buf, len, off) :
 		     SD_RES_EIO;
 	if (ret != SD_RES_SUCCESS || store_nosync)
 		goto out;
 	if (!sync || journal_on())
-		dirty_add(oid);		/* before the write is acknowledged */
+		dirty_add(k);		/* before the write is acknowledged */
 	if (sync && journal_on())
-		ret = journal_write(oid, buf, len, off);
+		ret = journal_write(k, buf, len, off);
 	else if (sync && fdatasync(fdc_fd(e)))
 		ret = store_err_to_res(errno);
 out:
@@ -209,12 +209,12 @@ out:
 	return ret;
 }
 
-static int store_sync_obj(uint64_t oid)
+static int store_sync_obj(struct obj_key k)
 {
 	struct fdc_ent *e;
 	int ret = SD_RES_SUCCESS;
 
-	e = obj_get(oid);
+	e = obj_get(k);
 	if (!e)
 		return store_err_to_res(errno);
 	if (!store_nosync && fdatasync(fdc_fd(e)))
@@ -224,13 +224,13 @@ static int store_sync_obj(uint64_t oid)
 }
 
 /* the journal's replay: a write again, over what a crash left */
-static int write_unsynced(uint64_t oid, const void *buf, uint32_t len,
+static int write_unsynced(struct obj_key k, const void *buf, uint32_t len,
 			  uint32_t off)
 {
 	int ret;
 
 	csum_replaying(true);
-	ret = store_write(oid, buf, len, off, false);
+	ret = store_write(k, buf, len, off, false);
 	csum_replaying(false);
 	return ret;
 }
@@ -255,29 +255,29 @@ bool store_journaled(void)
 	return journal_on();
 }
 
-int store_repair(uint64_t oid, const void *good, uint32_t len, int *nr)
+int store_repair(struct obj_key k, const void *good, uint32_t len, int *nr)
 {
 	struct fdc_ent *e;
 	uint32_t size;
 	int ret = SD_RES_SUCCESS;
 
 	*nr = 0;
-	e = obj_get(oid);
+	e = obj_get(k);
 	if (!e)
 		return store_err_to_res(errno);
-	size = size_of(oid, e);
+	size = size_of(k, e);
 	fdc_put(e);
 	if (!size) {
 		/* nothing to check blocks against: the whole copy goes */
 		*nr = (int)csum_nr_blocks(len);
-		return store_create(oid, len, good, len, 0, true);
+		return store_create(k, len, good, len, 0, true);
 	}
 	if (size != len)
 		return SD_RES_INVALID_PARMS;
-	e = obj_get(oid);
+	e = obj_get(k);
 	if (!e)
 		return store_err_to_res(errno);
-	*nr = csum_repair(fdc_fd(e), oid, size, good);
+	*nr = csum_repair(fdc_fd(e), k.oid, size, good);
 	if (*nr < 0)
 		ret = SD_RES_EIO;
 	else if (*nr && !store_nosync && fdatasync(fdc_fd(e)))
@@ -334,10 +334,10 @@ static ssize_t write_data(int fd, uint64_t oid, const char *buf, uint32_t len,
 	return len;
 }
 
-/* rename @tmp over @p, the object @oid; @tmp is gone either way */
-static int replace_obj(uint64_t oid, const char *tmp, const char *p)
+/* rename @tmp over @p, the object @k; @tmp is gone either way */
+static int replace_obj(struct obj_key k, const char *tmp, const char *p)
 {
-	int ret = journal_forget(oid);
+	int ret = journal_forget(k);
 
 	if (ret == SD_RES_NO_OBJ)
 		ret = SD_RES_SUCCESS;
@@ -354,7 +354,7 @@ static int replace_obj(uint64_t oid, const char *tmp, const char *p)
  * arrives late must never replace one that a newer recovery or a client
  * wrote meanwhile).
  */
-static int create_obj(uint64_t oid, uint32_t obj_size, const void *buf,
+static int create_obj(struct obj_key k, uint32_t obj_size, const void *buf,
 		      uint32_t len, uint32_t off, bool sync, bool replace)
 {
 	static unsigned long tmp_seq;
@@ -364,18 +364,18 @@ static int create_obj(uint64_t oid, uint32_t obj_size, const void *buf,
 	if ((uint64_t)off + len > obj_size)
 		return SD_RES_INVALID_PARMS;
 	/* an object that exists is replaced where it is: one copy per node */
-	slot = md_locate(oid);
+	slot = md_locate(k);
 	if (slot < 0)
-		slot = md_disk_of(oid);
+		slot = md_disk_of(k.oid);
 	/* a temporary name of its own: concurrent creates never share one */
 	snprintf(sfx, sizeof(sfx), ".%lu.tmp",
 		 __atomic_fetch_add(&tmp_seq, 1, __ATOMIC_RELAXED));
-	md_path(tmp, sizeof(tmp), slot, oid, sfx);
-	md_path(p, sizeof(p), slot, oid, "");
+	md_path(tmp, sizeof(tmp), slot, k, sfx);
+	md_path(p, sizeof(p), slot, k, "");
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return store_err_to_res(errno);
-	if (is_sparse_obj(oid)) {
+	if (is_sparse_obj(k.oid)) {
 		if (ftruncate(fd, (off_t)csum_file_size(obj_size)))
 			goto fail;
 	} else {
@@ -388,7 +388,7 @@ static int create_obj(uint64_t oid, uint32_t obj_size, const void *buf,
 			goto fail;
 		}
 	}
-	if (len && write_data(fd, oid, buf, len, off) < 0)
+	if (len && write_data(fd, k.oid, buf, len, off) < 0)
 		goto fail;
 	if (csum_write_new(fd, obj_size, buf, len, off))
 		goto fail;
@@ -410,11 +410,11 @@ static int create_obj(uint64_t oid, uint32_t obj_size, const void *buf,
 		if (r)
 			return store_err_to_res(err);
 	} else {
-		ret = replace_obj(oid, tmp, p);
+		ret = replace_obj(k, tmp, p);
 		if (ret != SD_RES_SUCCESS)
 			return ret;
 	}
-	fdc_drop(oid);
+	fdc_drop(k);
 	if (!sync && !store_nosync)
 		dirty_dir();
 	else if (sync && sync_dir(slot))
@@ -427,51 +427,52 @@ fail:
 	return ret;
 }
 
-int store_create(uint64_t oid, uint32_t obj_size, const void *buf,
+int store_create(struct obj_key k, uint32_t obj_size, const void *buf,
 		 uint32_t len, uint32_t off, bool sync)
 {
-	return create_obj(oid, obj_size, buf, len, off, sync, true);
+	return create_obj(k, obj_size, buf, len, off, sync, true);
 }
 
-int store_create_new(uint64_t oid, uint32_t obj_size, const void *buf,
+int store_create_new(struct obj_key k, uint32_t obj_size, const void *buf,
 		     uint32_t len, uint32_t off, bool sync)
 {
-	return create_obj(oid, obj_size, buf, len, off, sync, false);
+	return create_obj(k, obj_size, buf, len, off, sync, false);
 }
 
-int store_remove(uint64_t oid)
+int store_remove(struct obj_key k)
 {
 	char p[MD_PATH_MAX + 32];
-	int ret, slot = md_locate(oid);
+	int ret, slot = md_locate(k);
 
 	if (slot < 0)
 		return SD_RES_NO_OBJ;
-	md_path(p, sizeof(p), slot, oid, "");
-	ret = journal_forget(oid);
+	md_path(p, sizeof(p), slot, k, "");
+	ret = journal_forget(k);
 	if (ret != SD_RES_SUCCESS && ret != SD_RES_NO_OBJ)
 		return ret;
 	if (unlink(p))
 		return store_err_to_res(errno);
-	sd_debug("object %" PRIx64 " removed", oid);
-	fdc_drop(oid);
+	sd_debug("object %" PRIx64 " (index %u) removed", k.oid, k.idx);
+	fdc_drop(k);
 	if (!store_nosync)
 		dirty_dir();
 	return SD_RES_SUCCESS;
 }
 
-int store_exist(uint64_t oid)
+int store_exist(struct obj_key k)
 {
-	return md_locate(oid) < 0 ? SD_RES_NO_OBJ : SD_RES_SUCCESS;
+	return md_locate(k) < 0 ? SD_RES_NO_OBJ : SD_RES_SUCCESS;
 }
 
-/* fdatasync the objects @oids (gone ones need nothing), then the names */
-static int sync_each(const uint64_t *oids, size_t nr, bool dir, size_t *done)
+/* fdatasync the objects @keys (gone ones need nothing), then the names */
+static int sync_each(const struct obj_key *keys, size_t nr, bool dir,
+		     size_t *done)
 {
 	for (*done = 0; *done < nr; (*done)++) {
 		struct fdc_ent *e;
 		int err = 0;
 
-		e = obj_get(oids[*done]);
+		e = obj_get(keys[*done]);
 		if (!e && errno == ENOENT)
 			continue;	/* removed or moved to the stale area */
 		if (!e || fdatasync(fdc_fd(e)))
@@ -520,25 +521,25 @@ int store_flush(void)
 {
 	size_t nr, done = 0;
 	bool dir;
-	uint64_t *oids;
+	struct obj_key *keys;
 	int ret;
 
 	if (store_nosync)
 		return SD_RES_SUCCESS;
 	pthread_mutex_lock(&flush_lock);
-	oids = dirty_take(&nr, &dir);
+	keys = dirty_take(&nr, &dir);
 	if (nr > FLUSH_EACH_MAX && !any_fuse())
 		ret = sync_fs_all();
 	else
-		ret = sync_each(oids, nr, dir, &done);
+		ret = sync_each(keys, nr, dir, &done);
 	if (ret != SD_RES_SUCCESS)
-		dirty_restore(oids + done, nr - done, dir);
+		dirty_restore(keys + done, nr - done, dir);
 	pthread_mutex_unlock(&flush_lock);
-	free(oids);
+	free(keys);
 	return ret;
 }
 
-static int for_each_in(int slot, int (*fn)(uint64_t oid, void *arg),
+static int for_each_in(int slot, int (*fn)(struct obj_key k, void *arg),
 		       void *arg)
 {
 	char dir[MD_PATH_MAX + 8];
@@ -551,11 +552,11 @@ static int for_each_in(int slot, int (*fn)(uint64_t oid, void *arg),
 	if (!d)
 		return -1;
 	while ((de = readdir(d))) {
-		uint64_t oid;
+		struct obj_key k;
 
-		if (store_parse_oid(de->d_name, &oid))
+		if (store_parse_key(de->d_name, &k))
 			continue;
-		ret = fn(oid, arg);
+		ret = fn(k, arg);
 		if (ret)
 			break;
 	}
@@ -563,7 +564,7 @@ static int for_each_in(int slot, int (*fn)(uint64_t oid, void *arg),
 	return ret;
 }
 
-int store_for_each(int (*fn)(uint64_t oid, void *arg), void *arg)
+int store_for_each(int (*fn)(struct obj_key k, void *arg), void *arg)
 {
 	int ret = 0;
 

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * The stale area (cluster.md §7.2): copies this node no longer owns, kept
- * as DISK/obj/.stale/<oid>.<epoch> (on the disk that held the object) until
- * the cluster no longer needs them.
+ * as DISK/obj/.stale/<oid>.<epoch> (a strip: <oid>_<idx>.<epoch>; on the
+ * disk that held the object) until the cluster no longer needs them.  A
+ * strip and the replica of one oid, or two strips of it, are objects of
+ * their own here as everywhere in the store.
  *
  * Only the newest stale copy of an object is kept: a copy moved here is
  * always newer than any stale copy of the same object already here (the
  * working copy was created after the older one left obj/), so the older
  * one is deleted at once.  That bounds the area by the objects this node
- * has ever held, whatever the churn.  An in-memory index (oid -> epoch,
+ * has ever held, whatever the churn.  An in-memory index (key -> epoch,
  * bytes) avoids scanning the directory for every lookup; it is built at
  * start-up and guarded by one mutex, because the calls run on I/O workers.
  */
@@ -31,7 +33,7 @@
 #define STALE_HASH	4096
 
 struct stale_ent {
-	uint64_t oid;
+	struct obj_key key;
 	uint32_t epoch;
 	int slot;		/* the disk it is on */
 	uint64_t bytes;		/* allocated on disk */
@@ -45,11 +47,12 @@ static uint64_t stale_count, stale_bytes;
 static char left_dir[MD_MAX_DISKS][MD_PATH_MAX + 32];	/* "" if none */
 static uint32_t left_epoch[MD_MAX_DISKS];
 
-static struct stale_ent **slot_of(uint64_t oid)
+static struct stale_ent **slot_of(struct obj_key k)
 {
-	struct stale_ent **pp = &stale_hash[(oid ^ (oid >> 32)) % STALE_HASH];
+	struct stale_ent **pp =
+		&stale_hash[(k.oid ^ (k.oid >> 32) ^ k.idx) % STALE_HASH];
 
-	while (*pp && (*pp)->oid != oid)
+	while (*pp && !obj_key_eq((*pp)->key, k))
 		pp = &(*pp)->next;
 	return pp;
 }
@@ -62,13 +65,14 @@ static void stale_dir(int slot, char *buf, size_t len)
 	snprintf(buf, len, "%s/.stale", dir);
 }
 
-static void stale_path(int slot, char *buf, size_t len, uint64_t oid,
+static void stale_path(int slot, char *buf, size_t len, struct obj_key k,
 		       uint32_t epoch)
 {
-	char dir[MD_PATH_MAX + 8];
+	char dir[MD_PATH_MAX + 8], name[STORE_NAME_MAX];
 
 	md_dir(slot, dir, sizeof(dir));
-	snprintf(buf, len, "%s/.stale/%016" PRIx64 ".%u", dir, oid, epoch);
+	store_key_name(name, sizeof(name), k);
+	snprintf(buf, len, "%s/.stale/%s.%u", dir, name, epoch);
 }
 
 static uint64_t file_bytes(const char *path)
@@ -92,19 +96,19 @@ static void index_clear(void)
 }
 
 /*
- * record @oid's stale copy at @epoch on disk @slot; the caller deletes the
+ * record @k's stale copy at @epoch on disk @slot; the caller deletes the
  * one it replaces (*@old_epoch on *@old_slot, epoch 0 if none)
  */
-static void index_set(uint64_t oid, int slot, uint32_t epoch, uint64_t bytes,
-		      int *old_slot, uint32_t *old_epoch)
+static void index_set(struct obj_key k, int slot, uint32_t epoch,
+		      uint64_t bytes, int *old_slot, uint32_t *old_epoch)
 {
-	struct stale_ent **pp = slot_of(oid), *e = *pp;
+	struct stale_ent **pp = slot_of(k), *e = *pp;
 
 	*old_epoch = 0;
 	*old_slot = -1;
 	if (!e) {
 		e = xzalloc(sizeof(*e));
-		e->oid = oid;
+		e->key = k;
 		*pp = e;
 		stale_count++;
 	} else {
@@ -118,9 +122,9 @@ static void index_set(uint64_t oid, int slot, uint32_t epoch, uint64_t bytes,
 	stale_bytes += bytes;
 }
 
-static void index_del(uint64_t oid)
+static void index_del(struct obj_key k)
 {
-	struct stale_ent **pp = slot_of(oid), *e = *pp;
+	struct stale_ent **pp = slot_of(k), *e = *pp;
 
 	if (!e)
 		return;
@@ -130,19 +134,16 @@ static void index_del(uint64_t oid)
 	free(e);
 }
 
-static int parse_name(const char *name, uint64_t *oid, uint32_t *epoch)
+/* a stale copy's name: an object's, then ".<epoch>" */
+static int parse_name(const char *name, struct obj_key *k, uint32_t *epoch)
 {
-	char hex[17], *end;
+	const char *rest = store_parse_key_prefix(name, k);
+	char *end;
 	unsigned long e;
 
-	if (strlen(name) < 18 || name[16] != '.')
+	if (!rest || rest[0] != '.' || rest[1] < '0' || rest[1] > '9')
 		return -1;
-	memcpy(hex, name, 16);
-	hex[16] = 0;
-	*oid = strtoull(hex, &end, 16);
-	if (*end)
-		return -1;
-	e = strtoul(name + 17, &end, 10);
+	e = strtoul(rest + 1, &end, 10);
 	if (*end || !e || e > UINT32_MAX)
 		return -1;
 	*epoch = (uint32_t)e;
@@ -150,10 +151,10 @@ static int parse_name(const char *name, uint64_t *oid, uint32_t *epoch)
 }
 
 /*
- * Move @from (a copy of @oid) in as the stale copy of @epoch, unless a
+ * Move @from (a copy of @k) in as the stale copy of @epoch, unless a
  * newer one is there; the older one is deleted.  stale_lock held.
  */
-static int move_in_locked(const char *from, int slot, uint64_t oid,
+static int move_in_locked(const char *from, int slot, struct obj_key k,
 			  uint32_t epoch)
 {
 	char to[MD_PATH_MAX + 64], dir[MD_PATH_MAX + 16];
@@ -162,10 +163,10 @@ static int move_in_locked(const char *from, int slot, uint64_t oid,
 	int old_slot;
 
 	/* the copy moved now is the newest: it never gets an older label */
-	e = *slot_of(oid);
+	e = *slot_of(k);
 	if (e && e->epoch > epoch)
 		epoch = e->epoch;
-	stale_path(slot, to, sizeof(to), oid, epoch);
+	stale_path(slot, to, sizeof(to), k, epoch);
 	if (rename(from, to)) {
 		int err = errno;
 
@@ -174,11 +175,12 @@ static int move_in_locked(const char *from, int slot, uint64_t oid,
 		    rename(from, to))
 			return store_err_to_res(err == ENOENT ? errno : err);
 	}
-	sd_debug("object %" PRIx64 " to the stale area (epoch %u)", oid, epoch);
-	index_set(oid, slot, epoch, file_bytes(to), &old_slot, &old);
+	sd_debug("object %" PRIx64 " (index %u) to the stale area (epoch %u)",
+		 k.oid, k.idx, epoch);
+	index_set(k, slot, epoch, file_bytes(to), &old_slot, &old);
 	if (old && (old != epoch || old_slot != slot) &&
 	    md_in_use(old_slot)) {
-		stale_path(old_slot, to, sizeof(to), oid, old);
+		stale_path(old_slot, to, sizeof(to), k, old);
 		unlink(to);
 	}
 	return SD_RES_SUCCESS;
@@ -282,14 +284,14 @@ static void drain_old_stale(int slot, const char *left)
 	if (!d)
 		return;
 	while ((de = readdir(d))) {
-		uint64_t oid;
+		struct obj_key k;
 		uint32_t epoch;
 
-		if (parse_name(de->d_name, &oid, &epoch))
+		if (parse_name(de->d_name, &k, &epoch))
 			continue;
 		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
 		pthread_mutex_lock(&stale_lock);
-		move_in_locked(p, slot, oid, epoch);
+		move_in_locked(p, slot, k, epoch);
 		pthread_mutex_unlock(&stale_lock);
 	}
 	closedir(d);
@@ -307,13 +309,13 @@ static uint64_t drain_dir(int slot, const char *left, uint32_t epoch)
 	d = opendir(left);
 	if (d) {
 		while ((de = readdir(d))) {
-			uint64_t oid;
+			struct obj_key k;
 
-			if (store_parse_oid(de->d_name, &oid))
+			if (store_parse_key(de->d_name, &k))
 				continue;
 			snprintf(p, sizeof(p), "%s/%s", left, de->d_name);
 			pthread_mutex_lock(&stale_lock);
-			if (move_in_locked(p, slot, oid, epoch) ==
+			if (move_in_locked(p, slot, k, epoch) ==
 			    SD_RES_SUCCESS)
 				n++;
 			pthread_mutex_unlock(&stale_lock);
@@ -408,23 +410,23 @@ static int index_disk(int slot)
 	pthread_mutex_lock(&stale_lock);
 	while ((de = readdir(d))) {
 		struct stale_ent *e;
-		uint64_t oid;
+		struct obj_key k;
 		uint32_t epoch, gone;
 		int gone_slot;
 
-		if (parse_name(de->d_name, &oid, &epoch))
+		if (parse_name(de->d_name, &k, &epoch))
 			continue;
-		e = *slot_of(oid);
+		e = *slot_of(k);
 		if (e && e->epoch > epoch) {
 			gone = epoch;
 			gone_slot = slot;
 		} else {
-			stale_path(slot, p, sizeof(p), oid, epoch);
-			index_set(oid, slot, epoch, file_bytes(p), &gone_slot,
+			stale_path(slot, p, sizeof(p), k, epoch);
+			index_set(k, slot, epoch, file_bytes(p), &gone_slot,
 				  &gone);
 		}
 		if (gone) {
-			stale_path(gone_slot, p, sizeof(p), oid, gone);
+			stale_path(gone_slot, p, sizeof(p), k, gone);
 			unlink(p);
 		}
 	}
@@ -468,44 +470,45 @@ void stale_forget_disk(int slot)
 	pthread_mutex_unlock(&stale_lock);
 }
 
-int store_move_to_stale(uint64_t oid, uint32_t epoch)
+int store_move_to_stale(struct obj_key k, uint32_t epoch)
 {
 	char from[MD_PATH_MAX + 32];
-	int slot, ret = journal_forget(oid);
+	int slot, ret = journal_forget(k);
 
 	/* journaled writes synced first: the stale copy keeps them */
 	if (ret != SD_RES_SUCCESS && ret != SD_RES_NO_OBJ)
 		return ret;
-	slot = md_locate(oid);
+	slot = md_locate(k);
 	if (slot < 0)
 		return SD_RES_NO_OBJ;
 	pthread_mutex_lock(&stale_lock);
-	md_path(from, sizeof(from), slot, oid, "");
-	ret = move_in_locked(from, slot, oid, epoch);
+	md_path(from, sizeof(from), slot, k, "");
+	ret = move_in_locked(from, slot, k, epoch);
 	if (ret == SD_RES_SUCCESS)
-		fdc_drop(oid);
+		fdc_drop(k);
 	pthread_mutex_unlock(&stale_lock);
 	return ret;
 }
 
-static uint32_t newest_stale(uint64_t oid, int *slot)
+static uint32_t newest_stale(struct obj_key k, int *slot)
 {
 	struct stale_ent *e;
 	uint32_t epoch;
 
 	pthread_mutex_lock(&stale_lock);
-	e = *slot_of(oid);
+	e = *slot_of(k);
 	epoch = e ? e->epoch : 0;
 	*slot = e ? e->slot : -1;
 	pthread_mutex_unlock(&stale_lock);
 	return epoch;
 }
 
-/* the copy of @oid in a store left behind and not moved in yet: an fd */
-static int open_left(uint64_t oid, uint32_t *epoch)
+/* the copy of @k in a store left behind and not moved in yet: an fd */
+static int open_left(struct obj_key k, uint32_t *epoch)
 {
-	char p[MD_PATH_MAX + 64];
+	char p[MD_PATH_MAX + 64], name[STORE_NAME_MAX];
 
+	store_key_name(name, sizeof(name), k);
 	for (int s = 0; s < MD_MAX_DISKS; s++) {
 		int fd;
 
@@ -514,8 +517,8 @@ static int open_left(uint64_t oid, uint32_t *epoch)
 			pthread_mutex_unlock(&stale_lock);
 			continue;
 		}
-		snprintf(p, sizeof(p), "%.*s/%016" PRIx64,
-			 (int)sizeof(left_dir[s]) - 1, left_dir[s], oid);
+		snprintf(p, sizeof(p), "%.*s/%s",
+			 (int)sizeof(left_dir[s]) - 1, left_dir[s], name);
 		*epoch = left_epoch[s];
 		pthread_mutex_unlock(&stale_lock);
 		/* moved in meanwhile: ENOENT, and the index has it */
@@ -526,19 +529,19 @@ static int open_left(uint64_t oid, uint32_t *epoch)
 	return -1;
 }
 
-int store_read_stale(uint64_t oid, void *buf, uint32_t len, uint32_t off,
+int store_read_stale(struct obj_key k, void *buf, uint32_t len, uint32_t off,
 		     uint32_t *stale_epoch)
 {
 	uint32_t epoch, size;
 	char p[MD_PATH_MAX + 64];
 	int fd, ret, slot;
 
-	fd = open_left(oid, &epoch);
+	fd = open_left(k, &epoch);
 	if (fd < 0) {
-		epoch = newest_stale(oid, &slot);
+		epoch = newest_stale(k, &slot);
 		if (!epoch)
 			return SD_RES_NO_OBJ;
-		stale_path(slot, p, sizeof(p), oid, epoch);
+		stale_path(slot, p, sizeof(p), k, epoch);
 		fd = open(p, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			return store_err_to_res(errno);
@@ -550,32 +553,32 @@ int store_read_stale(uint64_t oid, void *buf, uint32_t len, uint32_t off,
 	} else if ((uint64_t)off + len > size) {
 		ret = SD_RES_INVALID_PARMS;
 	} else {
-		ret = csum_read(fd, oid, size, buf, len, off);
+		ret = csum_read(fd, k.oid, size, buf, len, off);
 	}
 	close(fd);
 	return ret;
 }
 
-int store_drop_stale(uint64_t oid, uint32_t epoch)
+int store_drop_stale(struct obj_key k, uint32_t epoch)
 {
 	char p[MD_PATH_MAX + 64];
 	struct stale_ent *e;
 	int ret = SD_RES_NO_OBJ;
 
 	pthread_mutex_lock(&stale_lock);
-	e = *slot_of(oid);
+	e = *slot_of(k);
 	/* a newer copy that arrived meanwhile is kept */
 	if (e && e->epoch == epoch) {
-		stale_path(e->slot, p, sizeof(p), oid, epoch);
+		stale_path(e->slot, p, sizeof(p), k, epoch);
 		ret = unlink(p) && errno != ENOENT ? store_err_to_res(errno) :
 						     SD_RES_SUCCESS;
-		index_del(oid);
+		index_del(k);
 	}
 	pthread_mutex_unlock(&stale_lock);
 	return ret;
 }
 
-int store_list_stale(uint64_t *oids, uint32_t *epochs, size_t max)
+int store_list_stale(struct obj_key *keys, uint32_t *epochs, size_t max)
 {
 	size_t n = 0;
 
@@ -583,17 +586,18 @@ int store_list_stale(uint64_t *oids, uint32_t *epochs, size_t max)
 	for (int i = 0; i < STALE_HASH && n < max; i++)
 		for (struct stale_ent *e = stale_hash[i]; e && n < max;
 		     e = e->next) {
-			oids[n] = e->oid;
+			keys[n] = e->key;
 			epochs[n++] = e->epoch;
 		}
 	pthread_mutex_unlock(&stale_lock);
 	return (int)n;
 }
 
-static int for_each_indexed(int (*fn)(uint64_t oid, void *arg), void *arg)
+static int for_each_indexed(int (*fn)(struct obj_key k, void *arg),
+			    void *arg)
 {
 	size_t max = 0, n;
-	uint64_t *oids;
+	struct obj_key *keys;
 	uint32_t *epochs;
 	int ret = 0;
 
@@ -602,18 +606,18 @@ static int for_each_indexed(int (*fn)(uint64_t oid, void *arg), void *arg)
 	pthread_mutex_unlock(&stale_lock);
 	if (!max)
 		return 0;
-	oids = xmalloc(max * sizeof(*oids));
+	keys = xmalloc(max * sizeof(*keys));
 	epochs = xmalloc(max * sizeof(*epochs));
-	n = (size_t)store_list_stale(oids, epochs, max);
+	n = (size_t)store_list_stale(keys, epochs, max);
 	for (size_t i = 0; i < n && !ret; i++)
-		ret = fn(oids[i], arg);
-	free(oids);
+		ret = fn(keys[i], arg);
+	free(keys);
 	free(epochs);
 	return ret;
 }
 
 /* the copies in a store left behind, not moved in yet */
-static int for_each_left(int (*fn)(uint64_t oid, void *arg), void *arg)
+static int for_each_left(int (*fn)(struct obj_key k, void *arg), void *arg)
 {
 	char left[MD_PATH_MAX + 32];
 	struct dirent *de;
@@ -628,18 +632,18 @@ static int for_each_left(int (*fn)(uint64_t oid, void *arg), void *arg)
 		if (!left[0] || !(d = opendir(left)))
 			continue;
 		while (!ret && (de = readdir(d))) {
-			uint64_t oid;
+			struct obj_key k;
 
-			if (!store_parse_oid(de->d_name, &oid))
-				ret = fn(oid, arg);
+			if (!store_parse_key(de->d_name, &k))
+				ret = fn(k, arg);
 		}
 		closedir(d);
 	}
 	return ret;
 }
 
-/* the oids of the stale copies (they are offered to recovery too) */
-int store_for_each_stale(int (*fn)(uint64_t oid, void *arg), void *arg)
+/* the keys of the stale copies (they are offered to recovery too) */
+int store_for_each_stale(int (*fn)(struct obj_key k, void *arg), void *arg)
 {
 	int ret = for_each_left(fn, arg);
 

@@ -11,6 +11,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/*
+ * What the store keys an object by (doc/erasure-coding.md §1): its oid and
+ * which strip of it this is, 0..D+P-1 for an erasure-coded object (the file
+ * <oid>_<idx>), OBJ_IDX_REPLICA for a whole replicated object (the file
+ * <oid>).  Every strip of an oid is on the disk the oid picks.
+ */
+#define OBJ_IDX_REPLICA	0xff
+struct obj_key {
+	uint64_t oid;
+	uint8_t idx;
+};
+
+static inline struct obj_key obj_key_rep(uint64_t oid)
+{
+	return (struct obj_key){ .oid = oid, .idx = OBJ_IDX_REPLICA };
+}
+
+static inline bool obj_key_eq(struct obj_key a, struct obj_key b)
+{
+	return a.oid == b.oid && a.idx == b.idx;
+}
+
 int store_init(const char *base, bool nosync);
 /*
  * The same, with the objects on the disks of @disks ("DIR1,DIR2,...",
@@ -49,42 +71,45 @@ void store_journal_close(void);
 /* whether writes are journaled; the journal's checkpoints since start-up */
 bool store_journaled(void);
 uint64_t journal_checkpoints(void);
-int store_read(uint64_t oid, void *buf, uint32_t len, uint32_t off);
+int store_read(struct obj_key k, void *buf, uint32_t len, uint32_t off);
 /* @sync: make the data durable before returning (no SD_FLAG_CMD_CACHE) */
-int store_write(uint64_t oid, const void *buf, uint32_t len, uint32_t off,
-		bool sync);
+int store_write(struct obj_key k, const void *buf, uint32_t len,
+		uint32_t off, bool sync);
 /*
- * Create @oid of @obj_size bytes (zero filled, sparse for inode/ledger
+ * Create @k of @obj_size bytes (zero filled, sparse for inode/ledger
  * objects), with @len bytes of @buf at @off; atomically replaces an
  * existing object.
  */
-int store_create(uint64_t oid, uint32_t obj_size, const void *buf,
+int store_create(struct obj_key k, uint32_t obj_size, const void *buf,
 		 uint32_t len, uint32_t off, bool sync);
 /* the same, but keeps an object that already exists (recovery) */
-int store_create_new(uint64_t oid, uint32_t obj_size, const void *buf,
+int store_create_new(struct obj_key k, uint32_t obj_size, const void *buf,
 		     uint32_t len, uint32_t off, bool sync);
-int store_remove(uint64_t oid);
+int store_remove(struct obj_key k);
 /*
  * Rewrite from @good (the whole object, @len bytes, from a copy that
  * passed its checks) the blocks of the local copy that fail theirs; a
  * copy whose checksums are gone altogether is replaced.  *@nr: blocks
  * repaired.
  */
-int store_repair(uint64_t oid, const void *good, uint32_t len, int *nr);
+int store_repair(struct obj_key k, const void *good, uint32_t len, int *nr);
 /* checksum mismatches seen by reads since start-up */
 uint64_t store_nr_mismatches(void);
-int store_exist(uint64_t oid);
+int store_exist(struct obj_key k);
 /* make every write so far durable */
 int store_flush(void);
 /* remove every object (format); the old files are deleted in the call */
 int store_wipe(void);
 int store_stat(uint64_t *size, uint64_t *free_bytes);
-/* call @fn for every stored object id; stops when @fn returns non-zero */
-int store_for_each(int (*fn)(uint64_t oid, void *arg), void *arg);
+/*
+ * call @fn for every stored object (replica or strip); stops when @fn
+ * returns non-zero
+ */
+int store_for_each(int (*fn)(struct obj_key k, void *arg), void *arg);
 const char *store_dir(void);
 
 /* the stale area (cluster.md §7.2): superseded copies, kept by epoch */
-int store_move_to_stale(uint64_t oid, uint32_t epoch);
+int store_move_to_stale(struct obj_key k, uint32_t epoch);
 /*
  * Every object becomes a stale copy of @epoch at once (O(1): the object
  * directory is swapped); store_drain_left() then moves the old files into
@@ -92,14 +117,14 @@ int store_move_to_stale(uint64_t oid, uint32_t epoch);
  */
 int store_stale_all(uint32_t epoch);
 uint64_t store_drain_left(void);
-/* read the newest stale copy of @oid */
-int store_read_stale(uint64_t oid, void *buf, uint32_t len, uint32_t off,
+/* read the newest stale copy of @k */
+int store_read_stale(struct obj_key k, void *buf, uint32_t len, uint32_t off,
 		     uint32_t *stale_epoch);
-int store_for_each_stale(int (*fn)(uint64_t oid, void *arg), void *arg);
-/* up to @max (oid, epoch) pairs of stale copies; returns how many */
-int store_list_stale(uint64_t *oids, uint32_t *epochs, size_t max);
-/* delete the stale copy of @oid if it is still the one of @epoch */
-int store_drop_stale(uint64_t oid, uint32_t epoch);
+int store_for_each_stale(int (*fn)(struct obj_key k, void *arg), void *arg);
+/* up to @max (key, epoch) pairs of stale copies; returns how many */
+int store_list_stale(struct obj_key *keys, uint32_t *epochs, size_t max);
+/* delete the stale copy of @k if it is still the one of @epoch */
+int store_drop_stale(struct obj_key k, uint32_t epoch);
 int store_purge_stale(void);
 int store_nr_stale(void);
 void store_stale_usage(uint64_t *count, uint64_t *bytes);

@@ -21,10 +21,14 @@ bool md_in_use(int slot);
 void md_dir(int slot, char *buf, size_t len);
 int md_dir_fd(int slot);
 bool md_on_fuse(int slot);
-void md_path(char *buf, size_t len, int slot, uint64_t oid, const char *sfx);
-/* the disk a new object goes to; the disk an object is on, or -1 */
+void md_path(char *buf, size_t len, int slot, struct obj_key k,
+	     const char *sfx);
+/*
+ * the disk a new object goes to (every strip of an oid goes where the oid
+ * does); the disk an object is on, or -1
+ */
 int md_disk_of(uint64_t oid);
-int md_locate(uint64_t oid);
+int md_locate(struct obj_key k);
 int md_info(struct md_disk_info *out, int max);
 int md_plug(const char *path);
 int md_unplug_slot(int slot);
@@ -33,11 +37,20 @@ bool md_healthy(int slot, bool probe);
 int md_swap(int slot, int (*swap)(int slot, void *arg), void *arg);
 
 /* base.c */
-void store_obj_path(char *buf, size_t len, uint64_t oid);
+void store_obj_path(char *buf, size_t len, struct obj_key k);
 void store_note_first_dir(void);
 int store_err_to_res(int err);
-/* an object file's name: 16 hex digits; 0 and *oid, or -1 */
-int store_parse_oid(const char *name, uint64_t *oid);
+/* key.c: the file name of @k ("%016x" or "%016x_%u") */
+#define STORE_NAME_MAX	24
+void store_key_name(char *buf, size_t len, struct obj_key k);
+/*
+ * An object file's name: 16 lower-case hex digits, then "_<idx>" for a
+ * strip.  store_parse_key: 0 and *@k if @name is one, else -1 (unknown
+ * names are skipped, never guessed at); store_parse_key_prefix: what
+ * follows the key in @name, or NULL.
+ */
+int store_parse_key(const char *name, struct obj_key *k);
+const char *store_parse_key_prefix(const char *name, struct obj_key *k);
 /* stale.c: a disk's whole store left behind (plain.c's store_stale_all) */
 int stale_swap_dir(int slot, uint32_t epoch);
 bool stale_left_pending(void);
@@ -64,21 +77,21 @@ int csum_repair(int fd, uint64_t oid, uint32_t size, const void *good);
 int store_upgrade(int slot, bool nosync);
 
 /* dirty.c: what a flush must sync (writes and names not synced yet) */
-void dirty_add(uint64_t oid);
+void dirty_add(struct obj_key k);
 void dirty_dir(void);
 /* take the whole set (the caller frees the array); restore what failed */
-uint64_t *dirty_take(size_t *nr, bool *dir);
-void dirty_restore(const uint64_t *oids, size_t nr, bool dir);
+struct obj_key *dirty_take(size_t *nr, bool *dir);
+void dirty_restore(const struct obj_key *keys, size_t nr, bool dir);
 
 /* journal.c: sheep -j; the store's functions it calls, from plain.c */
 struct journal_store {
 	/* write without a sync (the replay) */
-	int (*write)(uint64_t oid, const void *buf, uint32_t len,
+	int (*write)(struct obj_key k, const void *buf, uint32_t len,
 		     uint32_t off);
 	/* sync every object written since the last flush */
 	int (*flush)(void);
 	/* sync one object; NO_OBJ if there is none */
-	int (*sync_obj)(uint64_t oid);
+	int (*sync_obj)(struct obj_key k);
 };
 /* replay DIR/journal, then journal synchronous writes */
 int journal_open(const char *dir, uint64_t size,
@@ -86,9 +99,10 @@ int journal_open(const char *dir, uint64_t size,
 void journal_close(void);
 bool journal_on(void);
 /* append a write of an object already written (unsynced) and commit */
-int journal_write(uint64_t oid, const void *buf, uint32_t len, uint32_t off);
+int journal_write(struct obj_key k, const void *buf, uint32_t len,
+		  uint32_t off);
 /* before an object is removed, replaced or moved: no replay into a later */
-int journal_forget(uint64_t oid);
+int journal_forget(struct obj_key k);
 /* tests: keep the checkpoint thread from retiring a full half */
 void journal_hold_checkpoints(bool hold);
 /* the store was wiped (format): nothing of the journal applies */

@@ -24,22 +24,18 @@
 #define MARKER		".csum-v1"
 #define UP_SUFFIX	".up.tmp"
 
-/* a file named by 16 hex digits, optionally followed by ".<epoch>" */
-static bool object_name(const char *name, uint64_t *oid)
+/*
+ * an object's file name (a strip's too), optionally followed by ".<epoch>"
+ * (a stale copy); never a temporary file
+ */
+static bool object_name(const char *name, struct obj_key *k)
 {
-	char hex[17], *end;
+	const char *rest = store_parse_key_prefix(name, k);
 
-	if (strlen(name) < 16 || (name[16] && name[16] != '.') ||
-	    strstr(name, ".tmp"))
-		return false;
-	memcpy(hex, name, 16);
-	hex[16] = 0;
-	*oid = strtoull(hex, &end, 16);
-	return !*end;
+	return rest && (!*rest || *rest == '.') && !strstr(name, ".tmp");
 }
 
-static int upgrade_file(const char *dir, const char *name, uint64_t oid,
-			bool nosync)
+static int upgrade_file(const char *dir, const char *name, bool nosync)
 {
 	char path[4400], tmp[4420];
 	uint8_t *buf = NULL;
@@ -99,7 +95,7 @@ static int upgrade_dir(const char *dir, bool nosync, size_t *nr)
 		return errno == ENOENT ? 0 : -1;
 	while ((de = readdir(d)) && !ret) {
 		size_t l = strlen(de->d_name);
-		uint64_t oid;
+		struct obj_key k;
 		char p[4400];
 
 		if (l > strlen(UP_SUFFIX) &&
@@ -108,9 +104,9 @@ static int upgrade_dir(const char *dir, bool nosync, size_t *nr)
 			unlink(p);	/* an upgrade a crash interrupted */
 			continue;
 		}
-		if (!object_name(de->d_name, &oid))
+		if (!object_name(de->d_name, &k))
 			continue;
-		ret = upgrade_file(dir, de->d_name, oid, nosync);
+		ret = upgrade_file(dir, de->d_name, nosync);
 		(*nr)++;
 	}
 	closedir(d);

@@ -108,23 +108,24 @@ WEAK int recovery_complete_main(const struct sd_req *req, struct sd_rsp *rsp,
 { return SD_RES_NO_SUPPORT; }
 
 /* store/ */
-WEAK int store_read(uint64_t oid, void *buf, uint32_t len, uint32_t off)
+WEAK int store_read(struct obj_key k, void *buf, uint32_t len, uint32_t off)
 { return SD_RES_NO_OBJ; }
-WEAK int store_write(uint64_t oid, const void *buf, uint32_t len,
+WEAK int store_write(struct obj_key k, const void *buf, uint32_t len,
 		     uint32_t off, bool sync) { return SD_RES_EIO; }
-WEAK int store_create(uint64_t oid, uint32_t obj_size, const void *buf,
+WEAK int store_create(struct obj_key k, uint32_t obj_size, const void *buf,
 		      uint32_t len, uint32_t off, bool sync)
 { return SD_RES_EIO; }
-WEAK int store_remove(uint64_t oid) { return SD_RES_EIO; }
-WEAK int store_exist(uint64_t oid) { return SD_RES_NO_OBJ; }
+WEAK int store_remove(struct obj_key k) { return SD_RES_EIO; }
+WEAK int store_exist(struct obj_key k) { return SD_RES_NO_OBJ; }
 WEAK int store_flush(void) { return SD_RES_EIO; }
 WEAK int store_wipe(void) { return SD_RES_SUCCESS; }
 WEAK int store_stat(uint64_t *size, uint64_t *free_bytes) { return -1; }
-WEAK int store_for_each(int (*fn)(uint64_t oid, void *arg), void *arg)
+WEAK int store_for_each(int (*fn)(struct obj_key k, void *arg), void *arg)
 { return -1; }
-WEAK int store_for_each_stale(int (*fn)(uint64_t oid, void *arg), void *arg)
+WEAK int store_for_each_stale(int (*fn)(struct obj_key k, void *arg),
+			      void *arg)
 { return -1; }
-WEAK int store_read_stale(uint64_t oid, void *buf, uint32_t len,
+WEAK int store_read_stale(struct obj_key k, void *buf, uint32_t len,
 			  uint32_t off, uint32_t *stale_epoch)
 { return SD_RES_NO_OBJ; }
 

@@ -89,8 +89,9 @@ static void test_second_flush_waits_for_first(void **state)
 	pthread_t t1, t2;
 	bool early;
 
-	assert_int_equal(store_create(OID, OBJ, a, OBJ, 0, true), 0);
-	assert_int_equal(store_write(OID, a, 4096, 0, false), 0);
+	assert_int_equal(store_create(obj_key_rep(OID), OBJ, a, OBJ, 0, true),
+			 0);
+	assert_int_equal(store_write(obj_key_rep(OID), a, 4096, 0, false), 0);
 	pthread_mutex_lock(&mu);
 	armed = true;
 	pthread_mutex_unlock(&mu);
@@ -112,7 +113,7 @@ static void test_second_flush_waits_for_first(void **state)
 	assert_false(early);
 	assert_int_equal(first_ret, SD_RES_SUCCESS);
 	assert_int_equal(second_ret, SD_RES_SUCCESS);
-	assert_int_equal(store_remove(OID), SD_RES_SUCCESS);
+	assert_int_equal(store_remove(obj_key_rep(OID)), SD_RES_SUCCESS);
 }
 
 int main(void)

@@ -114,7 +114,7 @@ static void lose(uint64_t oid, const void *old, uint32_t len, uint32_t off)
 	char p[4400];
 	int fd;
 
-	store_obj_path(p, sizeof(p), oid);
+	store_obj_path(p, sizeof(p), obj_key_rep(oid));
 	fd = open(p, O_WRONLY);
 	assert_true(fd >= 0);
 	assert_int_equal(pwrite(fd, old, len, off), (ssize_t)len);
@@ -129,38 +129,42 @@ static void restart(void)
 
 static void test_replay_restores(void **state)
 {
-	assert_int_equal(store_create(OID, OBJ, a, OBJ, 0, true), 0);
-	assert_int_equal(store_write(OID, b, 4096, 8192, true), 0);
-	assert_int_equal(store_write(OID, c, 100, 5000, true), 0);
+	assert_int_equal(store_create(obj_key_rep(OID), OBJ, a, OBJ, 0, true),
+			 0);
+	assert_int_equal(store_write(obj_key_rep(OID), b, 4096, 8192, true), 0);
+	assert_int_equal(store_write(obj_key_rep(OID), c, 100, 5000, true), 0);
 	/* the crash took both writes (the checksums still know them) */
 	lose(OID, a, 4096, 8192);
 	lose(OID, a, 100, 5000);
 	restart();
-	assert_int_equal(store_read(OID, got, OBJ, 0), 0);
+	assert_int_equal(store_read(obj_key_rep(OID), got, OBJ, 0), 0);
 	assert_memory_equal(got, a, 5000);
 	assert_memory_equal(got + 5000, c, 100);
 	assert_memory_equal(got + 5100, a, 8192 - 5100);
 	assert_memory_equal(got + 8192, b, 4096);
 	assert_memory_equal(got + 12288, a, OBJ - 12288);
-	assert_int_equal(store_remove(OID), 0);
+	assert_int_equal(store_remove(obj_key_rep(OID)), 0);
 }
 
 static void test_removed_object_not_revived(void **state)
 {
-	assert_int_equal(store_create(OID2, OBJ, a, OBJ, 0, true), 0);
-	assert_int_equal(store_write(OID2, b, 4096, 0, true), 0);
-	assert_int_equal(store_remove(OID2), 0);
-	assert_int_equal(store_create(OID2, OBJ, c, OBJ, 0, true), 0);
+	assert_int_equal(store_create(obj_key_rep(OID2), OBJ, a, OBJ, 0, true),
+			 0);
+	assert_int_equal(store_write(obj_key_rep(OID2), b, 4096, 0, true), 0);
+	assert_int_equal(store_remove(obj_key_rep(OID2)), 0);
+	assert_int_equal(store_create(obj_key_rep(OID2), OBJ, c, OBJ, 0, true),
+			 0);
 	restart();
-	assert_int_equal(store_read(OID2, got, OBJ, 0), 0);
+	assert_int_equal(store_read(obj_key_rep(OID2), got, OBJ, 0), 0);
 	assert_memory_equal(got, c, OBJ);
 	/* and a replacement by a create: its old records are forgotten */
-	assert_int_equal(store_write(OID2, b, 4096, 0, true), 0);
-	assert_int_equal(store_create(OID2, OBJ, a, OBJ, 0, true), 0);
+	assert_int_equal(store_write(obj_key_rep(OID2), b, 4096, 0, true), 0);
+	assert_int_equal(store_create(obj_key_rep(OID2), OBJ, a, OBJ, 0, true),
+			 0);
 	restart();
-	assert_int_equal(store_read(OID2, got, OBJ, 0), 0);
+	assert_int_equal(store_read(obj_key_rep(OID2), got, OBJ, 0), 0);
 	assert_memory_equal(got, a, OBJ);
-	assert_int_equal(store_remove(OID2), 0);
+	assert_int_equal(store_remove(obj_key_rep(OID2)), 0);
 }
 
 /* the last record's data damaged: that write is not applied */
@@ -170,9 +174,10 @@ static void test_damaged_tail_ignored(void **state)
 	struct stat st;
 	int fd;
 
-	assert_int_equal(store_create(OID, OBJ, a, OBJ, 0, true), 0);
-	assert_int_equal(store_write(OID, b, 4096, 0, true), 0);
-	assert_int_equal(store_write(OID, c, 4096, 4096, true), 0);
+	assert_int_equal(store_create(obj_key_rep(OID), OBJ, a, OBJ, 0, true),
+			 0);
+	assert_int_equal(store_write(obj_key_rep(OID), b, 4096, 0, true), 0);
+	assert_int_equal(store_write(obj_key_rep(OID), c, 4096, 4096, true), 0);
 	lose(OID, a, 8192, 0);
 	/* half 0's records start at 64 + 64; the last ends 2 * (40 + 4096) on */
 	snprintf(p, sizeof(p), "%s/journal", base);
@@ -183,10 +188,10 @@ static void test_damaged_tail_ignored(void **state)
 	close(fd);
 	restart();
 	/* block 0 replayed; block 1 keeps what the disk had */
-	assert_int_equal(store_read(OID, got, 8192, 0), 0);
+	assert_int_equal(store_read(obj_key_rep(OID), got, 8192, 0), 0);
 	assert_memory_equal(got, b, 4096);
 	assert_memory_equal(got + 4096, a, 4096);
-	assert_int_equal(store_remove(OID), 0);
+	assert_int_equal(store_remove(obj_key_rep(OID)), 0);
 }
 
 /* the file's checksum trailer (after OBJ bytes of data) saved/restored */
@@ -197,7 +202,7 @@ static void *trailer(uint64_t oid, void *restore)
 	void *t = restore ? restore : malloc(len);
 	int fd;
 
-	store_obj_path(p, sizeof(p), oid);
+	store_obj_path(p, sizeof(p), obj_key_rep(oid));
 	fd = open(p, O_RDWR);
 	assert_true(fd >= 0);
 	if (restore)
@@ -217,20 +222,22 @@ static void test_torn_partial_block(void **state)
 {
 	void *t;
 
-	assert_int_equal(store_create(OID, OBJ, a, OBJ, 0, true), 0);
-	assert_int_equal(store_write(OID, b, 512, 4096, true), 0);
+	assert_int_equal(store_create(obj_key_rep(OID), OBJ, a, OBJ, 0, true),
+			 0);
+	assert_int_equal(store_write(obj_key_rep(OID), b, 512, 4096, true), 0);
 	t = trailer(OID, NULL);
-	assert_int_equal(store_write(OID, c, 512, 4096 + 100, true), 0);
+	assert_int_equal(store_write(obj_key_rep(OID), c, 512, 4096 + 100,
+				     true), 0);
 	trailer(OID, t);		/* the CRCs of the second write lost */
 	free(t);
-	assert_int_not_equal(store_read(OID, got, 4096, 4096), 0);
+	assert_int_not_equal(store_read(obj_key_rep(OID), got, 4096, 4096), 0);
 	restart();
-	assert_int_equal(store_read(OID, got, OBJ, 0), 0);
+	assert_int_equal(store_read(obj_key_rep(OID), got, OBJ, 0), 0);
 	assert_memory_equal(got, a, 4096);
 	assert_memory_equal(got + 4096, b, 100);
 	assert_memory_equal(got + 4096 + 100, c, 512);
 	assert_memory_equal(got + 4096 + 612, a, OBJ - 4096 - 612);
-	assert_int_equal(store_remove(OID), 0);
+	assert_int_equal(store_remove(obj_key_rep(OID)), 0);
 }
 
 /* the checkpoint thread has retired a half since @cp (it runs apart) */
@@ -245,15 +252,17 @@ static void test_checkpoint_and_generations(void **state)
 {
 	uint64_t cp = journal_checkpoints();
 
-	assert_int_equal(store_create(OID, OBJ, a, OBJ, 0, true), 0);
+	assert_int_equal(store_create(obj_key_rep(OID), OBJ, a, OBJ, 0, true),
+			 0);
 	/* 300 records of 4 KiB do not fit a 1 MiB journal */
 	for (int i = 0; i < 300; i++)
-		assert_int_equal(store_write(OID, i % 2 ? b : c, 4096,
+		assert_int_equal(store_write(obj_key_rep(OID), i % 2 ? b : c,
+					     4096,
 					     (uint32_t)(i % 256) * 4096, true),
 				 0);
 	wait_checkpoint(cp);
 	restart();
-	assert_int_equal(store_read(OID, got, OBJ, 0), 0);
+	assert_int_equal(store_read(obj_key_rep(OID), got, OBJ, 0), 0);
 	for (int blk = 0; blk < 256; blk++) {
 		int last = blk + 256 < 300 ? blk + 256 : blk;
 
@@ -264,13 +273,13 @@ static void test_checkpoint_and_generations(void **state)
 	 * 0 put back to what it held before (c, which its previous checksum
 	 * accepts) stays so, where a replay would write a again.
 	 */
-	assert_int_equal(store_write(OID, a, 4096, 0, true), 0);
+	assert_int_equal(store_write(obj_key_rep(OID), a, 4096, 0, true), 0);
 	restart();
 	lose(OID, c, 4096, 0);
 	restart();
-	assert_int_equal(store_read(OID, got, OBJ, 0), 0);
+	assert_int_equal(store_read(obj_key_rep(OID), got, OBJ, 0), 0);
 	assert_memory_equal(got, c, 4096);
-	assert_int_equal(store_remove(OID), 0);
+	assert_int_equal(store_remove(obj_key_rep(OID)), 0);
 }
 
 /* half @h's generation, from its header (0: retired) */
@@ -300,18 +309,22 @@ static void test_two_halves_replayed_in_order(void **state)
 {
 	uint64_t cp = journal_checkpoints(), g1;
 
-	assert_int_equal(store_create(OID, OBJ, a, OBJ, 0, true), 0);
-	assert_int_equal(store_create(OID2, OBJ, a, OBJ, 0, true), 0);
-	assert_int_equal(store_write(OID2, b, 4096, 0, true), 0);
+	assert_int_equal(store_create(obj_key_rep(OID), OBJ, a, OBJ, 0, true),
+			 0);
+	assert_int_equal(store_create(obj_key_rep(OID2), OBJ, a, OBJ, 0, true),
+			 0);
+	assert_int_equal(store_write(obj_key_rep(OID2), b, 4096, 0, true), 0);
 	/* the crash comes before the full half is retired */
 	journal_hold_checkpoints(true);
 	/* ~126 records fill a half of a 1 MiB journal: 150 switch over */
 	for (int i = 0; i < 150; i++)
-		assert_int_equal(store_write(OID, i % 2 ? b : c, 4096,
+		assert_int_equal(store_write(obj_key_rep(OID), i % 2 ? b : c,
+					     4096,
 					     (uint32_t)i * 4096, true), 0);
 	/* OID2 removed and made again with the second half live */
-	assert_int_equal(store_remove(OID2), 0);
-	assert_int_equal(store_create(OID2, OBJ, c, OBJ, 0, true), 0);
+	assert_int_equal(store_remove(obj_key_rep(OID2)), 0);
+	assert_int_equal(store_create(obj_key_rep(OID2), OBJ, c, OBJ, 0, true),
+			 0);
 	g1 = half_gen_on_disk(1);
 	assert_true(g1 > 1);
 	assert_int_equal(half_gen_on_disk(0), g1 - 1);
@@ -321,14 +334,14 @@ static void test_two_halves_replayed_in_order(void **state)
 	lose(OID, a, 4096, 149 * 4096);
 	restart();
 	journal_hold_checkpoints(false);
-	assert_int_equal(store_read(OID, got, OBJ, 0), 0);
+	assert_int_equal(store_read(obj_key_rep(OID), got, OBJ, 0), 0);
 	for (int i = 0; i < 150; i++)
 		assert_memory_equal(got + i * 4096, i % 2 ? b : c, 4096);
 	assert_memory_equal(got + 150 * 4096, a, OBJ - 150 * 4096);
-	assert_int_equal(store_read(OID2, got, OBJ, 0), 0);
+	assert_int_equal(store_read(obj_key_rep(OID2), got, OBJ, 0), 0);
 	assert_memory_equal(got, c, OBJ);
-	assert_int_equal(store_remove(OID), 0);
-	assert_int_equal(store_remove(OID2), 0);
+	assert_int_equal(store_remove(obj_key_rep(OID)), 0);
+	assert_int_equal(store_remove(obj_key_rep(OID2)), 0);
 }
 
 /* a checkpoint retires the full half: it is not replayed again */
@@ -336,19 +349,20 @@ static void test_retired_half_not_replayed(void **state)
 {
 	uint64_t cp = journal_checkpoints();
 
-	assert_int_equal(store_create(OID, OBJ, a, OBJ, 0, true), 0);
+	assert_int_equal(store_create(obj_key_rep(OID), OBJ, a, OBJ, 0, true),
+			 0);
 	for (int i = 0; i < 150; i++)
-		assert_int_equal(store_write(OID, b, 4096,
+		assert_int_equal(store_write(obj_key_rep(OID), b, 4096,
 					     (uint32_t)i * 4096, true), 0);
 	wait_checkpoint(cp);
 	assert_int_equal(half_gen_on_disk(0), 0);
 	/* block 0 back to c behind the store (its CRC kept): stays c */
 	lose(OID, c, 4096, 0);
 	restart();
-	assert_int_equal(store_read(OID, got, 4096, 4096), 0);
+	assert_int_equal(store_read(obj_key_rep(OID), got, 4096, 4096), 0);
 	assert_memory_equal(got, b, 4096);
-	assert_int_not_equal(store_read(OID, got, 4096, 0), 0);
-	assert_int_equal(store_remove(OID), 0);
+	assert_int_not_equal(store_read(obj_key_rep(OID), got, 4096, 0), 0);
+	assert_int_equal(store_remove(obj_key_rep(OID)), 0);
 }
 
 /* a resize of the file cut short left zeros: nothing to replay, it starts */
@@ -365,13 +379,14 @@ static void test_zeroed_file_starts(void **state)
 	assert_int_equal(pwrite(fd, zero, sizeof(zero), 0), 64);
 	close(fd);
 	assert_int_equal(store_journal_init(base, JSIZE), 0);
-	assert_int_equal(store_create(OID, OBJ, a, OBJ, 0, true), 0);
-	assert_int_equal(store_write(OID, b, 4096, 0, true), 0);
+	assert_int_equal(store_create(obj_key_rep(OID), OBJ, a, OBJ, 0, true),
+			 0);
+	assert_int_equal(store_write(obj_key_rep(OID), b, 4096, 0, true), 0);
 	lose(OID, a, 4096, 0);
 	restart();
-	assert_int_equal(store_read(OID, got, 4096, 0), 0);
+	assert_int_equal(store_read(obj_key_rep(OID), got, 4096, 0), 0);
 	assert_memory_equal(got, b, 4096);
-	assert_int_equal(store_remove(OID), 0);
+	assert_int_equal(store_remove(obj_key_rep(OID)), 0);
 }
 
 /*
@@ -385,10 +400,11 @@ static void test_checkpoint_retried(void **state)
 	uint64_t cp = journal_checkpoints();
 	int i, failed = 0, last_ok = -1;
 
-	assert_int_equal(store_create(OID, OBJ, a, OBJ, 0, true), 0);
+	assert_int_equal(store_create(obj_key_rep(OID), OBJ, a, OBJ, 0, true),
+			 0);
 	objects_fail = true;
 	for (i = 0; i < 400 && !failed; i++) {
-		int r = store_write(OID, i % 2 ? b : c, 4096,
+		int r = store_write(obj_key_rep(OID), i % 2 ? b : c, 4096,
 				    (uint32_t)(i % 256) * 4096, true);
 
 		if (r == SD_RES_EIO)
@@ -405,9 +421,9 @@ static void test_checkpoint_retried(void **state)
 	for (int t = 0; t < 50 && journal_checkpoints() == cp; t++)
 		usleep(100 * 1000);
 	assert_true(journal_checkpoints() > cp);
-	assert_int_equal(store_write(OID, a, 4096, 0, true), 0);
+	assert_int_equal(store_write(obj_key_rep(OID), a, 4096, 0, true), 0);
 	restart();
-	assert_int_equal(store_read(OID, got, OBJ, 0), 0);
+	assert_int_equal(store_read(obj_key_rep(OID), got, OBJ, 0), 0);
 	assert_memory_equal(got, a, 4096);
 	for (int blk = 1; blk < 256 && blk <= last_ok; blk++) {
 		int last = blk;
@@ -420,7 +436,7 @@ static void test_checkpoint_retried(void **state)
 			last += 256;
 		assert_memory_equal(got + blk * 4096, last % 2 ? b : c, 4096);
 	}
-	assert_int_equal(store_remove(OID), 0);
+	assert_int_equal(store_remove(obj_key_rep(OID)), 0);
 }
 
 int main(void)

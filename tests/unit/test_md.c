@@ -107,7 +107,8 @@ static void fill(int i)
 static void check(int i)
 {
 	fill(i);
-	assert_int_equal(store_read(OID(i), got, OBJ, 0), SD_RES_SUCCESS);
+	assert_int_equal(store_read(obj_key_rep(OID(i)), got, OBJ, 0),
+			 SD_RES_SUCCESS);
 	assert_memory_equal(got, buf, OBJ);
 }
 
@@ -119,7 +120,8 @@ static void test_spread(void **state)
 	assert_int_equal(store_md_info(d, MD_MAX_DISKS), 2);
 	for (int i = 0; i < NR; i++) {
 		fill(i);
-		assert_int_equal(store_create(OID(i), OBJ, buf, OBJ, 0, true),
+		assert_int_equal(store_create(obj_key_rep(OID(i)), OBJ, buf,
+					      OBJ, 0, true),
 				 SD_RES_SUCCESS);
 	}
 	/* the same file system: sizes are equal, both get a fair share */
@@ -141,9 +143,11 @@ static void test_plug(void **state)
 	for (int i = 0; i < NR; i++) {
 		check(i);
 		fill(i);
-		assert_int_equal(store_create(OID(i), OBJ, buf, OBJ, 0, true),
+		assert_int_equal(store_create(obj_key_rep(OID(i)), OBJ, buf,
+					      OBJ, 0, true),
 				 SD_RES_SUCCESS);
-		assert_int_equal(store_exist(OID(i)), SD_RES_SUCCESS);
+		assert_int_equal(store_exist(obj_key_rep(OID(i))),
+				 SD_RES_SUCCESS);
 	}
 	assert_int_equal(count_in(da), before_a);
 	assert_int_equal(count_in(db), before_b);
@@ -151,7 +155,8 @@ static void test_plug(void **state)
 	/* new ones reach the new disk too */
 	for (int i = NR; i < 2 * NR; i++) {
 		fill(i);
-		assert_int_equal(store_create(OID(i), OBJ, buf, OBJ, 0, true),
+		assert_int_equal(store_create(obj_key_rep(OID(i)), OBJ, buf,
+					      OBJ, 0, true),
 				 SD_RES_SUCCESS);
 	}
 	assert_true(count_in(dc) > 0);
@@ -160,7 +165,7 @@ static void test_plug(void **state)
 		check(i);
 }
 
-static int count_oid(uint64_t oid, void *arg)
+static int count_oid(struct obj_key k, void *arg)
 {
 	(*(int *)arg)++;
 	return 0;
@@ -172,9 +177,11 @@ static void test_stale_and_swap(void **state)
 	int n = 0;
 
 	/* one object to the stale area of its own disk */
-	assert_int_equal(store_move_to_stale(OID(1), 5), SD_RES_SUCCESS);
-	assert_int_equal(store_exist(OID(1)), SD_RES_NO_OBJ);
-	assert_int_equal(store_read_stale(OID(1), got, OBJ, 0, &epoch),
+	assert_int_equal(store_move_to_stale(obj_key_rep(OID(1)), 5),
+			 SD_RES_SUCCESS);
+	assert_int_equal(store_exist(obj_key_rep(OID(1))), SD_RES_NO_OBJ);
+	assert_int_equal(store_read_stale(obj_key_rep(OID(1)), got, OBJ, 0,
+					  &epoch),
 			 SD_RES_SUCCESS);
 	assert_int_equal(epoch, 5);
 	fill(1);
@@ -182,14 +189,16 @@ static void test_stale_and_swap(void **state)
 	/* a rejoin: every disk swapped at once, drained later */
 	assert_int_equal(store_stale_all(7), SD_RES_SUCCESS);
 	assert_int_equal(count_in(da) + count_in(db) + count_in(dc), 0);
-	assert_int_equal(store_read_stale(OID(2), got, OBJ, 0, &epoch),
+	assert_int_equal(store_read_stale(obj_key_rep(OID(2)), got, OBJ, 0,
+					  &epoch),
 			 SD_RES_SUCCESS);
 	assert_int_equal(epoch, 7);
 	assert_true(store_drain_left() > 0);
 	assert_int_equal(store_for_each_stale(count_oid, &n), 0);
 	assert_int_equal(n, 2 * NR);
 	for (int i = 0; i < 2 * NR; i++) {
-		assert_int_equal(store_read_stale(OID(i), got, OBJ, 0, &epoch),
+		assert_int_equal(store_read_stale(obj_key_rep(OID(i)), got, OBJ,
+						  0, &epoch),
 				 SD_RES_SUCCESS);
 		fill(i);
 		assert_memory_equal(got, buf, OBJ);
@@ -204,7 +213,8 @@ static void test_unplug(void **state)
 
 	for (int i = 0; i < NR; i++) {
 		fill(i);
-		assert_int_equal(store_create(OID(i), OBJ, buf, OBJ, 0, true),
+		assert_int_equal(store_create(obj_key_rep(OID(i)), OBJ, buf,
+					      OBJ, 0, true),
 				 SD_RES_SUCCESS);
 	}
 	on_a = count_in(da);
@@ -213,12 +223,13 @@ static void test_unplug(void **state)
 	assert_int_equal(store_md_unplug(da), SD_RES_UNKNOWN);
 	assert_int_equal(store_md_nr(), 2);
 	for (int i = 0; i < NR; i++)
-		left += store_exist(OID(i)) == SD_RES_SUCCESS;
+		left += store_exist(obj_key_rep(OID(i))) == SD_RES_SUCCESS;
 	assert_int_equal(left, NR - on_a);
 	/* the ones that went can be created again, on the others */
 	for (int i = 0; i < NR; i++) {
 		fill(i);
-		assert_int_equal(store_create_new(OID(i), OBJ, buf, OBJ, 0,
+		assert_int_equal(store_create_new(obj_key_rep(OID(i)), OBJ, buf,
+						  OBJ, 0,
 						  true), SD_RES_SUCCESS);
 		check(i);
 	}
@@ -242,7 +253,7 @@ static void test_failures(void **state)
 	assert_int_equal(rename(obj, moved), 0);
 	assert_int_equal(store_md_check(false), 1);
 	assert_int_equal(store_md_nr(), 0);
-	assert_int_equal(store_exist(OID(0)), SD_RES_NO_OBJ);
+	assert_int_equal(store_exist(obj_key_rep(OID(0))), SD_RES_NO_OBJ);
 }
 
 int main(void)

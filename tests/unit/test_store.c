@@ -60,36 +60,41 @@ static int teardown(void **state)
 
 static void read_back(const uint8_t *want)
 {
-	assert_int_equal(store_read(OID, got, OBJ, 0), SD_RES_SUCCESS);
+	assert_int_equal(store_read(obj_key_rep(OID), got, OBJ, 0),
+			 SD_RES_SUCCESS);
 	assert_memory_equal(got, want, OBJ);
 }
 
 static void test_create_new_keeps_existing(void **state)
 {
-	store_remove(OID);
+	store_remove(obj_key_rep(OID));
 	/* absent: created */
-	assert_int_equal(store_create_new(OID, OBJ, a, OBJ, 0, false),
+	assert_int_equal(store_create_new(obj_key_rep(OID), OBJ, a, OBJ, 0,
+					  false),
 			 SD_RES_SUCCESS);
 	read_back(a);
 	/* present: a late recovery store changes nothing */
-	assert_int_equal(store_create_new(OID, OBJ, b, OBJ, 0, false),
+	assert_int_equal(store_create_new(obj_key_rep(OID), OBJ, b, OBJ, 0,
+					  false),
 			 SD_RES_SUCCESS);
 	read_back(a);
 	/* ...also after a write through the fd cache */
-	assert_int_equal(store_write(OID, b, 4096, 8192, false),
+	assert_int_equal(store_write(obj_key_rep(OID), b, 4096, 8192, false),
 			 SD_RES_SUCCESS);
-	assert_int_equal(store_create_new(OID, OBJ, a, OBJ, 0, false),
+	assert_int_equal(store_create_new(obj_key_rep(OID), OBJ, a, OBJ, 0,
+					  false),
 			 SD_RES_SUCCESS);
-	assert_int_equal(store_read(OID, got, 4096, 8192), SD_RES_SUCCESS);
+	assert_int_equal(store_read(obj_key_rep(OID), got, 4096, 8192),
+			 SD_RES_SUCCESS);
 	assert_memory_equal(got, b, 4096);
 }
 
 static void test_create_replaces(void **state)
 {
-	assert_int_equal(store_create(OID, OBJ, a, OBJ, 0, false),
+	assert_int_equal(store_create(obj_key_rep(OID), OBJ, a, OBJ, 0, false),
 			 SD_RES_SUCCESS);
 	read_back(a);
-	assert_int_equal(store_create(OID, OBJ, b, OBJ, 0, false),
+	assert_int_equal(store_create(obj_key_rep(OID), OBJ, b, OBJ, 0, false),
 			 SD_RES_SUCCESS);
 	read_back(b);
 }
@@ -115,14 +120,17 @@ static int count_tmp(void)
 
 static void test_no_tmp_left(void **state)
 {
-	assert_int_equal(store_create_new(OID + 1, OBJ, a, 4096, 0, false),
+	assert_int_equal(store_create_new(obj_key_rep(OID + 1), OBJ, a, 4096, 0,
+					  false),
 			 SD_RES_SUCCESS);
-	assert_int_equal(store_create_new(OID + 1, OBJ, b, 4096, 0, false),
+	assert_int_equal(store_create_new(obj_key_rep(OID + 1), OBJ, b, 4096, 0,
+					  false),
 			 SD_RES_SUCCESS);
-	assert_int_equal(store_create(OID + 1, OBJ, b, 4096, 0, false),
+	assert_int_equal(store_create(obj_key_rep(OID + 1), OBJ, b, 4096, 0,
+				      false),
 			 SD_RES_SUCCESS);
 	assert_int_equal(count_tmp(), 0);
-	assert_int_equal(store_exist(OID + 1), SD_RES_SUCCESS);
+	assert_int_equal(store_exist(obj_key_rep(OID + 1)), SD_RES_SUCCESS);
 }
 
 /* a .tmp of another create (or a crash) does not fake this one */
@@ -131,15 +139,17 @@ static void test_leftover_tmp(void **state)
 	char p[256];
 	int fd;
 
-	store_remove(OID + 2);
+	store_remove(obj_key_rep(OID + 2));
 	snprintf(p, sizeof(p), "%s/obj/%016llx.tmp", base,
 		 (unsigned long long)(OID + 2));
 	fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0644);
 	assert_true(fd >= 0);
 	close(fd);
-	assert_int_equal(store_create(OID + 2, OBJ, a, 4096, 0, false),
+	assert_int_equal(store_create(obj_key_rep(OID + 2), OBJ, a, 4096, 0,
+				      false),
 			 SD_RES_SUCCESS);
-	assert_int_equal(store_read(OID + 2, got, 4096, 0), SD_RES_SUCCESS);
+	assert_int_equal(store_read(obj_key_rep(OID + 2), got, 4096, 0),
+			 SD_RES_SUCCESS);
 	assert_memory_equal(got, a, 4096);
 	unlink(p);
 }
@@ -150,21 +160,24 @@ static void test_short_object(void **state)
 	uint64_t inode = UINT64_C(0x80abcdef00000000);
 	char p[256];
 
-	assert_int_equal(store_create(OID + 3, OBJ, a, OBJ, 0, false),
+	assert_int_equal(store_create(obj_key_rep(OID + 3), OBJ, a, OBJ, 0,
+				      false),
 			 SD_RES_SUCCESS);
 	snprintf(p, sizeof(p), "%s/obj/%016llx", base,
 		 (unsigned long long)(OID + 3));
 	assert_int_equal(truncate(p, 1 << 20), 0);
-	assert_int_equal(store_read(OID + 3, got, 4096, 2 << 20),
+	assert_int_equal(store_read(obj_key_rep(OID + 3), got, 4096, 2 << 20),
 			 SD_RES_EIO);
 	/* a truncated inode lost its checksums with its end: damage too */
-	assert_int_equal(store_create(inode, 8192, a, 4096, 0, false),
+	assert_int_equal(store_create(obj_key_rep(inode), 8192, a, 4096, 0,
+				      false),
 			 SD_RES_SUCCESS);
 	snprintf(p, sizeof(p), "%s/obj/%016llx", base,
 		 (unsigned long long)inode);
 	assert_int_equal(truncate(p, 4096), 0);
-	assert_int_equal(store_read(inode, got, 4096, 0), SD_RES_EIO);
-	assert_int_equal(store_remove(inode), SD_RES_SUCCESS);
+	assert_int_equal(store_read(obj_key_rep(inode), got, 4096, 0),
+			 SD_RES_EIO);
+	assert_int_equal(store_remove(obj_key_rep(inode)), SD_RES_SUCCESS);
 }
 
 static int nr_stale_files(void)
@@ -190,43 +203,54 @@ static void test_stale_keeps_newest(void **state)
 	uint32_t epoch = 0;
 
 	assert_int_equal(store_purge_stale(), SD_RES_SUCCESS);
-	assert_int_equal(store_create(OID, OBJ, a, OBJ, 0, false), 0);
-	assert_int_equal(store_move_to_stale(OID, 5), SD_RES_SUCCESS);
-	assert_int_equal(store_create(OID, OBJ, b, OBJ, 0, false), 0);
+	assert_int_equal(store_create(obj_key_rep(OID), OBJ, a, OBJ, 0, false),
+			 0);
+	assert_int_equal(store_move_to_stale(obj_key_rep(OID), 5),
+			 SD_RES_SUCCESS);
+	assert_int_equal(store_create(obj_key_rep(OID), OBJ, b, OBJ, 0, false),
+			 0);
 	/* an older label on a newer copy: it keeps the newer label */
-	assert_int_equal(store_move_to_stale(OID, 3), SD_RES_SUCCESS);
+	assert_int_equal(store_move_to_stale(obj_key_rep(OID), 3),
+			 SD_RES_SUCCESS);
 	assert_int_equal(nr_stale_files(), 1);
-	assert_int_equal(store_read_stale(OID, got, OBJ, 0, &epoch),
+	assert_int_equal(store_read_stale(obj_key_rep(OID), got, OBJ, 0,
+					  &epoch),
 			 SD_RES_SUCCESS);
 	assert_int_equal(epoch, 5);
 	assert_memory_equal(got, b, OBJ);
 	store_stale_usage(&count, &bytes);
 	assert_int_equal(count, 1);
 	assert_true(bytes >= OBJ);
-	assert_int_equal(store_exist(OID), SD_RES_NO_OBJ);
+	assert_int_equal(store_exist(obj_key_rep(OID)), SD_RES_NO_OBJ);
 }
 
 /* a drop names the copy it checked: a newer one that came since stays */
 static void test_stale_drop(void **state)
 {
 	uint32_t epoch = 0;
-	uint64_t oid;
+	struct obj_key k;
 	uint32_t ep;
 
 	assert_int_equal(store_purge_stale(), SD_RES_SUCCESS);
-	assert_int_equal(store_create(OID, OBJ, a, OBJ, 0, false), 0);
-	assert_int_equal(store_move_to_stale(OID, 7), SD_RES_SUCCESS);
-	assert_int_equal(store_list_stale(&oid, &ep, 1), 1);
-	assert_true(oid == OID && ep == 7);
-	assert_int_equal(store_create(OID, OBJ, b, OBJ, 0, false), 0);
-	assert_int_equal(store_move_to_stale(OID, 9), SD_RES_SUCCESS);
-	assert_int_equal(store_drop_stale(OID, 7), SD_RES_NO_OBJ);
-	assert_int_equal(store_read_stale(OID, got, OBJ, 0, &epoch), 0);
+	assert_int_equal(store_create(obj_key_rep(OID), OBJ, a, OBJ, 0, false),
+			 0);
+	assert_int_equal(store_move_to_stale(obj_key_rep(OID), 7),
+			 SD_RES_SUCCESS);
+	assert_int_equal(store_list_stale(&k, &ep, 1), 1);
+	assert_true(obj_key_eq(k, obj_key_rep(OID)) && ep == 7);
+	assert_int_equal(store_create(obj_key_rep(OID), OBJ, b, OBJ, 0, false),
+			 0);
+	assert_int_equal(store_move_to_stale(obj_key_rep(OID), 9),
+			 SD_RES_SUCCESS);
+	assert_int_equal(store_drop_stale(obj_key_rep(OID), 7), SD_RES_NO_OBJ);
+	assert_int_equal(store_read_stale(obj_key_rep(OID), got, OBJ, 0,
+					  &epoch), 0);
 	assert_int_equal(epoch, 9);
-	assert_int_equal(store_drop_stale(OID, 9), SD_RES_SUCCESS);
+	assert_int_equal(store_drop_stale(obj_key_rep(OID), 9), SD_RES_SUCCESS);
 	assert_int_equal(nr_stale_files(), 0);
 	assert_int_equal(store_nr_stale(), 0);
-	assert_int_equal(store_read_stale(OID, got, OBJ, 0, &epoch),
+	assert_int_equal(store_read_stale(obj_key_rep(OID), got, OBJ, 0,
+					  &epoch),
 			 SD_RES_NO_OBJ);
 }
 
@@ -238,8 +262,10 @@ static void test_stale_index_rebuilt(void **state)
 	FILE *f;
 
 	assert_int_equal(store_purge_stale(), SD_RES_SUCCESS);
-	assert_int_equal(store_create(OID, OBJ, a, OBJ, 0, false), 0);
-	assert_int_equal(store_move_to_stale(OID, 4), SD_RES_SUCCESS);
+	assert_int_equal(store_create(obj_key_rep(OID), OBJ, a, OBJ, 0, false),
+			 0);
+	assert_int_equal(store_move_to_stale(obj_key_rep(OID), 4),
+			 SD_RES_SUCCESS);
 	/* an older copy left by an earlier version of the store */
 	snprintf(p, sizeof(p), "%s/obj/.stale/%016llx.2", base,
 		 (unsigned long long)OID);
@@ -248,7 +274,8 @@ static void test_stale_index_rebuilt(void **state)
 	fclose(f);
 	assert_int_equal(store_init(base, true), 0);
 	assert_int_equal(nr_stale_files(), 1);
-	assert_int_equal(store_read_stale(OID, got, OBJ, 0, &epoch), 0);
+	assert_int_equal(store_read_stale(obj_key_rep(OID), got, OBJ, 0,
+					  &epoch), 0);
 	assert_int_equal(epoch, 4);
 	assert_memory_equal(got, a, OBJ);
 	assert_int_equal(store_nr_stale(), 1);
@@ -256,7 +283,7 @@ static void test_stale_index_rebuilt(void **state)
 
 #define OID2	UINT64_C(0x00abcdef00000008)
 
-static int count_cb(uint64_t oid, void *arg)
+static int count_cb(struct obj_key k, void *arg)
 {
 	(*(int *)arg)++;
 	return 0;
@@ -275,10 +302,14 @@ static void test_stale_all_swap_and_drain(void **state)
 	int n = 0, w = 0;
 
 	assert_int_equal(store_purge_stale(), SD_RES_SUCCESS);
-	assert_int_equal(store_create(OID, OBJ, a, OBJ, 0, false), 0);
-	assert_int_equal(store_move_to_stale(OID, 3), SD_RES_SUCCESS);
-	assert_int_equal(store_create(OID, OBJ, b, OBJ, 0, false), 0);
-	assert_int_equal(store_create(OID2, OBJ, a, OBJ, 0, false), 0);
+	assert_int_equal(store_create(obj_key_rep(OID), OBJ, a, OBJ, 0, false),
+			 0);
+	assert_int_equal(store_move_to_stale(obj_key_rep(OID), 3),
+			 SD_RES_SUCCESS);
+	assert_int_equal(store_create(obj_key_rep(OID), OBJ, b, OBJ, 0, false),
+			 0);
+	assert_int_equal(store_create(obj_key_rep(OID2), OBJ, a, OBJ, 0, false),
+			 0);
 	/* with what earlier tests left */
 	assert_int_equal(store_for_each(count_cb, &w), 0);
 	assert_true(w >= 2);
@@ -286,29 +317,34 @@ static void test_stale_all_swap_and_drain(void **state)
 	/* the checksum marker stays with the store (else: an upgrade again) */
 	snprintf(p, sizeof(p), "%s/obj/.csum-v1", base);
 	assert_int_equal(access(p, F_OK), 0);
-	assert_int_equal(store_exist(OID), SD_RES_NO_OBJ);
-	assert_int_equal(store_exist(OID2), SD_RES_NO_OBJ);
+	assert_int_equal(store_exist(obj_key_rep(OID)), SD_RES_NO_OBJ);
+	assert_int_equal(store_exist(obj_key_rep(OID2)), SD_RES_NO_OBJ);
 	assert_int_equal(store_for_each(count_cb, &n), 0);
 	assert_int_equal(n, 0);
 	/* not drained yet: the copy of the rejoin, epoch 6, not epoch 3's */
-	assert_int_equal(store_read_stale(OID, got, OBJ, 0, &epoch), 0);
+	assert_int_equal(store_read_stale(obj_key_rep(OID), got, OBJ, 0,
+					  &epoch), 0);
 	assert_int_equal(epoch, 6);
 	assert_memory_equal(got, b, OBJ);
 	assert_int_equal(store_for_each_stale(count_cb, &n), 0);
 	assert_true(n >= w);
 	/* a new working copy beside them */
-	assert_int_equal(store_create(OID2, OBJ, b, OBJ, 0, false), 0);
+	assert_int_equal(store_create(obj_key_rep(OID2), OBJ, b, OBJ, 0, false),
+			 0);
 	assert_int_equal(store_drain_left(), w);
 	assert_int_equal(nr_stale_files(), w);
-	assert_int_equal(store_read_stale(OID, got, OBJ, 0, &epoch), 0);
+	assert_int_equal(store_read_stale(obj_key_rep(OID), got, OBJ, 0,
+					  &epoch), 0);
 	assert_int_equal(epoch, 6);
 	assert_memory_equal(got, b, OBJ);
-	assert_int_equal(store_read_stale(OID2, got, OBJ, 0, &epoch), 0);
+	assert_int_equal(store_read_stale(obj_key_rep(OID2), got, OBJ, 0,
+					  &epoch), 0);
 	assert_memory_equal(got, a, OBJ);
-	assert_int_equal(store_read(OID2, got, OBJ, 0), SD_RES_SUCCESS);
+	assert_int_equal(store_read(obj_key_rep(OID2), got, OBJ, 0),
+			 SD_RES_SUCCESS);
 	assert_memory_equal(got, b, OBJ);
 	assert_int_equal(store_drain_left(), 0);
-	assert_int_equal(store_remove(OID2), SD_RES_SUCCESS);
+	assert_int_equal(store_remove(obj_key_rep(OID2)), SD_RES_SUCCESS);
 }
 
 /* a swap that a crash left undrained is finished at start-up */
@@ -320,7 +356,8 @@ static void test_stale_all_leftover_at_init(void **state)
 	int w = 0;
 
 	assert_int_equal(store_purge_stale(), SD_RES_SUCCESS);
-	assert_int_equal(store_create(OID, OBJ, a, OBJ, 0, false), 0);
+	assert_int_equal(store_create(obj_key_rep(OID), OBJ, a, OBJ, 0, false),
+			 0);
 	assert_int_equal(store_for_each(count_cb, &w), 0);
 	assert_int_equal(store_stale_all(8), SD_RES_SUCCESS);
 	/* the daemon dies here: a restart moves it in before serving */
@@ -328,7 +365,8 @@ static void test_stale_all_leftover_at_init(void **state)
 	snprintf(p, sizeof(p), "%s/obj.left.8", base);
 	assert_int_not_equal(stat(p, &st), 0);
 	assert_int_equal(nr_stale_files(), w);
-	assert_int_equal(store_read_stale(OID, got, OBJ, 0, &epoch), 0);
+	assert_int_equal(store_read_stale(obj_key_rep(OID), got, OBJ, 0,
+					  &epoch), 0);
 	assert_int_equal(epoch, 8);
 	assert_memory_equal(got, a, OBJ);
 }
@@ -345,7 +383,8 @@ static void test_sparse_create_keeps_holes(void **state)
 	assert_non_null(buf);
 	memset(buf + 8192, 0x11, 100);
 	memset(buf + size - 4096, 0x22, 4096);
-	assert_int_equal(store_create_new(inode, size, buf, size, 0, false),
+	assert_int_equal(store_create_new(obj_key_rep(inode), size, buf, size,
+					  0, false),
 			 SD_RES_SUCCESS);
 	snprintf(p, sizeof(p), "%s/obj/%016llx", base,
 		 (unsigned long long)inode);
@@ -354,12 +393,13 @@ static void test_sparse_create_keeps_holes(void **state)
 	assert_int_equal(st.st_size, size + size / 4096 * 8 + 16);
 	assert_true((uint64_t)st.st_blocks * 512 <= 64 * 1024);
 	memset(buf, 0xff, size);
-	assert_int_equal(store_read(inode, buf, size, 0), SD_RES_SUCCESS);
+	assert_int_equal(store_read(obj_key_rep(inode), buf, size, 0),
+			 SD_RES_SUCCESS);
 	assert_true(is_zero(buf, 8192));
 	assert_int_equal(buf[8192], 0x11);
 	assert_int_equal(buf[size - 1], 0x22);
 	free(buf);
-	assert_int_equal(store_remove(inode), SD_RES_SUCCESS);
+	assert_int_equal(store_remove(obj_key_rep(inode)), SD_RES_SUCCESS);
 }
 
 static void obj_file(char *p, size_t len, uint64_t oid)
@@ -385,30 +425,36 @@ static void test_csum_detects_flip(void **state)
 	const uint64_t oid = OID + 10;
 	uint8_t x = 0xaa ^ 0x01;
 
-	assert_int_equal(store_create(oid, OBJ, a, OBJ, 0, false), 0);
+	assert_int_equal(store_create(obj_key_rep(oid), OBJ, a, OBJ, 0, false),
+			 0);
 	poke(oid, 5 * 4096 + 77, &x, 1);
-	assert_int_equal(store_read(oid, got, 4096, 5 * 4096), SD_RES_EIO);
-	assert_int_equal(store_read(oid, got, 10, 5 * 4096 + 4090),
+	assert_int_equal(store_read(obj_key_rep(oid), got, 4096, 5 * 4096),
 			 SD_RES_EIO);
-	assert_int_equal(store_read(oid, got, OBJ, 0), SD_RES_EIO);
-	assert_int_equal(store_read(oid, got, 4096, 4 * 4096), 0);
-	assert_int_equal(store_read(oid, got, 4096, 6 * 4096), 0);
+	assert_int_equal(store_read(obj_key_rep(oid), got, 10, 5 * 4096 + 4090),
+			 SD_RES_EIO);
+	assert_int_equal(store_read(obj_key_rep(oid), got, OBJ, 0), SD_RES_EIO);
+	assert_int_equal(store_read(obj_key_rep(oid), got, 4096, 4 * 4096), 0);
+	assert_int_equal(store_read(obj_key_rep(oid), got, 4096, 6 * 4096), 0);
 	assert_memory_equal(got, a, 4096);
 	/* a partial write of the rotten block would bless the rot: refused */
-	assert_int_equal(store_write(oid, b, 100, 5 * 4096 + 1000, false),
+	assert_int_equal(store_write(obj_key_rep(oid), b, 100, 5 * 4096 + 1000,
+				     false),
 			 SD_RES_EIO);
-	assert_int_equal(store_read(oid, got, 4096, 5 * 4096), SD_RES_EIO);
+	assert_int_equal(store_read(obj_key_rep(oid), got, 4096, 5 * 4096),
+			 SD_RES_EIO);
 	/* a whole-block rewrite needs no old data: the block is good again */
-	assert_int_equal(store_write(oid, b, 4096, 5 * 4096, false), 0);
-	assert_int_equal(store_read(oid, got, 8192, 5 * 4096), 0);
+	assert_int_equal(store_write(obj_key_rep(oid), b, 4096, 5 * 4096,
+				     false), 0);
+	assert_int_equal(store_read(obj_key_rep(oid), got, 8192, 5 * 4096), 0);
 	assert_memory_equal(got, b, 4096);
 	assert_memory_equal(got + 4096, a, 4096);
 	/* the CRC table itself damaged: detected too */
 	x = 0x5a;
 	poke(oid, OBJ + 8 * 9, &x, 1);
 	poke(oid, OBJ + 8 * 9 + 4, &x, 1);
-	assert_int_equal(store_read(oid, got, 4096, 9 * 4096), SD_RES_EIO);
-	assert_int_equal(store_remove(oid), 0);
+	assert_int_equal(store_read(obj_key_rep(oid), got, 4096, 9 * 4096),
+			 SD_RES_EIO);
+	assert_int_equal(store_remove(obj_key_rep(oid)), 0);
 }
 
 /* unaligned writes keep the CRCs of the blocks they touch right */
@@ -419,7 +465,8 @@ static void test_csum_unaligned_writes(void **state)
 
 	assert_non_null(model);
 	memcpy(model, a, OBJ);
-	assert_int_equal(store_create(oid, OBJ, a, OBJ, 0, false), 0);
+	assert_int_equal(store_create(obj_key_rep(oid), OBJ, a, OBJ, 0, false),
+			 0);
 	srand(7);
 	for (int i = 0; i < 300; i++) {
 		uint32_t len = 1 + rand() % 20000;
@@ -427,20 +474,22 @@ static void test_csum_unaligned_writes(void **state)
 
 		for (uint32_t k = 0; k < len; k++)
 			b[k] = (uint8_t)rand();
-		assert_int_equal(store_write(oid, b, len, off, false), 0);
+		assert_int_equal(store_write(obj_key_rep(oid), b, len, off,
+					     false), 0);
 		memcpy(model + off, b, len);
 		if (i % 50 == 0) {
-			assert_int_equal(store_read(oid, got, OBJ, 0), 0);
+			assert_int_equal(store_read(obj_key_rep(oid), got, OBJ,
+						    0), 0);
 			assert_memory_equal(got, model, OBJ);
 		}
 	}
-	assert_int_equal(store_read(oid, got, 777, 123456), 0);
+	assert_int_equal(store_read(obj_key_rep(oid), got, 777, 123456), 0);
 	assert_memory_equal(got, model + 123456, 777);
-	assert_int_equal(store_read(oid, got, OBJ, 0), 0);
+	assert_int_equal(store_read(obj_key_rep(oid), got, OBJ, 0), 0);
 	assert_memory_equal(got, model, OBJ);
 	memset(b, 0xbb, OBJ);
 	free(model);
-	assert_int_equal(store_remove(oid), 0);
+	assert_int_equal(store_remove(obj_key_rep(oid)), 0);
 }
 
 /*
@@ -451,13 +500,15 @@ static void test_csum_crash_between_crc_and_data(void **state)
 {
 	const uint64_t oid = OID + 12;
 
-	assert_int_equal(store_create(oid, OBJ, a, OBJ, 0, false), 0);
-	assert_int_equal(store_write(oid, b, 4096, 8192, false), 0);
+	assert_int_equal(store_create(obj_key_rep(oid), OBJ, a, OBJ, 0, false),
+			 0);
+	assert_int_equal(store_write(obj_key_rep(oid), b, 4096, 8192, false),
+			 0);
 	/* undo the data write only */
 	poke(oid, 8192, a, 4096);
-	assert_int_equal(store_read(oid, got, 4096, 8192), 0);
+	assert_int_equal(store_read(obj_key_rep(oid), got, 4096, 8192), 0);
 	assert_memory_equal(got, a, 4096);
-	assert_int_equal(store_remove(oid), 0);
+	assert_int_equal(store_remove(obj_key_rep(oid)), 0);
 }
 
 /* a store of files without checksums gets them at start-up, once */
@@ -484,17 +535,18 @@ static void test_csum_upgrade(void **state)
 	fclose(f);
 	assert_int_equal(store_init(base, true), 0);
 	assert_int_equal(access(marker, F_OK), 0);
-	assert_int_equal(store_read(oid, got, OBJ, 0), 0);
+	assert_int_equal(store_read(obj_key_rep(oid), got, OBJ, 0), 0);
 	assert_memory_equal(got, a, OBJ);
-	assert_int_equal(store_read(inode, got, 8192, 0), 0);
+	assert_int_equal(store_read(obj_key_rep(inode), got, 8192, 0), 0);
 	assert_memory_equal(got, ino, 8192);
 	/* upgraded: a later file without a trailer is damage */
 	obj_file(p, sizeof(p), oid);
 	assert_int_equal(truncate(p, OBJ), 0);
 	assert_int_equal(store_init(base, true), 0);
-	assert_int_equal(store_read(oid, got, 4096, 0), SD_RES_EIO);
-	assert_int_equal(store_remove(oid), 0);
-	assert_int_equal(store_remove(inode), 0);
+	assert_int_equal(store_read(obj_key_rep(oid), got, 4096, 0),
+			 SD_RES_EIO);
+	assert_int_equal(store_remove(obj_key_rep(oid)), 0);
+	assert_int_equal(store_remove(obj_key_rep(inode)), 0);
 	free(ino);
 }
 
@@ -508,38 +560,48 @@ static void test_repair_blocks(void **state)
 	uint8_t x = 0xaa ^ 0xff;
 	int nr = -1;
 
-	assert_int_equal(store_create(oid, OBJ, a, OBJ, 0, false), 0);
+	assert_int_equal(store_create(obj_key_rep(oid), OBJ, a, OBJ, 0, false),
+			 0);
 	poke(oid, 3 * 4096 + 5, &x, 1);		/* rot in block 3 */
 	/* a client write to block 7 lands after the good copy (a) was read */
-	assert_int_equal(store_write(oid, b, 4096, 7 * 4096, false), 0);
-	assert_int_equal(store_read(oid, got, OBJ, 0), SD_RES_EIO);
-	assert_int_equal(store_repair(oid, a, OBJ, &nr), SD_RES_SUCCESS);
+	assert_int_equal(store_write(obj_key_rep(oid), b, 4096, 7 * 4096,
+				     false), 0);
+	assert_int_equal(store_read(obj_key_rep(oid), got, OBJ, 0), SD_RES_EIO);
+	assert_int_equal(store_repair(obj_key_rep(oid), a, OBJ, &nr),
+			 SD_RES_SUCCESS);
 	assert_int_equal(nr, 1);
-	assert_int_equal(store_read(oid, got, OBJ, 0), 0);
+	assert_int_equal(store_read(obj_key_rep(oid), got, OBJ, 0), 0);
 	assert_memory_equal(got, a, 7 * 4096);
 	assert_memory_equal(got + 7 * 4096, b, 4096);
 	assert_memory_equal(got + 8 * 4096, a, OBJ - 8 * 4096);
 	/* nothing left to repair */
-	assert_int_equal(store_repair(oid, a, OBJ, &nr), SD_RES_SUCCESS);
+	assert_int_equal(store_repair(obj_key_rep(oid), a, OBJ, &nr),
+			 SD_RES_SUCCESS);
 	assert_int_equal(nr, 0);
-	assert_int_equal(store_remove(oid), 0);
+	assert_int_equal(store_remove(obj_key_rep(oid)), 0);
 }
 
-/* what a flush must sync: one entry per object, all taken at once */
+/*
+ * what a flush must sync: one entry per object (a strip and the replica of
+ * one oid are two), all taken at once
+ */
 static void test_dirty_set(void **state)
 {
-	uint64_t *o;
+	const struct obj_key one = obj_key_rep(1), two = obj_key_rep(2);
+	const struct obj_key strip = { 1, 0 };
+	struct obj_key *o;
 	size_t nr;
 	bool dir;
 
-	dirty_add(1);
-	dirty_add(2);
-	dirty_add(1);
+	dirty_add(one);
+	dirty_add(two);
+	dirty_add(one);
 	dirty_dir();
 	o = dirty_take(&nr, &dir);
 	assert_int_equal(nr, 2);
 	assert_true(dir);
-	assert_true((o[0] == 1 && o[1] == 2) || (o[0] == 2 && o[1] == 1));
+	assert_true((obj_key_eq(o[0], one) && obj_key_eq(o[1], two)) ||
+		    (obj_key_eq(o[0], two) && obj_key_eq(o[1], one)));
 	/* a failed flush puts back what it did not sync */
 	dirty_restore(o + 1, 1, false);
 	free(o);
@@ -549,6 +611,13 @@ static void test_dirty_set(void **state)
 	free(o);
 	o = dirty_take(&nr, &dir);
 	assert_int_equal(nr, 0);
+	free(o);
+	dirty_add(one);
+	dirty_add(strip);
+	dirty_add(strip);
+	o = dirty_take(&nr, &dir);
+	assert_int_equal(nr, 2);
+	assert_true(obj_key_eq(o[0], strip) || obj_key_eq(o[1], strip));
 	free(o);
 }
 
