@@ -7,7 +7,9 @@
  * stale area keeps one copy per object (the newest) and a sparse object
  * written whole keeps its holes; per-block checksums catch a flipped byte,
  * survive unaligned writes and a crash between CRC and data, and are added
- * to a store written without them.
+ * to a store written without them.  Two strips and the replica of one oid
+ * are three files, written, read, listed, removed and made stale apart;
+ * names the store never writes are skipped by every listing.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -621,6 +623,224 @@ static void test_dirty_set(void **state)
 	free(o);
 }
 
+/* ---- strips: objects of their own beside the replica of their oid ---- */
+
+#define SOID	UINT64_C(0x00abcdef00000020)
+#define SSIZE	(OBJ / 4)
+
+static const struct obj_key s0 = { SOID, 0 }, s1 = { SOID, 1 };
+
+static bool file_exists(const char *dir, const char *name)
+{
+	char p[300];
+
+	snprintf(p, sizeof(p), "%s/obj%s/%s", base, dir, name);
+	return !access(p, F_OK);
+}
+
+struct seen {
+	int s0, s1, rep, other;
+};
+
+static int see_key(struct obj_key k, void *arg)
+{
+	struct seen *n = arg;
+
+	if (obj_key_eq(k, s0))
+		n->s0++;
+	else if (obj_key_eq(k, s1))
+		n->s1++;
+	else if (obj_key_eq(k, obj_key_rep(SOID)))
+		n->rep++;
+	else
+		n->other++;
+	return 0;
+}
+
+/* three files: <oid>_0, <oid>_1 and <oid>, read and written apart */
+static void make_three(void)
+{
+	assert_int_equal(store_create(s0, SSIZE, a, SSIZE, 0, false), 0);
+	assert_int_equal(store_create(s1, SSIZE, b, SSIZE, 0, false), 0);
+	assert_int_equal(store_create(obj_key_rep(SOID), OBJ, got, OBJ, 0,
+				      false), 0);
+}
+
+static void test_strips_coexist(void **state)
+{
+	uint8_t *r = malloc(OBJ), *x = malloc(SSIZE);
+	struct seen n = { 0 };
+
+	assert_non_null(r);
+	assert_non_null(x);
+	memset(got, 0xcc, OBJ);
+	make_three();
+	assert_true(file_exists("", "00abcdef00000020_0"));
+	assert_true(file_exists("", "00abcdef00000020_1"));
+	assert_true(file_exists("", "00abcdef00000020"));
+	assert_int_equal(store_exist((struct obj_key){ SOID, 2 }),
+			 SD_RES_NO_OBJ);
+	/* a write to one strip touches neither the other nor the replica */
+	assert_int_equal(store_write(s1, a, 4096, 8192, false), 0);
+	assert_int_equal(store_read(s0, x, SSIZE, 0), 0);
+	assert_memory_equal(x, a, SSIZE);
+	assert_int_equal(store_read(s1, x, SSIZE, 0), 0);
+	assert_memory_equal(x, b, 8192);
+	assert_memory_equal(x + 8192, a, 4096);
+	assert_memory_equal(x + 12288, b, SSIZE - 12288);
+	assert_int_equal(store_read(obj_key_rep(SOID), r, OBJ, 0), 0);
+	assert_memory_equal(r, got, OBJ);
+	/* a strip is as long as it was created, not an object */
+	assert_int_equal(store_read(s0, x, 4096, SSIZE), SD_RES_EIO);
+	/* all three are listed, each under its own key */
+	assert_int_equal(store_for_each(see_key, &n), 0);
+	assert_true(n.s0 == 1 && n.s1 == 1 && n.rep == 1);
+	/* removed apart */
+	assert_int_equal(store_remove(s0), SD_RES_SUCCESS);
+	assert_int_equal(store_exist(s0), SD_RES_NO_OBJ);
+	assert_int_equal(store_exist(s1), SD_RES_SUCCESS);
+	assert_int_equal(store_exist(obj_key_rep(SOID)), SD_RES_SUCCESS);
+	assert_int_equal(store_read(s0, x, 4096, 0), SD_RES_NO_OBJ);
+	assert_int_equal(store_remove(obj_key_rep(SOID)), SD_RES_SUCCESS);
+	assert_int_equal(store_read(s1, x, 4096, 0), SD_RES_SUCCESS);
+	assert_int_equal(store_remove(s1), SD_RES_SUCCESS);
+	assert_false(file_exists("", "00abcdef00000020_1"));
+	free(r);
+	free(x);
+}
+
+/*
+ * The stale area keeps a strip under its index (<oid>_<idx>.<epoch>):
+ * beside the stale replica of its oid, read, listed, dropped and indexed
+ * again at start-up as itself
+ */
+static void test_strips_stale(void **state)
+{
+	struct obj_key keys[8];
+	uint32_t epochs[8], epoch = 0;
+	uint8_t *x = malloc(SSIZE);
+	int nr, found = 0;
+
+	assert_non_null(x);
+	assert_int_equal(store_purge_stale(), SD_RES_SUCCESS);
+	memset(got, 0xcc, OBJ);
+	make_three();
+	assert_int_equal(store_move_to_stale(s1, 4), SD_RES_SUCCESS);
+	assert_true(file_exists("/.stale", "00abcdef00000020_1.4"));
+	assert_int_equal(store_exist(s1), SD_RES_NO_OBJ);
+	assert_int_equal(store_exist(obj_key_rep(SOID)), SD_RES_SUCCESS);
+	assert_int_equal(store_read_stale(obj_key_rep(SOID), x, 4096, 0,
+					  &epoch), SD_RES_NO_OBJ);
+	assert_int_equal(store_move_to_stale(obj_key_rep(SOID), 5),
+			 SD_RES_SUCCESS);
+	assert_int_equal(nr_stale_files(), 2);
+	nr = store_list_stale(keys, epochs, 8);
+	assert_int_equal(nr, 2);
+	for (int i = 0; i < nr; i++) {
+		if (obj_key_eq(keys[i], s1))
+			found += epochs[i] == 4;
+		else if (obj_key_eq(keys[i], obj_key_rep(SOID)))
+			found += epochs[i] == 5;
+	}
+	assert_int_equal(found, 2);
+	/* indexed again from the names at start-up */
+	assert_int_equal(store_init(base, true), 0);
+	assert_int_equal(store_nr_stale(), 2);
+	assert_int_equal(store_read_stale(s1, x, SSIZE, 0, &epoch), 0);
+	assert_int_equal(epoch, 4);
+	assert_memory_equal(x, b, SSIZE);
+	assert_int_equal(store_read_stale(obj_key_rep(SOID), got, OBJ, 0,
+					  &epoch), 0);
+	assert_int_equal(epoch, 5);
+	assert_int_equal(store_read_stale(s0, x, 4096, 0, &epoch),
+			 SD_RES_NO_OBJ);
+	/* dropping the strip's copy leaves the replica's */
+	assert_int_equal(store_drop_stale(s1, 5), SD_RES_NO_OBJ);
+	assert_int_equal(store_drop_stale(s1, 4), SD_RES_SUCCESS);
+	assert_int_equal(store_nr_stale(), 1);
+	assert_int_equal(store_read_stale(obj_key_rep(SOID), got, 4096, 0,
+					  &epoch), 0);
+	assert_int_equal(store_remove(s0), SD_RES_SUCCESS);
+	assert_int_equal(store_purge_stale(), SD_RES_SUCCESS);
+	free(x);
+}
+
+/* a rejoin's swap and drain keep every strip's index */
+static void test_strips_stale_all(void **state)
+{
+	struct seen n = { 0 };
+	uint32_t epoch = 0;
+	uint8_t *x = malloc(SSIZE);
+
+	assert_non_null(x);
+	assert_int_equal(store_purge_stale(), SD_RES_SUCCESS);
+	make_three();
+	assert_int_equal(store_stale_all(9), SD_RES_SUCCESS);
+	assert_int_equal(store_exist(s0), SD_RES_NO_OBJ);
+	/* before the drain, from the store left behind */
+	assert_int_equal(store_read_stale(s1, x, SSIZE, 0, &epoch), 0);
+	assert_int_equal(epoch, 9);
+	assert_memory_equal(x, b, SSIZE);
+	assert_int_equal(store_for_each_stale(see_key, &n), 0);
+	assert_true(n.s0 == 1 && n.s1 == 1 && n.rep == 1);
+	store_drain_left();
+	assert_true(file_exists("/.stale", "00abcdef00000020_0.9"));
+	assert_true(file_exists("/.stale", "00abcdef00000020_1.9"));
+	assert_true(file_exists("/.stale", "00abcdef00000020.9"));
+	assert_int_equal(store_read_stale(s0, x, SSIZE, 0, &epoch), 0);
+	assert_memory_equal(x, a, SSIZE);
+	memset(&n, 0, sizeof(n));
+	assert_int_equal(store_for_each_stale(see_key, &n), 0);
+	assert_true(n.s0 == 1 && n.s1 == 1 && n.rep == 1);
+	assert_int_equal(store_purge_stale(), SD_RES_SUCCESS);
+	free(x);
+}
+
+static void touch(const char *dir, const char *name)
+{
+	char p[300];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/obj%s/%s", base, dir, name);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	fclose(f);
+}
+
+/* names the store never writes are left alone by every listing */
+static void test_unknown_names_skipped(void **state)
+{
+	static const char *const names[] = {
+		"00abcdef00000020_", "00abcdef00000020_x",
+		"00abcdef00000020_255", "00abcdef00000020_07",
+		"00abcdef00000020_1000", "00abcdef00000020_1.undo",
+		"00ABCDEF00000020", "+0abcdef00000020", "00abcdef0000002",
+	};
+	static const char *const stale[] = {
+		"00abcdef00000020_1.x", "00abcdef00000020_x.3",
+		"00abcdef00000020_1.0", "00abcdef00000020_1.",
+		"00abcdef00000020_1.+3",
+	};
+	struct seen n = { 0 };
+
+	assert_int_equal(store_purge_stale(), SD_RES_SUCCESS);
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		touch("", names[i]);
+	for (size_t i = 0; i < ARRAY_SIZE(stale); i++)
+		touch("/.stale", stale[i]);
+	assert_int_equal(store_init(base, true), 0);
+	assert_int_equal(store_for_each(see_key, &n), 0);
+	assert_int_equal(n.s0 + n.s1 + n.rep, 0);
+	assert_int_equal(store_nr_stale(), 0);
+	/* a rejoin moves in only what it knows; the rest goes with obj.left */
+	assert_int_equal(store_stale_all(11), SD_RES_SUCCESS);
+	assert_int_equal(store_for_each_stale(see_key, &n), 0);
+	store_drain_left();
+	assert_int_equal(store_for_each_stale(see_key, &n), 0);
+	assert_int_equal(n.s0 + n.s1 + n.rep, 0);
+	assert_int_equal(store_purge_stale(), SD_RES_SUCCESS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -641,6 +861,10 @@ int main(void)
 		cmocka_unit_test(test_csum_upgrade),
 		cmocka_unit_test(test_repair_blocks),
 		cmocka_unit_test(test_dirty_set),
+		cmocka_unit_test(test_strips_coexist),
+		cmocka_unit_test(test_strips_stale),
+		cmocka_unit_test(test_strips_stale_all),
+		cmocka_unit_test(test_unknown_names_skipped),
 	};
 
 	return cmocka_run_group_tests_name("store", tests, setup, teardown);
