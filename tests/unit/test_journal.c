@@ -8,8 +8,10 @@
  * checkpoints; records of an older generation are never replayed; the
  * half checkpointed while writes go on in the other is replayed first; a
  * checkpoint whose object syncs fail is retried, writers that need its
- * half get EIO meanwhile, and none is lost.  fdatasync() and syncfs() of
- * the object files are interposed: they fail while objects_fail is set.
+ * half get EIO meanwhile, and none is lost; a strip's records come back
+ * into that strip, and a journal of version 2 (records without the strip
+ * index) is still replayed.  fdatasync() and syncfs() of the object
+ * files are interposed: they fail while objects_fail is set.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,6 +27,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <isa-l/crc.h>
 
 #include "sheepdog_proto.h"
 #include "store/store.h"
@@ -109,16 +112,22 @@ static int teardown(void **state)
 }
 
 /* the object file's bytes at @off replaced behind the store's back */
-static void lose(uint64_t oid, const void *old, uint32_t len, uint32_t off)
+static void lose_key(struct obj_key k, const void *old, uint32_t len,
+		     uint32_t off)
 {
 	char p[4400];
 	int fd;
 
-	store_obj_path(p, sizeof(p), obj_key_rep(oid));
+	store_obj_path(p, sizeof(p), k);
 	fd = open(p, O_WRONLY);
 	assert_true(fd >= 0);
 	assert_int_equal(pwrite(fd, old, len, off), (ssize_t)len);
 	close(fd);
+}
+
+static void lose(uint64_t oid, const void *old, uint32_t len, uint32_t off)
+{
+	lose_key(obj_key_rep(oid), old, len, off);
 }
 
 static void restart(void)
@@ -439,6 +448,113 @@ static void test_checkpoint_retried(void **state)
 	assert_int_equal(store_remove(obj_key_rep(OID)), 0);
 }
 
+/*
+ * A strip's records carry its index: a strip's write comes back into the
+ * strip, not into the replica of the same oid beside it, and a FORGET of
+ * one strip leaves the records of the others alone.
+ */
+static void test_strip_replayed(void **state)
+{
+	const struct obj_key s0 = { OID, 0 }, s2 = { OID, 2 };
+	const struct obj_key rep = obj_key_rep(OID);
+
+	assert_int_equal(store_create(rep, OBJ, a, OBJ, 0, true), 0);
+	assert_int_equal(store_create(s0, OBJ / 2, a, OBJ / 2, 0, true), 0);
+	assert_int_equal(store_create(s2, OBJ / 2, a, OBJ / 2, 0, true), 0);
+	assert_int_equal(store_write(s2, b, 4096, 8192, true), 0);
+	assert_int_equal(store_write(rep, c, 4096, 8192, true), 0);
+	assert_int_equal(store_write(s0, c, 4096, 0, true), 0);
+	/* its records forgotten, not those of the others */
+	assert_int_equal(store_remove(s0), 0);
+	lose_key(s2, a, 4096, 8192);
+	lose_key(rep, a, 4096, 8192);
+	restart();
+	assert_int_equal(store_read(s2, got, OBJ / 2, 0), 0);
+	assert_memory_equal(got, a, 8192);
+	assert_memory_equal(got + 8192, b, 4096);
+	assert_memory_equal(got + 12288, a, OBJ / 2 - 12288);
+	assert_int_equal(store_read(rep, got, OBJ, 0), 0);
+	assert_memory_equal(got, a, 8192);
+	assert_memory_equal(got + 8192, c, 4096);
+	assert_memory_equal(got + 12288, a, OBJ - 12288);
+	assert_int_equal(store_exist(s0), SD_RES_NO_OBJ);
+	assert_int_equal(store_remove(s2), 0);
+	assert_int_equal(store_remove(rep), 0);
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> 8 * i);
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	put32(p, (uint32_t)v);
+	put32(p + 4, (uint32_t)(v >> 32));
+}
+
+/*
+ * A journal of version 2 left by the sheep before (records "KJR1", no
+ * index) with one write of @data at @off into the replicated object @oid;
+ * half 0 live under generation 7, half 1 retired
+ */
+static void write_v2_journal(uint64_t oid, const uint8_t *data, uint32_t len,
+			     uint32_t off)
+{
+	uint8_t *j = calloc(1, JSIZE), *h = j + 64 + 64;
+	char p[4400];
+	int fd;
+
+	assert_non_null(j);
+	memcpy(j, "KELPIEJ2", 8);
+	put32(j + 8, 2);
+	put64(j + 24, JSIZE);
+	memcpy(j + 64, "KJHALF02", 8);
+	put64(j + 72, 7);
+	put32(h, 0x31524a4b);
+	put64(h + 8, 7);
+	h[16] = 1;
+	put32(h + 20, len);
+	put64(h + 24, oid);
+	put32(h + 32, off);
+	memcpy(h + 40, data, len);
+	put32(h + 4, crc32_iscsi(h + 40, (int)len,
+				 crc32_iscsi(h, 40, 0xffffffffU)));
+	snprintf(p, sizeof(p), "%s/journal", base);
+	fd = open(p, O_WRONLY | O_TRUNC);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, j, JSIZE, 0), (ssize_t)JSIZE);
+	close(fd);
+	free(j);
+}
+
+/* a journal of the version before (no strip index) is still replayed */
+static void test_version2_replayed(void **state)
+{
+	char p[4400], magic[8];
+	int fd;
+
+	assert_int_equal(store_create(obj_key_rep(OID), OBJ, a, OBJ, 0, true),
+			 0);
+	store_journal_close();
+	/* the old sheep acknowledged b at 8192; the crash lost it */
+	write_v2_journal(OID, b, 4096, 8192);
+	assert_int_equal(store_journal_init(base, JSIZE), 0);
+	assert_int_equal(store_read(obj_key_rep(OID), got, OBJ, 0), 0);
+	assert_memory_equal(got, a, 8192);
+	assert_memory_equal(got + 8192, b, 4096);
+	assert_memory_equal(got + 12288, a, OBJ - 12288);
+	/* and the journal goes on in the new version */
+	snprintf(p, sizeof(p), "%s/journal", base);
+	fd = open(p, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, magic, 8, 0), 8);
+	close(fd);
+	assert_memory_equal(magic, "KELPIEJ3", 8);
+	assert_int_equal(store_remove(obj_key_rep(OID)), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -451,6 +567,8 @@ int main(void)
 		cmocka_unit_test(test_retired_half_not_replayed),
 		cmocka_unit_test(test_zeroed_file_starts),
 		cmocka_unit_test(test_checkpoint_retried),
+		cmocka_unit_test(test_strip_replayed),
+		cmocka_unit_test(test_version2_replayed),
 	};
 
 	return cmocka_run_group_tests_name("journal", tests, setup, teardown);
