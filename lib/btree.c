@@ -85,15 +85,16 @@ static int node_hdr(const uint8_t *p, uint32_t *n)
 	return -1;
 }
 
-/* the first of a leaf's @n entries with an index >= @idx (@n: none) */
-static uint32_t leaf_lower(const uint8_t *p, uint32_t n, uint32_t idx)
+/* the first of @n entries whose key (by @key) is >= @idx (@n: none) */
+static uint32_t lower(const uint8_t *p, uint32_t n, uint32_t idx,
+		      uint32_t (*key)(const uint8_t *p, uint32_t k))
 {
 	uint32_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
 
-		if (leaf_idx(p, mid) < idx)
+		if (key(p, mid) < idx)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -101,20 +102,17 @@ static uint32_t leaf_lower(const uint8_t *p, uint32_t n, uint32_t idx)
 	return lo;
 }
 
+static uint32_t leaf_lower(const uint8_t *p, uint32_t n, uint32_t idx)
+{
+	return lower(p, n, idx, leaf_idx);
+}
+
 /* the child of a root of @n entries that holds @idx: the last if none */
 static uint32_t root_pick(const uint8_t *p, uint32_t n, uint32_t idx)
 {
-	uint32_t lo = 0, hi = n;
+	uint32_t k = lower(p, n, idx, root_key);
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (root_key(p, mid) < idx)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n ? lo : n - 1;
+	return k < n ? k : n - 1;
 }
 
 /*
