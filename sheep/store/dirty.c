@@ -27,7 +27,7 @@ static bool dir_dirty;
 
 static struct dirty_ent **bucket(struct obj_key k)
 {
-	return &dirty_hash[(k.oid ^ (k.oid >> 32) ^ k.idx) % DIRTY_HASH];
+	return &dirty_hash[obj_key_hash(k) % DIRTY_HASH];
 }
 
 static void add_locked(struct obj_key k)

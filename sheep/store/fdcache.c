@@ -37,7 +37,7 @@ static uint64_t generation;
 
 static struct fdc_ent **find(struct obj_key k)
 {
-	struct fdc_ent **p = &table[(k.oid + k.idx) % FDC_BUCKETS];
+	struct fdc_ent **p = &table[obj_key_hash(k) % FDC_BUCKETS];
 
 	while (*p && !obj_key_eq((*p)->key, k))
 		p = &(*p)->hnext;

@@ -109,7 +109,7 @@ static uint32_t crc(const void *p, size_t n, uint32_t seed)
 
 static struct jent **slot(int h, struct obj_key k)
 {
-	return &journaled[h][(k.oid ^ (k.oid >> 32) ^ k.idx) % J_HASH];
+	return &journaled[h][obj_key_hash(k) % J_HASH];
 }
 
 static bool in_half_locked(int h, struct obj_key k)

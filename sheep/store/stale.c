@@ -49,8 +49,7 @@ static uint32_t left_epoch[MD_MAX_DISKS];
 
 static struct stale_ent **slot_of(struct obj_key k)
 {
-	struct stale_ent **pp =
-		&stale_hash[(k.oid ^ (k.oid >> 32) ^ k.idx) % STALE_HASH];
+	struct stale_ent **pp = &stale_hash[obj_key_hash(k) % STALE_HASH];
 
 	while (*pp && !obj_key_eq((*pp)->key, k))
 		pp = &(*pp)->next;

@@ -33,6 +33,12 @@ static inline bool obj_key_eq(struct obj_key a, struct obj_key b)
 	return a.oid == b.oid && a.idx == b.idx;
 }
 
+/* for the store's hash tables (dirty set, fd cache, journal, stale index) */
+static inline uint64_t obj_key_hash(struct obj_key k)
+{
+	return k.oid ^ (k.oid >> 32) ^ k.idx;
+}
+
 int store_init(const char *base, bool nosync);
 /*
  * The same, with the objects on the disks of @disks ("DIR1,DIR2,...",
