@@ -111,6 +111,11 @@ int store_init_disks(const char *base, const char *disks, bool nosync)
 	return 0;
 }
 
+bool store_sync_off(void)
+{
+	return store_nosync;
+}
+
 int store_init(const char *base, bool nosync)
 {
 	return store_init_disks(base, NULL, nosync);
@@ -452,6 +457,11 @@ int store_remove(struct obj_key k)
 		return ret;
 	if (unlink(p))
 		return store_err_to_res(errno);
+	if (k.idx != OBJ_IDX_REPLICA) {
+		/* a strip's undo records (strip.c) go with it */
+		md_path(p, sizeof(p), slot, k, STRIP_UNDO_SFX);
+		unlink(p);
+	}
 	sd_debug("object %" PRIx64 " (index %u) removed", k.oid, k.idx);
 	fdc_drop(k);
 	if (!store_nosync)

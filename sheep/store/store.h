@@ -114,6 +114,34 @@ int store_stat(uint64_t *size, uint64_t *free_bytes);
 int store_for_each(int (*fn)(struct obj_key k, void *arg), void *arg);
 const char *store_dir(void);
 
+/*
+ * Erasure-coded strips (store/strip.c, doc/erasure-coding.md §3): updates
+ * are prepared with an undo record, then committed or aborted; versions of
+ * a strip only grow.  PREPARE: SD_RES_STALE_OBJ for a version not above
+ * every one seen, SD_RES_AGAIN with STRIP_MAX_PENDING uncommitted ones.
+ */
+#define STRIP_MAX_PENDING	16
+struct strip_state {
+	uint64_t committed;	/* every version up to this one is final */
+	uint64_t high;		/* the highest one prepared or aborted */
+	int nr_pending;		/* versions above committed, oldest first */
+	struct {
+		uint64_t v;
+		uint32_t off, len;
+		bool complete;	/* its new bytes are all on disk */
+	} pending[STRIP_MAX_PENDING];
+};
+/* write @len bytes at @off of strip @k (created, zero, if it is not) */
+int store_strip_prepare(struct obj_key k, uint32_t strip_size, uint64_t v,
+			const void *buf, uint32_t len, uint32_t off);
+/* versions up to @v are final; SD_RES_STALE_OBJ if @k never held @v */
+int store_strip_commit(struct obj_key k, uint64_t v);
+/* undo the versions from @v on; a later PREPARE of @v is refused */
+int store_strip_abort(struct obj_key k, uint64_t v);
+int store_strip_state(struct obj_key k, struct strip_state *st);
+/* a strip rebuilt whole holds version @v */
+int store_strip_set_version(struct obj_key k, uint64_t v);
+
 /* the stale area (cluster.md §7.2): superseded copies, kept by epoch */
 int store_move_to_stale(struct obj_key k, uint32_t epoch);
 /*

@@ -36,6 +36,11 @@ int md_slot_of(const char *path);
 bool md_healthy(int slot, bool probe);
 int md_swap(int slot, int (*swap)(int slot, void *arg), void *arg);
 
+/* plain.c: sheep --nosync (tests): no fdatasync anywhere */
+bool store_sync_off(void);
+/* strip.c: a strip's undo records, in the file named as it plus this */
+#define STRIP_UNDO_SFX	".undo"
+
 /* base.c */
 void store_obj_path(char *buf, size_t len, struct obj_key k);
 void store_note_first_dir(void);
