@@ -102,6 +102,24 @@
 #define SD_OP_FENCE_OBJ			0xE7
 #define SD_OP_UNFENCE_OBJ		0xE8
 #define FENCE_LEASE_MAX			30000
+/*
+ * Kelpie, between sheep only: versioned updates of the strips of an
+ * erasure-coded object (doc/erasure-coding.md §3, sheep/store/strip.c).
+ * obj.oid and obj.ec_index name the strip, obj.copy_policy is the VDI's
+ * code (it must be the one the VDI has; its D sizes a strip: the object
+ * size / D), obj.cow_oid is the version (never 0).  EC_PREPARE writes its
+ * payload at obj.offset of the strip; EC_COMMIT makes every version up to
+ * the one given final; EC_ABORT undoes the versions from it on; EC_STATE
+ * answers EC_STATE_LEN bytes: le64 committed, le64 high, le32 number of
+ * pending versions, le32 0, then STRIP_MAX_PENDING entries of {le64
+ * version, le32 offset, le32 length, le32 complete, le32 0}.
+ */
+#define SD_OP_EC_PREPARE		0xE9
+#define SD_OP_EC_COMMIT			0xEA
+#define SD_OP_EC_ABORT			0xEB
+#define SD_OP_EC_STATE			0xEC
+#define EC_STATE_ENTRY			24
+#define EC_STATE_LEN			(24 + 16 * EC_STATE_ENTRY)
 
 #define SD_FLAG_CMD_RECOVERY		0x0080
 #define SD_FLAG_CMD_WILDCARD		0x0100

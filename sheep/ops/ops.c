@@ -18,6 +18,7 @@
 #include "net/peer.h"
 #include "ops/md.h"
 #include "ops/ops.h"
+#include "ops/strip_ops.h"
 #include "ops/validate.h"
 #include "recovery/recovery.h"
 #include "recovery/scrub.h"
@@ -980,6 +981,16 @@ static const struct sd_op ops[256] = {
 	[SD_OP_UNFENCE_OBJ] = { .name = "UNFENCE_OBJ", .type = OP_LOCAL,
 		.force = true, .main_fn = local_unfence_obj,
 		.checks = OPV_PEER | OPV_OBJ },
+	[SD_OP_EC_PREPARE] = { .name = "EC_PREPARE", .type = OP_PEER,
+		.work_fn = strip_peer_work,
+		.checks = OPV_PEER | OPV_PAYLOAD | OPV_STRIP },
+	[SD_OP_EC_COMMIT] = { .name = "EC_COMMIT", .type = OP_PEER,
+		.work_fn = strip_peer_work, .checks = OPV_PEER | OPV_STRIP },
+	[SD_OP_EC_ABORT] = { .name = "EC_ABORT", .type = OP_PEER,
+		.work_fn = strip_peer_work, .checks = OPV_PEER | OPV_STRIP },
+	[SD_OP_EC_STATE] = { .name = "EC_STATE", .type = OP_PEER,
+		.work_fn = strip_peer_work, .checks = OPV_PEER | OPV_STRIP,
+		.max_len = EC_STATE_LEN },
 	[SD_OP_GET_METRICS] = { .name = "GET_METRICS", .type = OP_LOCAL,
 		.force = true, .main_fn = local_get_metrics,
 		.work_fn = local_metrics_work, .max_len = METRICS_TEXT_MAX },

@@ -75,6 +75,41 @@ static bool vdi_state_valid(const struct sd_req *rq)
 	return shift_valid(rq->vdi_state.block_size_shift);
 }
 
+static bool code_valid(uint8_t policy)
+{
+	int d = ec_policy_data(policy), p = ec_policy_parity(policy);
+
+	return (d == 2 || d == 4 || d == 8 || d == 16) && p >= 1 && p <= 15;
+}
+
+static bool strip_valid(const struct sd_req *rq)
+{
+	uint64_t oid = rq->obj.oid;
+	struct vdi_info *vi = vdi_get(oid_to_vid(oid), false);
+	uint8_t policy = rq->obj.copy_policy;
+	uint32_t strip;
+
+	/* inodes and other metadata of an EC VDI are replicated */
+	if (!is_data_obj(oid) || !oid_valid(oid))
+		return false;
+	if (!vi || !policy || vi->copy_policy != policy ||
+	    !code_valid(policy))
+		return false;
+	if (rq->obj.ec_index >= ec_policy_data(policy) +
+				ec_policy_parity(policy))
+		return false;
+	if (rq->opcode == SD_OP_EC_STATE)
+		return rq->data_length == EC_STATE_LEN;
+	if (!rq->obj.cow_oid)
+		return false;
+	if (rq->opcode != SD_OP_EC_PREPARE)
+		return !rq->data_length;
+	strip = sd_obj_size(oid, vdi_shift(oid_to_vid(oid))) /
+		(uint32_t)ec_policy_data(policy);
+	return rq->data_length &&
+	       (uint64_t)rq->obj.offset + rq->data_length <= strip;
+}
+
 static uint32_t check_origin(const struct sd_op *op, enum req_origin from,
 			     bool admin_ok)
 {
@@ -112,6 +147,8 @@ uint32_t validate_request(const struct sd_req *rq, const struct sd_op *op,
 	if ((op->checks & OPV_NEW_VDI) && !new_vdi_valid(rq))
 		return SD_RES_INVALID_PARMS;
 	if ((op->checks & OPV_VDI_STATE) && !vdi_state_valid(rq))
+		return SD_RES_INVALID_PARMS;
+	if ((op->checks & OPV_STRIP) && !strip_valid(rq))
 		return SD_RES_INVALID_PARMS;
 	return SD_RES_SUCCESS;
 }

@@ -31,6 +31,11 @@
 #define OPV_CONN	(1 << 8)
 /* NOTIFY_VDI_ADD: the VDI id, copies and object size in their ranges */
 #define OPV_VDI_STATE	(1 << 9)
+/*
+ * EC_*: a strip of a data object of an erasure-coded VDI, the VDI's own
+ * code, a version (but for EC_STATE), a range within the strip
+ */
+#define OPV_STRIP	(1 << 10)
 
 /* who sent a request */
 enum req_origin {

@@ -141,6 +141,10 @@ int store_strip_abort(struct obj_key k, uint64_t v);
 int store_strip_state(struct obj_key k, struct strip_state *st);
 /* a strip rebuilt whole holds version @v */
 int store_strip_set_version(struct obj_key k, uint64_t v);
+/* EC_STATE's reply (internal_proto.h) from @st, into EC_STATE_LEN bytes */
+void strip_state_put(const struct strip_state *st, uint8_t *buf);
+/* and back, from a peer: 0, or -1 if it cannot be one */
+int strip_state_get(const uint8_t *buf, uint32_t len, struct strip_state *st);
 
 /* the stale area (cluster.md §7.2): superseded copies, kept by epoch */
 int store_move_to_stale(struct obj_key k, uint32_t epoch);

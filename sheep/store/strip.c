@@ -547,3 +547,47 @@ int store_strip_set_version(struct obj_key k, uint64_t v)
 	pthread_mutex_unlock(l);
 	return ret;
 }
+
+void strip_state_put(const struct strip_state *st, uint8_t *buf)
+{
+	memset(buf, 0, EC_STATE_LEN);
+	put_le64(buf, st->committed);
+	put_le64(buf + 8, st->high);
+	put_le32(buf + 16, (uint32_t)st->nr_pending);
+	for (int i = 0; i < st->nr_pending; i++) {
+		uint8_t *e = buf + 24 + i * EC_STATE_ENTRY;
+
+		put_le64(e, st->pending[i].v);
+		put_le32(e + 8, st->pending[i].off);
+		put_le32(e + 12, st->pending[i].len);
+		put_le32(e + 16, st->pending[i].complete);
+	}
+}
+
+int strip_state_get(const uint8_t *buf, uint32_t len, struct strip_state *st)
+{
+	uint64_t last;
+
+	memset(st, 0, sizeof(*st));
+	if (len != EC_STATE_LEN)
+		return -1;
+	st->committed = get_le64(buf);
+	st->high = get_le64(buf + 8);
+	if (get_le32(buf + 16) > STRIP_MAX_PENDING)
+		return -1;
+	st->nr_pending = (int)get_le32(buf + 16);
+	last = st->committed;
+	for (int i = 0; i < st->nr_pending; i++) {
+		const uint8_t *e = buf + 24 + i * EC_STATE_ENTRY;
+
+		st->pending[i].v = get_le64(e);
+		st->pending[i].off = get_le32(e + 8);
+		st->pending[i].len = get_le32(e + 12);
+		st->pending[i].complete = get_le32(e + 16) != 0;
+		/* pending versions are above committed, in order */
+		if (st->pending[i].v <= last || st->pending[i].v > st->high)
+			return -1;
+		last = st->pending[i].v;
+	}
+	return st->committed > st->high ? -1 : 0;
+}

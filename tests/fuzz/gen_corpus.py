@@ -129,6 +129,14 @@ def gen_request():
         hdr = sd_req(op, flags, 1, dlen, union)
         write("request", "op-%02x-%s" % (op, name.lower()),
               hdr + cluster + vdis)
+        if name.startswith("EC_"):
+            # a strip of a 2:2 VDI, which the VDI record gives that code
+            ec_vdi = le("HB", 0x2b25, 0x7c) + bytes([4, 0x12, 22, 0, 0])
+            d = {"EC_PREPARE": 512, "EC_STATE": 408}.get(name, 0)
+            u = le("QQBBBBIII", oid, 5, 4, 0x12, 1, 0, 0, 1024, 0)
+            write("request", "op-%02x-%s-strip" % (op, name.lower()),
+                  sd_req(op, int(name == "EC_PREPARE"), 1, d, u) +
+                  cluster + ec_vdi)
         if name in ("READ_OBJ", "WRITE_OBJ", "GET_HASH", "EXIST"):
             u = le("QQBBBBIII", vdi_oid, 0, 3, 0, 0, 0, 0, 4664, 0)
             write("request", "op-%02x-%s-inode" % (op, name.lower()),

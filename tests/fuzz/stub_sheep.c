@@ -41,6 +41,7 @@ WEAK void sheep_exit(int code) { }
 WEAK int md_info_work(struct request *req) { return SD_RES_NO_SUPPORT; }
 WEAK int md_change(struct request *req) { return SD_RES_NO_SUPPORT; }
 WEAK int md_change_work(struct request *req) { return SD_RES_NO_SUPPORT; }
+WEAK int strip_peer_work(struct request *req) { return SD_RES_NO_SUPPORT; }
 WEAK struct work_queue *wq_create(const char *name, int nr_threads,
 				  size_t capacity, struct event_loop *loop)
 { return NULL; }

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The target's half of erasure-coded writes, as peer ops (internal_proto.h
+ * SD_OP_EC_*): validate.c has checked the strip, the code and the range,
+ * so this only maps a request onto store/strip.c.
+ */
+#include "sheepdog_proto.h"
+#include "internal_proto.h"
+#include "ops/strip_ops.h"
+#include "store/store.h"
+
+static int strip_state_reply(struct obj_key k, void *data, struct sd_rsp *rp)
+{
+	struct strip_state st;
+	int ret = store_strip_state(k, &st);
+
+	if (ret == SD_RES_SUCCESS) {
+		strip_state_put(&st, data);
+		rp->data_length = EC_STATE_LEN;
+	}
+	return ret;
+}
+
+int strip_exec(const struct sd_req *rq, void *data, struct sd_rsp *rp,
+	       uint32_t obj_size)
+{
+	struct obj_key k = { .oid = rq->obj.oid, .idx = rq->obj.ec_index };
+	uint32_t d = (uint32_t)ec_policy_data(rq->obj.copy_policy);
+	uint64_t v = rq->obj.cow_oid;
+
+	switch (rq->opcode) {
+	case SD_OP_EC_PREPARE:
+		return store_strip_prepare(k, obj_size / d, v, data,
+					   rq->data_length, rq->obj.offset);
+	case SD_OP_EC_COMMIT:
+		return store_strip_commit(k, v);
+	case SD_OP_EC_ABORT:
+		return store_strip_abort(k, v);
+	case SD_OP_EC_STATE:
+		return strip_state_reply(k, data, rp);
+	default:
+		return SD_RES_INVALID_PARMS;
+	}
+}
+
+int strip_peer_work(struct request *req)
+{
+	/* the object's size was taken on the main loop, with the VDI's */
+	return strip_exec(&req->rq, req->data, &req->rp, req->obj_size);
+}
