@@ -118,6 +118,12 @@
 #define SD_OP_EC_COMMIT			0xEA
 #define SD_OP_EC_ABORT			0xEB
 #define SD_OP_EC_STATE			0xEC
+/*
+ * EC_READ: data_length bytes at obj.offset of the strip; the reply's
+ * obj.offset is the version they are of, obj.copies 0 if it is committed,
+ * 1 if pending, 2 if pending and cut short (store.h STRIP_*)
+ */
+#define SD_OP_EC_READ			0xED
 #define EC_STATE_ENTRY			24
 #define EC_STATE_LEN			(24 + 16 * EC_STATE_ENTRY)
 

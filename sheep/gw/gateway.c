@@ -16,6 +16,7 @@
 #include "proto.h"
 #include "util.h"
 #include "core/request.h"
+#include "gw/ec_gateway.h"
 #include "gw/gw.h"
 #include "net/peer.h"
 #include "state/cluster.h"
@@ -88,6 +89,9 @@ static bool writes_conflict(const struct request *a, const struct request *b)
 	uint64_t b0 = b->rq.obj.offset, b1 = b0 + b->rq.data_length;
 
 	if (a->rq.opcode != SD_OP_WRITE_OBJ || b->rq.opcode != SD_OP_WRITE_OBJ)
+		return true;
+	/* every write of a coded object changes every strip */
+	if (gw_ec_policy(a->rq.obj.oid))
 		return true;
 	return a0 < b1 && b0 < a1;
 }
@@ -473,6 +477,24 @@ static void gw_read(struct request *req, const struct vnode_ring *ring,
 	read_try_next(req);
 }
 
+/* a data object of a coded VDI: strip i on the object's target i */
+static void gw_ec(struct request *req, const struct vnode_ring *ring,
+		  uint8_t policy)
+{
+	int n = ec_policy_data(policy) + ec_policy_parity(policy);
+	struct sd_node nodes[SD_MAX_COPIES];
+	int tgt[SD_MAX_COPIES];
+
+	if (n > SD_MAX_COPIES ||
+	    ring_targets(ring, req->rq.obj.oid, n, tgt) < n) {
+		gw_finish(req, SD_RES_HALT);
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		nodes[i] = ring->nodes[tgt[i]];
+	gw_ec_start(req, policy, nodes, n, gw_finish);
+}
+
 static void gw_start(struct request *req)
 {
 	struct cluster_view *v = current_view();
@@ -498,6 +520,11 @@ static void gw_start(struct request *req)
 		return;
 	}
 	req->obj_size = sd_obj_size(oid, vdi_shift(vid));
+	if (gw_ec_policy(oid) && req->rq.opcode != SD_OP_REMOVE_OBJ &&
+	    req->rq.opcode != SD_OP_DECREF_OBJ) {
+		gw_ec(req, &v->ring, gw_ec_policy(oid));
+		return;
+	}
 	if (req->rq.opcode == SD_OP_READ_OBJ)
 		gw_read(req, &v->ring, tgt, nr);
 	else
@@ -507,7 +534,9 @@ static void gw_start(struct request *req)
 static void gw_begin(struct request *req)
 {
 	req->nr_retries = 0;
-	if (is_write_op(req->rq.opcode) && !slot_acquire(req))
+	/* a coded object's reads wait for its writes: strips must agree */
+	if ((is_write_op(req->rq.opcode) ||
+	     gw_ec_policy(req->rq.obj.oid)) && !slot_acquire(req))
 		return;
 	gw_start(req);
 }

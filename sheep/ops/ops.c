@@ -988,6 +988,8 @@ static const struct sd_op ops[256] = {
 		.work_fn = strip_peer_work, .checks = OPV_PEER | OPV_STRIP },
 	[SD_OP_EC_ABORT] = { .name = "EC_ABORT", .type = OP_PEER,
 		.work_fn = strip_peer_work, .checks = OPV_PEER | OPV_STRIP },
+	[SD_OP_EC_READ] = { .name = "EC_READ", .type = OP_PEER,
+		.work_fn = strip_peer_work, .checks = OPV_PEER | OPV_STRIP },
 	[SD_OP_EC_STATE] = { .name = "EC_STATE", .type = OP_PEER,
 		.work_fn = strip_peer_work, .checks = OPV_PEER | OPV_STRIP,
 		.max_len = EC_STATE_LEN },

@@ -21,6 +21,22 @@ static int strip_state_reply(struct obj_key k, void *data, struct sd_rsp *rp)
 	return ret;
 }
 
+static int strip_read_reply(const struct sd_req *rq, struct obj_key k,
+			    void *data, struct sd_rsp *rp)
+{
+	uint64_t version = 0;
+	int state = 0, ret;
+
+	ret = store_strip_read(k, data, rq->data_length, rq->obj.offset,
+			       &version, &state);
+	if (ret == SD_RES_SUCCESS) {
+		rp->data_length = rq->data_length;
+		rp->obj.offset = version;
+		rp->obj.copies = (uint8_t)state;
+	}
+	return ret;
+}
+
 int strip_exec(const struct sd_req *rq, void *data, struct sd_rsp *rp,
 	       uint32_t obj_size)
 {
@@ -38,6 +54,8 @@ int strip_exec(const struct sd_req *rq, void *data, struct sd_rsp *rp,
 		return store_strip_abort(k, v);
 	case SD_OP_EC_STATE:
 		return strip_state_reply(k, data, rp);
+	case SD_OP_EC_READ:
+		return strip_read_reply(rq, k, data, rp);
 	default:
 		return SD_RES_INVALID_PARMS;
 	}

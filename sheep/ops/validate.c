@@ -100,9 +100,9 @@ static bool strip_valid(const struct sd_req *rq)
 		return false;
 	if (rq->opcode == SD_OP_EC_STATE)
 		return rq->data_length == EC_STATE_LEN;
-	if (!rq->obj.cow_oid)
+	if (!rq->obj.cow_oid && rq->opcode != SD_OP_EC_READ)
 		return false;
-	if (rq->opcode != SD_OP_EC_PREPARE)
+	if (rq->opcode != SD_OP_EC_PREPARE && rq->opcode != SD_OP_EC_READ)
 		return !rq->data_length;
 	strip = sd_obj_size(oid, vdi_shift(oid_to_vid(oid))) /
 		(uint32_t)ec_policy_data(policy);

@@ -139,6 +139,15 @@ int store_strip_commit(struct obj_key k, uint64_t v);
 /* undo the versions from @v on; a later PREPARE of @v is refused */
 int store_strip_abort(struct obj_key k, uint64_t v);
 int store_strip_state(struct obj_key k, struct strip_state *st);
+/*
+ * Read @len bytes at @off of strip @k with, taken at the same time, the
+ * version its bytes are of: the newest pending one if there is one (then
+ * *@state is STRIP_PENDING, or STRIP_DOUBT if its data write was cut
+ * short), else the committed one (STRIP_FINAL)
+ */
+enum { STRIP_FINAL, STRIP_PENDING, STRIP_DOUBT };
+int store_strip_read(struct obj_key k, void *buf, uint32_t len, uint32_t off,
+		     uint64_t *version, int *state);
 /* a strip rebuilt whole holds version @v */
 int store_strip_set_version(struct obj_key k, uint64_t v);
 /* EC_STATE's reply (internal_proto.h) from @st, into EC_STATE_LEN bytes */

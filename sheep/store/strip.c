@@ -521,6 +521,33 @@ int store_strip_state(struct obj_key k, struct strip_state *st)
 	return ret;
 }
 
+int store_strip_read(struct obj_key k, void *buf, uint32_t len, uint32_t off,
+		     uint64_t *version, int *state)
+{
+	pthread_mutex_t *l = lock_of(k);
+	struct undo u;
+	int ret;
+
+	if (k.idx == OBJ_IDX_REPLICA)
+		return SD_RES_INVALID_PARMS;
+	pthread_mutex_lock(l);
+	ret = store_read(k, buf, len, off);
+	if (ret == SD_RES_SUCCESS)
+		ret = undo_load(k, false, &u);
+	if (ret == SD_RES_SUCCESS) {
+		*version = u.committed;
+		*state = STRIP_FINAL;
+		if (u.nr) {
+			*version = u.rec[u.nr - 1].v;
+			*state = last_complete(k, &u.rec[u.nr - 1]) ?
+				 STRIP_PENDING : STRIP_DOUBT;
+		}
+		undo_close(&u);
+	}
+	pthread_mutex_unlock(l);
+	return ret;
+}
+
 /*
  * A strip rebuilt whole at version @v (recovery): no records, committed
  * and high @v.  SD_RES_*.

@@ -132,7 +132,8 @@ def gen_request():
         if name.startswith("EC_"):
             # a strip of a 2:2 VDI, which the VDI record gives that code
             ec_vdi = le("HB", 0x2b25, 0x7c) + bytes([4, 0x12, 22, 0, 0])
-            d = {"EC_PREPARE": 512, "EC_STATE": 408}.get(name, 0)
+            d = {"EC_PREPARE": 512, "EC_READ": 512,
+                 "EC_STATE": 408}.get(name, 0)
             u = le("QQBBBBIII", oid, 5, 4, 0x12, 1, 0, 0, 1024, 0)
             write("request", "op-%02x-%s-strip" % (op, name.lower()),
                   sd_req(op, int(name == "EC_PREPARE"), 1, d, u) +

@@ -4,8 +4,9 @@
  * sheep/ops/validate.c): refused from clients, for a VDI without that
  * code, for metadata objects, strip indices past D+P, version 0, ranges
  * past the strip, a payload where none belongs and a state reply of the
- * wrong size; served from members: prepare, state (through its wire
- * format and back), commit, abort.  The state decoder refuses replies
+ * wrong size; served from members: prepare, read (with the version the
+ * bytes are of), state (through its wire format and back), commit,
+ * abort.  The state decoder refuses replies
  * that cannot be one.
  */
 #include <stdarg.h>
@@ -93,12 +94,14 @@ static int run(const struct sd_req *rq, void *data, struct sd_rsp *rp)
 static void test_refused(void **state)
 {
 	static const uint8_t ops[] = { SD_OP_EC_PREPARE, SD_OP_EC_COMMIT,
-				       SD_OP_EC_ABORT, SD_OP_EC_STATE };
+				       SD_OP_EC_ABORT, SD_OP_EC_STATE,
+				       SD_OP_EC_READ };
 	struct sd_req rq;
 
 	for (size_t i = 0; i < sizeof(ops); i++) {
 		uint8_t op = ops[i];
-		uint32_t len = op == SD_OP_EC_PREPARE ? 512 :
+		uint32_t len = op == SD_OP_EC_PREPARE ||
+			       op == SD_OP_EC_READ ? 512 :
 			       op == SD_OP_EC_STATE ? EC_STATE_LEN : 0;
 
 		rq = req(op, 3, 1, 0, len);
@@ -126,8 +129,9 @@ static void test_refused(void **state)
 		assert_int_equal(check(&rq), SD_RES_INVALID_PARMS);
 		/* version 0, where one is needed */
 		rq = req(op, 0, 0, 0, len);
-		assert_int_equal(check(&rq), op == SD_OP_EC_STATE ?
-				 SD_RES_SUCCESS : SD_RES_INVALID_PARMS);
+		assert_int_equal(check(&rq), op == SD_OP_EC_STATE ||
+				 op == SD_OP_EC_READ ? SD_RES_SUCCESS :
+				 SD_RES_INVALID_PARMS);
 	}
 	/* ranges, payloads and reply sizes */
 	rq = req(SD_OP_EC_PREPARE, 0, 1, STRIP - 512, 512);
@@ -142,6 +146,10 @@ static void test_refused(void **state)
 	rq = req(SD_OP_EC_COMMIT, 0, 1, 0, 8);
 	assert_int_equal(check(&rq), SD_RES_INVALID_PARMS);
 	rq = req(SD_OP_EC_STATE, 0, 0, 0, EC_STATE_LEN - 1);
+	assert_int_equal(check(&rq), SD_RES_INVALID_PARMS);
+	rq = req(SD_OP_EC_READ, 0, 0, 0, 0);
+	assert_int_equal(check(&rq), SD_RES_INVALID_PARMS);
+	rq = req(SD_OP_EC_READ, 0, 0, STRIP - 511, 512);
 	assert_int_equal(check(&rq), SD_RES_INVALID_PARMS);
 }
 
@@ -182,8 +190,19 @@ static void test_served(void **state)
 	assert_int_equal(store_read((struct obj_key){ .oid = rq.obj.oid,
 						      .idx = 1 },
 				    got, 512, STRIP - 512), SD_RES_SUCCESS);
+	/* EC_READ: the bytes, with the version they are of, pending */
+	rq = req(SD_OP_EC_READ, 1, 0, 4096, 8192);
+	assert_int_equal(run(&rq, got, &rp), SD_RES_SUCCESS);
+	assert_memory_equal(got, data, 8192);
+	assert_int_equal(rp.data_length, 8192);
+	assert_int_equal(rp.obj.offset, 7);
+	assert_int_equal(rp.obj.copies, STRIP_PENDING);
 	rq = req(SD_OP_EC_COMMIT, 1, 7, 0, 0);
 	assert_int_equal(run(&rq, NULL, &rp), SD_RES_SUCCESS);
+	rq = req(SD_OP_EC_READ, 1, 0, 4096, 512);
+	assert_int_equal(run(&rq, got, &rp), SD_RES_SUCCESS);
+	assert_int_equal(rp.obj.offset, 7);
+	assert_int_equal(rp.obj.copies, STRIP_FINAL);
 	get_state(1, &st);
 	assert_int_equal(st.committed, 7);
 	assert_int_equal(st.nr_pending, 0);

@@ -1,0 +1,593 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Erasure-coded data objects at the gateway (doc/erasure-coding.md §4a).
+ *
+ * A write of version v: (the version from a small cache, or from an
+ * EC_STATE round that first resolves a version left in doubt) the stripes
+ * of the range are split and encoded, strip i of them goes to target i as
+ * EC_PREPARE(v); once all D+P prepared, the client has its answer and
+ * EC_COMMIT(v) goes out without anyone waiting.  Any failure aborts v on
+ * every target and leaves the retry to the gateway.  The caller holds the
+ * object's write slot, so versions of one object are prepared one after
+ * the other, as ec_resolve needs.
+ *
+ * A read: EC_READ of the range's stripes from the D data strips; if they
+ * all answer at one version with nothing pending, they are joined.  Else
+ * every strip is read, a version in doubt is resolved, and D strips of the
+ * newest committed version are decoded.
+ *
+ * Everything runs on the main loop; strips go out as peer requests (the
+ * local one through request_submit, like the replicated path).
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ec.h"
+#include "net.h"
+#include "proto.h"
+#include "util.h"
+#include "gw/ec_gateway.h"
+#include "gw/ec_resolve.h"
+#include "net/peer.h"
+#include "state/cluster.h"
+#include "state/vdi.h"
+#include "store/store.h"
+
+#define STRIPE		EC_STRIPE_SIZE
+#define MAX_ROUNDS	4		/* resolutions before giving up */
+#define VCACHE		4096		/* objects whose next version we know */
+
+enum phase {
+	P_STATE, P_RESOLVE, P_PREPARE, P_COMMIT, P_ABORT, P_DATA_READ,
+	P_READ,
+};
+
+struct ec_op {
+	struct request *req;		/* NULL once answered */
+	void (*done)(struct request *req, uint32_t result);
+	struct ec_code code;
+	uint8_t policy;
+	int d, n;
+	struct sd_node nodes[EC_MAX_STRIPS];
+	enum phase phase;
+	int pending, rounds;
+	uint64_t v;
+	uint32_t soff, slen;		/* the range within every strip */
+	uint32_t s0, ns;		/* its stripes */
+	uint8_t *strip[EC_MAX_STRIPS];
+	uint8_t *statebuf;
+	uint32_t res[EC_MAX_STRIPS];
+	struct sd_rsp rsp[EC_MAX_STRIPS];
+	uint64_t charged;
+};
+
+struct ec_sub {
+	struct peer_req pr;
+	struct ec_op *op;
+	int i;
+};
+
+static struct {
+	uint64_t oid, next;
+} vcache[VCACHE];
+
+static uint64_t *vcache_slot(uint64_t oid)
+{
+	uint64_t h = oid * UINT64_C(0x9e3779b97f4a7c15);
+
+	if (vcache[h % VCACHE].oid != oid)
+		return NULL;
+	return &vcache[h % VCACHE].next;
+}
+
+static void vcache_set(uint64_t oid, uint64_t next)
+{
+	uint64_t h = oid * UINT64_C(0x9e3779b97f4a7c15);
+
+	vcache[h % VCACHE].oid = next ? oid : 0;
+	vcache[h % VCACHE].next = next;
+}
+
+uint8_t gw_ec_policy(uint64_t oid)
+{
+	struct vdi_info *vi;
+
+	if (!is_data_obj(oid))
+		return 0;
+	vi = vdi_get(oid_to_vid(oid), false);
+	return vi ? vi->copy_policy : 0;
+}
+
+static void op_free(struct ec_op *op)
+{
+	for (int i = 0; i < op->n; i++)
+		free(op->strip[i]);
+	free(op->statebuf);
+	budget_release(op->charged);
+	free(op);
+}
+
+static void op_answer(struct ec_op *op, uint32_t result)
+{
+	struct request *req = op->req;
+
+	op->req = NULL;
+	if (req)
+		op->done(req, result);
+}
+
+static void op_finish(struct ec_op *op, uint32_t result)
+{
+	op_answer(op, result);
+	op_free(op);
+}
+
+/* ---- fan-out of one peer op to a set of targets ---- */
+
+static void phase_done(struct ec_op *op);
+
+static void sub_local_complete(struct request *r)
+{
+	struct ec_sub *s = r->caller;
+
+	s->pr.rp = r->rp;
+	free(r);
+	s->pr.done(&s->pr, (int)s->pr.rp.result);
+}
+
+static void sub_done(struct peer_req *pr, int result)
+{
+	struct ec_sub *s = container_of(pr, struct ec_sub, pr);
+	struct ec_op *op = s->op;
+
+	op->res[s->i] = (uint32_t)result;
+	op->rsp[s->i] = pr->rp;
+	free(s);
+	if (!--op->pending)
+		phase_done(op);
+}
+
+static void sub_submit(struct ec_sub *s, const struct sd_node *n)
+{
+	struct request *r;
+
+	if (!node_is_self(n)) {
+		peer_submit(&n->nid, &s->pr);
+		return;
+	}
+	r = xzalloc(sizeof(*r));
+	INIT_LIST_HEAD(&r->list);
+	r->rq = s->pr.rq;
+	r->data = s->pr.rbuf ? s->pr.rbuf : (void *)s->pr.wbuf;
+	/* what request_done lets the reply's data_length be */
+	r->data_len = s->pr.rbuf ? s->pr.rbuf_len : s->pr.rq.data_length;
+	r->internal = true;
+	r->complete = sub_local_complete;
+	r->caller = s;
+	request_submit(r);
+}
+
+static void sub_setup(struct ec_op *op, struct ec_sub *s, uint8_t opcode,
+		      int i)
+{
+	struct sd_req *rq = &s->pr.rq;
+
+	s->op = op;
+	s->i = i;
+	s->pr.done = sub_done;
+	sd_init_req(rq, opcode);
+	rq->proto_ver = SD_SHEEP_PROTO_VER;
+	rq->epoch = cstate->epoch;
+	rq->obj.oid = op->req ? op->req->rq.obj.oid : 0;
+	rq->obj.copy_policy = op->policy;
+	rq->obj.ec_index = (uint8_t)i;
+	rq->obj.cow_oid = op->v;
+	switch (opcode) {
+	case SD_OP_EC_PREPARE:
+		rq->flags = SD_FLAG_CMD_WRITE;
+		rq->data_length = op->slen;
+		rq->obj.offset = op->soff;
+		s->pr.wbuf = op->strip[i];
+		break;
+	case SD_OP_EC_READ:
+		rq->data_length = op->slen;
+		rq->obj.offset = op->soff;
+		s->pr.rbuf = op->strip[i];
+		s->pr.rbuf_len = op->slen;
+		break;
+	case SD_OP_EC_STATE:
+		rq->data_length = EC_STATE_LEN;
+		s->pr.rbuf = op->statebuf + i * EC_STATE_LEN;
+		s->pr.rbuf_len = EC_STATE_LEN;
+		break;
+	default:
+		break;
+	}
+}
+
+/* send @opcode to the targets of @mask; false if there were none */
+static bool fan_out(struct ec_op *op, enum phase phase, uint8_t opcode,
+		    uint64_t oid, uint32_t mask)
+{
+	int nr = 0;
+
+	op->phase = phase;
+	for (int i = 0; i < op->n; i++)
+		if (mask & (1u << i)) {
+			op->res[i] = SD_RES_NETWORK_ERROR;
+			nr++;
+		}
+	op->pending = nr;
+	for (int i = 0; i < op->n; i++) {
+		struct ec_sub *s;
+
+		if (!(mask & (1u << i)))
+			continue;
+		s = xzalloc(sizeof(*s));
+		sub_setup(op, s, opcode, i);
+		s->pr.rq.obj.oid = oid;
+		sub_submit(s, &op->nodes[i]);
+	}
+	return nr > 0;
+}
+
+static uint32_t all_mask(const struct ec_op *op)
+{
+	return op->n == 32 ? UINT32_MAX : (1u << op->n) - 1;
+}
+
+/* ---- versions: what the targets say, resolving what is in doubt ---- */
+
+static uint64_t op_oid(const struct ec_op *op)
+{
+	return op->req->rq.obj.oid;
+}
+
+static void ask_state(struct ec_op *op)
+{
+	if (!op->statebuf)
+		op->statebuf = xzalloc((size_t)op->n * EC_STATE_LEN);
+	fan_out(op, P_STATE, SD_OP_EC_STATE, op_oid(op), all_mask(op));
+}
+
+static void write_prepare(struct ec_op *op);
+static void read_all(struct ec_op *op);
+
+/* the states: 0, or SD_RES_* to fail with; *@answered the mask */
+static uint32_t collect_states(struct ec_op *op, struct strip_state *st,
+			       uint32_t *answered)
+{
+	int nr = 0;
+
+	*answered = 0;
+	for (int i = 0; i < op->n; i++) {
+		memset(&st[i], 0, sizeof(st[i]));
+		if (op->res[i] == SD_RES_NO_OBJ) {
+			*answered |= 1u << i;	/* no strip: version 0 */
+			nr++;
+		} else if (op->res[i] == SD_RES_SUCCESS &&
+			   !strip_state_get(op->statebuf + i * EC_STATE_LEN,
+					    op->rsp[i].data_length, &st[i])) {
+			*answered |= 1u << i;
+			nr++;
+		} else {
+			sd_debug("strip %d state: %s, %u bytes", i,
+				 sd_strerror(op->res[i]),
+				 op->rsp[i].data_length);
+		}
+	}
+	return nr * 2 > op->n ? SD_RES_SUCCESS : SD_RES_NETWORK_ERROR;
+}
+
+/* after a resolution round: ask again, boundedly */
+static void resolved(struct ec_op *op)
+{
+	if (++op->rounds > MAX_ROUNDS) {
+		sd_info("object %" PRIx64 ": still in doubt after %d rounds",
+			op_oid(op), MAX_ROUNDS);
+		op_finish(op, SD_RES_NETWORK_ERROR);
+		return;
+	}
+	ask_state(op);
+}
+
+static void states_done(struct ec_op *op)
+{
+	static struct strip_state st[EC_MAX_STRIPS];
+	enum ec_holds t[EC_MAX_STRIPS];
+	uint32_t answered, ret, holders = 0;
+	bool ans[EC_MAX_STRIPS];
+	uint64_t vp, high = 0;
+
+	ret = collect_states(op, st, &answered);
+	if (ret != SD_RES_SUCCESS) {
+		sd_info("object %" PRIx64 ": too few strips answer (%#x)",
+			op_oid(op), answered);
+		op_finish(op, ret);
+		return;
+	}
+	for (int i = 0; i < op->n; i++) {
+		ans[i] = answered & (1u << i);
+		if (ans[i] && st[i].high > high)
+			high = st[i].high;
+	}
+	vp = ec_newest_pending(st, op->n, ans);
+	for (int i = 0; i < op->n; i++)
+		sd_debug("strip %d: answered %d committed %" PRIu64 " high %"
+			 PRIu64 " pending %d", i, ans[i], st[i].committed,
+			 st[i].high, st[i].nr_pending);
+	if (!vp) {
+		op->v = high + 1;
+		if (op->req->rq.opcode == SD_OP_READ_OBJ)
+			read_all(op);
+		else
+			write_prepare(op);
+		return;
+	}
+	for (int i = 0; i < op->n; i++) {
+		t[i] = ans[i] ? ec_holds_of(&st[i], vp) : EC_UNKNOWN;
+		if (t[i] == EC_HOLDS)
+			holders |= 1u << i;
+	}
+	op->v = vp;
+	switch (ec_resolve(op->d, op->n, t)) {
+	case EC_ABORT:
+		sd_notice("object %" PRIx64 ": version %" PRIu64 " in doubt, "
+			  "aborted", op_oid(op), vp);
+		fan_out(op, P_RESOLVE, SD_OP_EC_ABORT, op_oid(op), answered);
+		return;
+	case EC_COMMIT:
+		sd_notice("object %" PRIx64 ": version %" PRIu64 " in doubt, "
+			  "committed", op_oid(op), vp);
+		if (!fan_out(op, P_RESOLVE, SD_OP_EC_COMMIT, op_oid(op),
+			     holders))
+			resolved(op);
+		return;
+	case EC_WAIT:
+		sd_info("object %" PRIx64 ": version %" PRIu64 " in doubt, "
+			"too few answers to decide", op_oid(op), vp);
+		op_finish(op, SD_RES_NETWORK_ERROR);
+		return;
+	}
+}
+
+/* ---- writes ---- */
+
+static int alloc_strips(struct ec_op *op)
+{
+	for (int i = 0; i < op->n; i++)
+		op->strip[i] = xmalloc(op->slen ? op->slen : 1);
+	op->charged += (uint64_t)op->n * op->slen;
+	budget_charge((uint64_t)op->n * op->slen);
+	return 0;
+}
+
+static void write_prepare(struct ec_op *op)
+{
+	struct request *req = op->req;
+
+	ec_split(&op->code, req->data, op->ns, op->strip);
+	ec_encode(&op->code, op->slen, op->strip, op->strip + op->d);
+	fan_out(op, P_PREPARE, SD_OP_EC_PREPARE, op_oid(op), all_mask(op));
+}
+
+static void prepared(struct ec_op *op)
+{
+	uint64_t oid = op_oid(op);
+	uint32_t bad = SD_RES_SUCCESS;
+
+	for (int i = 0; i < op->n; i++)
+		if (op->res[i] != SD_RES_SUCCESS && bad == SD_RES_SUCCESS)
+			bad = op->res[i];
+	if (bad != SD_RES_SUCCESS) {
+		/* nobody was told: undo it everywhere, then retry */
+		vcache_set(oid, 0);
+		sd_debug("object %" PRIx64 ": version %" PRIu64 " not "
+			 "prepared everywhere (%s): aborting", oid, op->v,
+			 sd_strerror(bad));
+		op_answer(op, bad == SD_RES_STALE_OBJ ? SD_RES_NETWORK_ERROR :
+			  bad);
+		fan_out(op, P_ABORT, SD_OP_EC_ABORT, oid, all_mask(op));
+		return;
+	}
+	vcache_set(oid, op->v + 1);
+	op_answer(op, SD_RES_SUCCESS);
+	/* a COMMIT that gets lost is resolved by the next one to look */
+	fan_out(op, P_COMMIT, SD_OP_EC_COMMIT, oid, all_mask(op));
+}
+
+static void write_start(struct ec_op *op)
+{
+	uint64_t *next = vcache_slot(op_oid(op));
+
+	alloc_strips(op);
+	if (next) {
+		op->v = *next;
+		write_prepare(op);
+		return;
+	}
+	ask_state(op);
+}
+
+/* ---- reads ---- */
+
+/* the range's object bytes from the data strips, into the reply */
+static void read_reply(struct ec_op *op, uint8_t *const *data)
+{
+	struct request *req = op->req;
+	uint32_t off = req->rq.obj.offset - op->s0 * STRIPE;
+	uint8_t *buf = xmalloc((size_t)op->ns * STRIPE);
+
+	ec_join(&op->code, data, op->ns, buf);
+	memcpy(req->data, buf + off, req->rq.data_length);
+	free(buf);
+	req->rp.data_length = req->rq.data_length;
+	op_finish(op, SD_RES_SUCCESS);
+}
+
+/*
+ * Whether strip @i as read may be used: committed, or pending at a version
+ * this gateway wrote and answered (its COMMIT is on the way)
+ */
+static bool usable(const struct ec_op *op, int i)
+{
+	uint64_t *next = vcache_slot(op_oid(op));
+
+	if (op->res[i] != SD_RES_SUCCESS)
+		return false;
+	if (op->rsp[i].obj.copies == STRIP_FINAL)
+		return true;
+	return op->rsp[i].obj.copies == STRIP_PENDING && next &&
+	       *next == op->rsp[i].obj.offset + 1;
+}
+
+/* D usable strips at version @v among those read, decoded */
+static void read_decode(struct ec_op *op, uint64_t v)
+{
+	uint8_t *in[EC_MAX_DATA], *data[EC_MAX_DATA];
+	int idx[EC_MAX_DATA], k = 0;
+
+	for (int i = 0; i < op->n && k < op->d; i++)
+		if (usable(op, i) && op->rsp[i].obj.offset == v) {
+			idx[k] = i;
+			in[k++] = op->strip[i];
+		}
+	if (k < op->d) {
+		sd_info("object %" PRIx64 ": %d strips of version %" PRIu64
+			", %d needed", op_oid(op), k, v, op->d);
+		op_finish(op, SD_RES_NETWORK_ERROR);
+		return;
+	}
+	for (int j = 0; j < op->d; j++)
+		data[j] = xmalloc(op->slen);
+	if (ec_decode(&op->code, op->slen, idx, in, data)) {
+		for (int j = 0; j < op->d; j++)
+			free(data[j]);
+		op_finish(op, SD_RES_EIO);
+		return;
+	}
+	read_reply(op, data);
+	for (int j = 0; j < op->d; j++)
+		free(data[j]);
+}
+
+static void all_read(struct ec_op *op)
+{
+	uint64_t v = 0;
+	int missing = 0, doubt = 0;
+
+	for (int i = 0; i < op->n; i++) {
+		if (op->res[i] == SD_RES_NO_OBJ)
+			missing++;
+		else if (op->res[i] == SD_RES_SUCCESS && !usable(op, i))
+			doubt++;
+		else if (usable(op, i) && op->rsp[i].obj.offset > v)
+			v = op->rsp[i].obj.offset;
+	}
+	if (missing == op->n) {
+		op_finish(op, SD_RES_NO_OBJ);
+		return;
+	}
+	if (doubt) {
+		/* a version in doubt: resolve it, then read again */
+		for (int i = 0; i < op->n; i++)
+			sd_debug("strip %d: %s, version %" PRIu64 " state %u",
+				 i, sd_strerror(op->res[i]),
+				 op->rsp[i].obj.offset, op->rsp[i].obj.copies);
+		if (++op->rounds > MAX_ROUNDS) {
+			sd_info("object %" PRIx64 ": strips still in doubt",
+				op_oid(op));
+			op_finish(op, SD_RES_NETWORK_ERROR);
+			return;
+		}
+		ask_state(op);
+		return;
+	}
+	read_decode(op, v);
+}
+
+static void read_all(struct ec_op *op)
+{
+	fan_out(op, P_READ, SD_OP_EC_READ, op_oid(op), all_mask(op));
+}
+
+/* the data strips answered: join them if they agree */
+static void data_read(struct ec_op *op)
+{
+	uint64_t v = op->rsp[0].obj.offset;
+
+	for (int i = 0; i < op->d; i++)
+		if (!usable(op, i) || op->rsp[i].obj.offset != v) {
+			read_all(op);
+			return;
+		}
+	read_reply(op, op->strip);
+}
+
+static void read_start(struct ec_op *op)
+{
+	alloc_strips(op);
+	fan_out(op, P_DATA_READ, SD_OP_EC_READ, op_oid(op),
+		(1u << op->d) - 1);
+}
+
+/* ---- phases ---- */
+
+static void phase_done(struct ec_op *op)
+{
+	switch (op->phase) {
+	case P_STATE:
+		states_done(op);
+		break;
+	case P_RESOLVE:
+		resolved(op);
+		break;
+	case P_PREPARE:
+		prepared(op);
+		break;
+	case P_COMMIT:
+	case P_ABORT:
+		op_free(op);
+		break;
+	case P_READ:
+		all_read(op);
+		break;
+	case P_DATA_READ:
+		data_read(op);
+		break;
+	}
+}
+
+void gw_ec_start(struct request *req, uint8_t policy,
+		 const struct sd_node *nodes, int n,
+		 void (*done)(struct request *req, uint32_t result))
+{
+	uint32_t off = req->rq.obj.offset, len = req->rq.data_length;
+	bool read = req->rq.opcode == SD_OP_READ_OBJ;
+	struct ec_op *op = xzalloc(sizeof(*op));
+
+	op->req = req;
+	op->done = done;
+	op->policy = policy;
+	if (ec_init_policy(&op->code, policy) || n != op->code.d +
+	    op->code.p) {
+		op_finish(op, SD_RES_HALT);
+		return;
+	}
+	op->d = op->code.d;
+	op->n = n;
+	memcpy(op->nodes, nodes, sizeof(nodes[0]) * (size_t)n);
+	/* writes cover whole stripes (QEMU and NBD write sectors) */
+	if (!read && (off % STRIPE || len % STRIPE || !len)) {
+		op_finish(op, SD_RES_INVALID_PARMS);
+		return;
+	}
+	op->s0 = off / STRIPE;
+	op->ns = (off + len + STRIPE - 1) / STRIPE - op->s0;
+	op->soff = op->s0 * (uint32_t)op->code.strip;
+	op->slen = op->ns * (uint32_t)op->code.strip;
+	if (read)
+		read_start(op);
+	else
+		write_start(op);
+}

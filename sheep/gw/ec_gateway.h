@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The gateway's path for data objects of erasure-coded VDIs
+ * (doc/erasure-coding.md §3, §4, §4a): writes as versioned two-phase
+ * strip updates, reads that decode around missing strips.
+ */
+#ifndef SHEEP_GW_EC_GATEWAY_H
+#define SHEEP_GW_EC_GATEWAY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "core/request.h"
+#include "hash.h"
+
+/* the code of @oid's VDI if it is a data object of a coded VDI, else 0 */
+uint8_t gw_ec_policy(uint64_t oid);
+
+/*
+ * Run READ_OBJ, WRITE_OBJ or CREATE_AND_WRITE_OBJ @req on the D+P targets
+ * @nodes (strip i on nodes[i]; the caller holds the object's write slot
+ * for a write); @done gets the result (the request's reply data and
+ * length are set for a read).
+ */
+void gw_ec_start(struct request *req, uint8_t policy,
+		 const struct sd_node *nodes, int n,
+		 void (*done)(struct request *req, uint32_t result));
+
+#endif
