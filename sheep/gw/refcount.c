@@ -11,6 +11,7 @@
  */
 #include <inttypes.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "inode.h"
@@ -83,6 +84,23 @@ static int read_range(uint64_t oid, struct index_range *r, uint8_t copies)
 	return ret;
 }
 
+/*
+ * The index area of a hyper volume holds its B-tree root (objects.md
+ * §12), not vids to drop references to: no reference counting there.
+ * The policy is read from the inode, as the VDI state a node merged from
+ * others does not carry it.
+ */
+static int hyper_volume(uint64_t oid, uint8_t copies, bool *hyper)
+{
+	uint8_t policy;
+	int ret = gw_exec_sync(SD_OP_READ_OBJ, oid, &policy, 1,
+			       offsetof(struct sd_inode_header, store_policy),
+			       copies, 0);
+
+	*hyper = ret == SD_RES_SUCCESS && policy == 1;
+	return ret;
+}
+
 static int index_update(struct request *req)
 {
 	uint64_t oid = req->rq.obj.oid;
@@ -91,8 +109,15 @@ static int index_update(struct request *req)
 	uint8_t copies = req->rq.obj.copies;
 	struct index_range r;
 	uint8_t *raw;
+	bool hyper;
 	int ret;
 
+	ret = hyper_volume(oid, copies, &hyper);
+	if (ret != SD_RES_SUCCESS)
+		return ret;
+	if (hyper)
+		return gw_exec_sync(SD_OP_WRITE_OBJ, oid, req->data, len, off,
+				    copies, req->rq.flags);
 	r.first = (off - SD_INODE_INDEX_OFFSET) / 4;
 	r.nr = (off + len - 1 - SD_INODE_INDEX_OFFSET) / 4 - r.first + 1;
 	r.old = xzalloc((size_t)r.nr * 4);

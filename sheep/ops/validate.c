@@ -27,9 +27,13 @@ static bool oid_valid(uint64_t oid)
 		return false;
 	if (type == VDI_BIT)
 		return !(uint32_t)oid;
-	if (type == VDI_BTREE_BIT)
-		return false;		/* hyper volumes: not supported */
-	if (!type || type == LEDGER_BIT)
+	/*
+	 * Data objects: any index, as a hyper volume has 2^32 of them and
+	 * the VDI state a node merged from others does not say which VDIs
+	 * are hyper volumes.  Ledgers exist only for flat indexes.  B-tree
+	 * nodes: any id the volume's btree_counter gave.
+	 */
+	if (type == LEDGER_BIT)
 		return data_oid_to_idx(oid) < SD_INODE_DATA_INDEX;
 	return true;
 }
@@ -58,7 +62,7 @@ static bool cluster_valid(const struct sd_req *rq)
 
 static bool new_vdi_valid(const struct sd_req *rq)
 {
-	if (rq->vdi.copies > SD_MAX_COPIES)
+	if (rq->vdi.copies > SD_MAX_COPIES || rq->vdi.store_policy > 1)
 		return false;
 	return shift_valid(rq->vdi.block_size_shift);
 }

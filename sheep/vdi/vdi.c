@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include "btree.h"
 #include "ec.h"
 #include "inode.h"
 #include "proto.h"
@@ -212,6 +213,9 @@ static int inode_load(uint32_t vid, struct inode_img *ino)
 	ret = read_header(vid, &ino->h);
 	if (ret != SD_RES_SUCCESS)
 		return ret;
+	/* no snapshots or clones of hyper volumes yet (objects.md §12) */
+	if (ino->h.store_policy)
+		return SD_RES_NO_SUPPORT;
 	ino->nr = inode_used_entries(&ino->h);
 	ino->idx = xzalloc((size_t)ino->nr * 4 + 4);
 	ino->gref = xzalloc((size_t)ino->nr * 8 + 8);
@@ -286,10 +290,22 @@ static int create_inode(const struct sd_inode_header *h,
 	uint32_t nr = src ? MIN(src->nr, inode_used_entries(h)) : 0;
 	size_t len = nr ? SD_INODE_GREF_OFFSET + (size_t)nr * 8 :
 			  SD_INODE_HEADER_SIZE;
-	uint8_t *buf = xzalloc(len);
+	uint8_t *buf;
 	int ret;
 
+	/* a live hyper volume's index area is an empty B-tree (§12) */
+	if (h->store_policy && h->name[0])
+		len = SD_INODE_INDEX_OFFSET + BT_HDR;
+	buf = xzalloc(len);
 	inode_header_encode(h, buf);
+	if (h->store_policy && h->name[0]) {
+		uint8_t *root = xmalloc(BT_NODE_SIZE);
+
+		/* what follows the header is zero: the rest is a hole */
+		bt_init(root);
+		memcpy(buf + SD_INODE_INDEX_OFFSET, root, BT_HDR);
+		free(root);
+	}
 	if (nr) {
 		uint8_t *g = buf + SD_INODE_GREF_OFFSET;
 
@@ -333,6 +349,8 @@ static int vdi_snapshot(struct request *req, struct lookup *lk)
 	if (!base)
 		base = cur;
 	ret = inode_load(base, &src);
+	if (ret == SD_RES_NO_SUPPORT)
+		return ret;
 	if (ret != SD_RES_SUCCESS)
 		return base == cur ? SD_RES_VDI_READ : SD_RES_BASE_VDI_READ;
 	/*
@@ -385,6 +403,8 @@ static int vdi_clone(struct request *req, struct lookup *lk, uint32_t base)
 	struct sd_inode_header h;
 	int ret = inode_load(base, &src);
 
+	if (ret == SD_RES_NO_SUPPORT)
+		return ret;
 	if (ret != SD_RES_SUCCESS)
 		return SD_RES_BASE_VDI_READ;
 	if (inode_share(base, &src) != SD_RES_SUCCESS) {
@@ -433,6 +453,33 @@ static bool ec_preview(const struct sd_req *rq)
 	return true;
 }
 
+/*
+ * The object size of a new VDI and whether its size fits: a flat index
+ * addresses 2^20 objects, a hyper volume 16 PiB of 4 MiB objects
+ * (objects.md §12).  SD_RES_SUCCESS or INVALID_PARMS.
+ */
+static int new_vdi_shift(const struct sd_req *rq, uint8_t *shift)
+{
+	uint64_t max;
+
+	*shift = rq->vdi.block_size_shift ? rq->vdi.block_size_shift :
+		 cstate->block_size_shift;
+	max = inode_max_size(*shift);
+	if (rq->vdi.store_policy) {
+		if (rq->vdi.block_size_shift &&
+		    rq->vdi.block_size_shift != SD_DEFAULT_BLOCK_SIZE_SHIFT)
+			return SD_RES_INVALID_PARMS;
+		*shift = SD_DEFAULT_BLOCK_SIZE_SHIFT;
+		max = SD_MAX_VDI_SIZE;
+	}
+	if (*shift < SD_MIN_BLOCK_SIZE_SHIFT ||
+	    *shift > KELPIE_MAX_BLOCK_SIZE_SHIFT ||
+	    rq->vdi.copies > SD_MAX_COPIES || rq->vdi.store_policy > 1 ||
+	    rq->vdi.vdi_size > max)
+		return SD_RES_INVALID_PARMS;
+	return SD_RES_SUCCESS;
+}
+
 int vdi_new_work(struct request *req)
 {
 	const struct sd_req *rq = &req->rq;
@@ -443,15 +490,12 @@ int vdi_new_work(struct request *req)
 
 	if (ret != SD_RES_SUCCESS)
 		return ret;
-	if (rq->vdi.store_policy)
-		return SD_RES_NO_SUPPORT;	/* hyper volumes: later */
-	shift = rq->vdi.block_size_shift ? rq->vdi.block_size_shift :
-		cstate->block_size_shift;
-	if (shift < SD_MIN_BLOCK_SIZE_SHIFT ||
-	    shift > KELPIE_MAX_BLOCK_SIZE_SHIFT ||
-	    rq->vdi.copies > SD_MAX_COPIES ||
-	    rq->vdi.vdi_size > inode_max_size(shift))
-		return SD_RES_INVALID_PARMS;
+	ret = new_vdi_shift(rq, &shift);
+	if (ret != SD_RES_SUCCESS)
+		return ret;
+	/* snapshots and clones of hyper volumes: not yet */
+	if (rq->vdi.store_policy && (rq->vdi.snapid || rq->vdi.base_vdi_id))
+		return SD_RES_NO_SUPPORT;
 	lk.snapid = 0;
 	lk.tag[0] = 0;
 	ret = vdi_lookup(&lk);
@@ -483,6 +527,7 @@ int vdi_new_work(struct request *req)
 			cstate->copy_policy;
 	h.nr_copies = rq->vdi.copies ? rq->vdi.copies : cstate->copies;
 	h.block_size_shift = shift;
+	h.store_policy = rq->vdi.store_policy;
 	h.snap_id = lk.next_snapid;
 	h.vdi_id = lk.free_vid;
 	/* snap_id continues a deleted VDI's snapshots; parent stays 0 */
@@ -574,6 +619,76 @@ int vdi_notify_restore(const struct sd_req *req, struct sd_rsp *rsp,
 
 /* ---- DEL_VDI (objects.md §10.2) ---- */
 
+/* a hyper volume's objects, removed without reference counting (§10.2) */
+struct hyper_del {
+	uint32_t vid;
+	uint8_t copies;
+	int ret;
+};
+
+static int read_node(void *arg, uint64_t oid, uint8_t *buf)
+{
+	struct hyper_del *d = arg;
+
+	d->ret = gw_exec_sync(SD_OP_READ_OBJ, oid, buf, BT_NODE_SIZE, 0,
+			      d->copies, 0);
+	return d->ret == SD_RES_SUCCESS ? 0 : -1;
+}
+
+static int no_write(void *arg, uint64_t oid, const uint8_t *buf,
+		    uint32_t off, uint32_t len, bool create)
+{
+	return -1;	/* a walk writes nothing */
+}
+
+static int remove_object(struct hyper_del *d, uint64_t oid)
+{
+	d->ret = gw_exec_sync(SD_OP_REMOVE_OBJ, oid, NULL, 0, 0, d->copies, 0);
+	if (d->ret == SD_RES_NO_OBJ)
+		d->ret = SD_RES_SUCCESS;	/* a retry after a failure */
+	return d->ret == SD_RES_SUCCESS ? 0 : -1;
+}
+
+static int remove_data(uint32_t idx, uint32_t vid, void *arg)
+{
+	struct hyper_del *d = arg;
+
+	/* without snapshots every entry is the volume's own */
+	if (vid != d->vid)
+		return 0;
+	return remove_object(d, vid_to_data_oid(vid, idx));
+}
+
+static int remove_leaf(uint64_t oid, void *arg)
+{
+	return remove_object(arg, oid);
+}
+
+/* the data objects, then the leaf objects the walk read them from */
+static int remove_hyper_objects(uint32_t vid, uint8_t copies)
+{
+	struct hyper_del d = { vid, copies, SD_RES_SUCCESS };
+	struct bt_io io = { read_node, no_write, &d };
+	uint8_t *root = xmalloc(BT_NODE_SIZE), *scratch = xmalloc(BT_NODE_SIZE);
+	int ret;
+
+	ret = gw_exec_sync(SD_OP_READ_OBJ, vid_to_vdi_oid(vid), root,
+			   BT_NODE_SIZE, SD_INODE_INDEX_OFFSET, copies, 0);
+	if (ret != SD_RES_SUCCESS)
+		goto out;
+	if (bt_for_each(root, &io, scratch, remove_data, &d) ||
+	    bt_for_each_leaf(root, remove_leaf, &d)) {
+		/* a bad node: the inode stays, as when a removal fails */
+		ret = d.ret != SD_RES_SUCCESS ? d.ret : SD_RES_EIO;
+		sd_err("removing the objects of hyper volume %" PRIx32
+		       " failed: %s", vid, sd_strerror((uint32_t)ret));
+	}
+out:
+	free(root);
+	free(scratch);
+	return ret;
+}
+
 int vdi_del_work(struct request *req)
 {
 	struct sd_inode_header h;
@@ -591,6 +706,14 @@ int vdi_del_work(struct request *req)
 	h = lk.h;
 	if (!h.name[0] && !h.vdi_size)
 		return SD_RES_SUCCESS;
+	if (h.store_policy) {
+		ret = remove_hyper_objects(lk.vid, h.nr_copies);
+		if (ret != SD_RES_SUCCESS)
+			return ret;
+		memset(h.name, 0, sizeof(h.name));
+		h.vdi_size = 0;
+		return create_inode(&h, NULL);
+	}
 	nr = (uint32_t)DIV_ROUND_UP(h.vdi_size,
 				    (uint64_t)1 << h.block_size_shift);
 	if (nr > SD_INODE_DATA_INDEX)
