@@ -22,6 +22,7 @@
 #include "net.h"
 #include "proto.h"
 #include "util.h"
+#include "vindex.h"
 
 static int conn_fd = -1;
 static uint32_t next_req_id = 1;
@@ -540,6 +541,70 @@ int read_inode_index(uint32_t vid, const struct sd_inode_header *h,
 	if (ret == SD_RES_SUCCESS)
 		le32_array_decode(index, nr, index);
 	return ret;
+}
+
+/* ---- the index interface (lib/vindex.c) over dog's object I/O ---- */
+
+static int index_node_read(void *arg, uint64_t oid, uint8_t *buf)
+{
+	const struct dog_index_io *d = arg;
+
+	return dog_read_object(oid, buf, BT_NODE_SIZE, 0, d->copies, 0) ?
+	       -1 : 0;
+}
+
+static int index_node_write(void *arg, uint64_t oid, const uint8_t *buf,
+			    uint32_t off, uint32_t len, bool create)
+{
+	const struct dog_index_io *d = arg;
+
+	return dog_write_object(oid, 0, buf, len, off, SD_FLAG_CMD_DIRECT,
+				d->copies, 0, create) ? -1 : 0;
+}
+
+static int index_inode_write(void *arg, const uint8_t *buf, uint32_t off,
+			     uint32_t len)
+{
+	const struct dog_index_io *d = arg;
+
+	return dog_write_object(vid_to_vdi_oid(d->vid), 0, buf, len, off,
+				SD_FLAG_CMD_DIRECT, d->copies, 0, false) ?
+	       -1 : 0;
+}
+
+/*
+ * The index of VDI @vid (header @h) for vi_*: flat over @flat (@nr
+ * entries, taken over), or the B-tree whose root is read from the inode.
+ * @d must live as long as the index.  NULL after printing why.
+ */
+struct vdi_index *open_vdi_index(struct dog_index_io *d, uint32_t vid,
+				 const struct sd_inode_header *h,
+				 uint32_t *flat, uint32_t nr)
+{
+	struct vi_io io = {
+		{ index_node_read, index_node_write, d },
+		index_inode_write, d,
+	};
+	uint8_t *root;
+
+	d->vid = vid;
+	d->copies = h->nr_copies;
+	if (h->store_policy == 0)
+		return vi_open_flat(vid, flat, nr, &io);
+	free(flat);
+	if (h->store_policy != 1 ||
+	    h->block_size_shift != SD_DEFAULT_BLOCK_SIZE_SHIFT) {
+		fprintf(stderr, "VDI %" PRIx32 " has an unknown layout "
+			"(store policy %u)\n", vid, h->store_policy);
+		return NULL;
+	}
+	root = xmalloc(BT_NODE_SIZE);
+	if (dog_read_object(vid_to_vdi_oid(vid), root, BT_NODE_SIZE,
+			    SD_INODE_INDEX_OFFSET, h->nr_copies, 0)) {
+		free(root);
+		return NULL;
+	}
+	return vi_open_btree(vid, root, h->btree_counter, &io);
 }
 
 /* dog.md §1.4 "Set index entry" */

@@ -117,6 +117,15 @@ int read_inode_index(uint32_t vid, const struct sd_inode_header *h,
 		     uint32_t *index, uint32_t nr);
 int set_index_entry(uint32_t vid, const struct sd_inode_header *h,
 		    uint32_t idx, uint32_t value);
+/* what the index of an open VDI reads and writes with (open_vdi_index) */
+struct dog_index_io {
+	uint32_t vid;
+	uint8_t copies;
+};
+struct vdi_index;
+struct vdi_index *open_vdi_index(struct dog_index_io *d, uint32_t vid,
+				 const struct sd_inode_header *h,
+				 uint32_t *flat, uint32_t nr);
 uint32_t inode_nr_objs(const struct sd_inode_header *h);
 uint32_t inode_obj_size(const struct sd_inode_header *h);
 void fill_name_tag(uint8_t *buf, const char *name, const char *tag);

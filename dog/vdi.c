@@ -16,6 +16,7 @@
 #include "proto.h"
 #include "util.h"
 #include "vdi.h"
+#include "vindex.h"
 
 #define DEFAULT_BATCH	128
 
@@ -25,7 +26,11 @@ struct vdi_opts vopt = {
 
 void free_inode(struct vdi_inode *in)
 {
-	free(in->index);
+	if (in->vi)
+		vi_close(in->vi);	/* owns the flat array */
+	else
+		free(in->index);
+	in->vi = NULL;
 	in->index = NULL;
 }
 
@@ -46,12 +51,20 @@ int open_vdi_vid(uint32_t vid, struct vdi_inode *in, bool with_index)
 	in->vid = vid;
 	if (read_inode_header(in->vid, &in->h) != SD_RES_SUCCESS)
 		return EXIT_FAILURE;
-	if (!with_index || in->h.store_policy)
+	if (!with_index)
 		return 0;
-	in->nr = inode_nr_objs(&in->h);
-	in->index = xzalloc((size_t)(in->nr ? in->nr : 1) * 4);
-	if (read_inode_index(in->vid, &in->h, in->index, in->nr)) {
-		free_inode(in);
+	if (in->h.store_policy == 0) {
+		in->nr = inode_nr_objs(&in->h);
+		in->index = xzalloc((size_t)(in->nr ? in->nr : 1) * 4);
+		if (read_inode_index(in->vid, &in->h, in->index, in->nr)) {
+			free_inode(in);
+			return EXIT_FAILURE;
+		}
+	}
+	in->vi = open_vdi_index(&in->io, in->vid, &in->h, in->index, in->nr);
+	if (!in->vi) {
+		in->index = NULL;	/* freed by open_vdi_index */
+		in->nr = 0;
 		return EXIT_FAILURE;
 	}
 	return 0;
@@ -126,23 +139,27 @@ static int default_block_shift(const char *name, uint8_t *shift)
 /* -P: create every data object empty and point the index at it */
 static int preallocate(uint32_t vid)
 {
-	struct sd_inode_header h;
+	struct vdi_inode in;
 	uint32_t nr, size;
+	int ret = open_vdi_vid(vid, &in, true);
 
-	if (read_inode_header(vid, &h) != SD_RES_SUCCESS)
-		return EXIT_FAILURE;
-	nr = inode_nr_objs(&h);
-	size = inode_obj_size(&h);
+	if (ret)
+		return ret;
+	nr = inode_nr_objs(&in.h);
+	size = inode_obj_size(&in.h);
 	for (uint32_t i = 0; i < nr; i++) {
 		if (dog_write_object(vid_to_data_oid(vid, i), 0, NULL, 0, 0,
-				     SD_FLAG_CMD_DIRECT, h.nr_copies,
-				     h.copy_policy, true) ||
-		    set_index_entry(vid, &h, i, vid))
-			return EXIT_FAILURE;
+				     SD_FLAG_CMD_DIRECT, in.h.nr_copies,
+				     in.h.copy_policy, true) ||
+		    vi_set(in.vi, i, vid)) {
+			ret = EXIT_FAILURE;
+			break;
+		}
 		show_progress((uint64_t)(i + 1) * size,
 			      (uint64_t)nr * size);
 	}
-	return EXIT_SUCCESS;
+	free_inode(&in);
+	return ret;
 }
 
 /* KELPIE_EC_PREVIEW=1: coded VDIs for the tests of erasure coding's steps */
@@ -172,10 +189,6 @@ static int vdi_create(int argc, char **argv)
 			"together\n");
 		return EXIT_USAGE;
 	}
-	if (vopt.hyper) {
-		fprintf(stderr, "Hyper volumes (-y) are not supported yet\n");
-		return EXIT_FAILURE;
-	}
 	if (vopt.copy_policy && !ec_preview()) {
 		/* refused until every path handles strips */
 		fprintf(stderr, "Erasure coding (-c D:P) is not supported "
@@ -183,6 +196,11 @@ static int vdi_create(int argc, char **argv)
 		return EXIT_FAILURE;
 	}
 	nv.shift = vopt.shift;
+	/* hyper volumes: a B-tree index of 4 MiB objects (objects.md §12) */
+	if (vopt.hyper) {
+		nv.shift = SD_DEFAULT_BLOCK_SIZE_SHIFT;
+		nv.store_policy = 1;
+	}
 	if (!nv.shift) {
 		ret = default_block_shift(nv.name, &nv.shift);
 		if (ret)
@@ -193,7 +211,7 @@ static int vdi_create(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	max = (UINT64_C(1) << nv.shift) * SD_INODE_DATA_INDEX;
-	if (nv.size > max) {
+	if (!vopt.hyper && nv.size > max) {
 		char m[32];
 
 		fprintf(stderr, "VDI size is larger than %s, the maximum for "
@@ -516,11 +534,50 @@ static void print_escaped(const char *s)
 	}
 }
 
+/* objects a VDI owns and shares, and whether it holds @oid (-o) */
+struct usage {
+	uint32_t vid;
+	uint64_t own, shared;
+	bool has_oid;
+};
+
+static void count_entry(struct usage *u, uint32_t idx, uint32_t owner)
+{
+	if (owner == u->vid)
+		u->own++;
+	else if (owner)
+		u->shared++;
+	if (vopt.oid_set && owner && idx == data_oid_to_idx(vopt.oid) &&
+	    owner == oid_to_vid(vopt.oid))
+		u->has_oid = true;
+}
+
+static int count_fn(uint32_t idx, uint32_t owner, void *arg)
+{
+	count_entry(arg, idx, owner);
+	return 0;
+}
+
+/* a hyper volume's through its B-tree; 0 or -1 */
+static int hyper_usage(const struct sd_inode_header *h, struct usage *u)
+{
+	struct dog_index_io io;
+	struct vdi_index *vi = open_vdi_index(&io, u->vid, h, NULL, 0);
+	int ret;
+
+	if (!vi)
+		return -1;
+	ret = vi_for_each(vi, count_fn, u);
+	vi_close(vi);
+	return ret;
+}
+
 static void list_one(uint32_t vid, const struct sd_inode_header *h,
 		     const uint32_t *index, uint32_t nr, void *data)
 {
 	const struct list_filter *f = data;
-	uint64_t obj = inode_obj_size(h), own = 0, shared = 0;
+	uint64_t obj = inode_obj_size(h), own, shared;
+	struct usage u = { .vid = vid };
 	char size[32], used[32], shr[32], date[32], copies[16];
 	char name[SD_MAX_VDI_LEN + 1], tag[SD_MAX_VDI_TAG_LEN + 1];
 	bool snap = h->snap_ctime != 0;
@@ -530,18 +587,14 @@ static void list_one(uint32_t vid, const struct sd_inode_header *h,
 	inode_tag(h, tag);
 	if (f->name && strcmp(f->name, name))
 		return;
-	if (vopt.oid_set) {
-		uint64_t i = data_oid_to_idx(vopt.oid);
-
-		if (i >= nr || index[i] != oid_to_vid(vopt.oid))
-			return;
-	}
-	for (uint32_t i = 0; i < nr; i++) {
-		if (index[i] == vid)
-			own++;
-		else if (index[i])
-			shared++;
-	}
+	for (uint32_t i = 0; i < nr; i++)
+		count_entry(&u, i, index[i]);
+	if (h->store_policy && hyper_usage(h, &u))
+		return;
+	if (vopt.oid_set && !u.has_oid)
+		return;
+	own = u.own;
+	shared = u.shared;
 	fmt_size(h->vdi_size, size, sizeof(size));
 	fmt_size(own * obj, used, sizeof(used));
 	fmt_size(shared * obj, shr, sizeof(shr));
@@ -619,9 +672,6 @@ static int vdi_read(int argc, char **argv)
 	ret = open_vdi(argv[0], vopt.snapid, vopt.tag, &in, true);
 	if (ret)
 		return ret;
-	ret = reject_hyper(&in, "Reading");
-	if (ret)
-		goto out;
 	ret = EXIT_FAILURE;
 	if (off > in.h.vdi_size) {
 		fprintf(stderr, "Read offset is beyond the end of the VDI\n");
@@ -636,8 +686,12 @@ static int vdi_read(int argc, char **argv)
 		uint32_t idx = (uint32_t)(off / obj);
 		uint32_t ooff = (uint32_t)(off % obj);
 		uint32_t n = (uint32_t)MIN((uint64_t)(obj - ooff), end - off);
-		uint32_t owner = idx < in.nr ? in.index[idx] : 0;
+		uint32_t owner;
 
+		if (vi_get(in.vi, idx, &owner)) {
+			fprintf(stderr, "Failed to read the index\n");
+			goto out;
+		}
 		if (!owner)
 			memset(buf, 0, n);
 		else if (dog_read_object(vid_to_data_oid(owner, idx), buf, n,
@@ -681,15 +735,23 @@ ssize_t read_full(int fd, uint8_t *buf, size_t len)
 	return (ssize_t)done;
 }
 
-/* write one chunk inside object @idx, allocating or COWing it */
+/*
+ * Write one chunk inside object @idx, allocating or COWing it: the data
+ * object first, then its index entry (which for a hyper volume may split
+ * a leaf: doc/hyper-volumes.md §2), so that no entry names an object
+ * not written.
+ */
 int write_chunk(struct vdi_inode *in, uint32_t idx, const uint8_t *buf,
 		       uint32_t len, uint32_t ooff)
 {
-	uint32_t owner = in->index[idx];
+	uint32_t owner;
 	uint64_t cow = 0;
-	bool create = owner != in->vid;
+	bool create;
 	uint16_t flags = vopt.writeback ? SD_FLAG_CMD_CACHE : 0;
 
+	if (vi_get(in->vi, idx, &owner))
+		return -1;
+	create = owner != in->vid;
 	if (owner && owner != in->vid)
 		cow = vid_to_data_oid(owner, idx);
 	if (dog_write_object(vid_to_data_oid(in->vid, idx), cow, buf, len,
@@ -698,10 +760,7 @@ int write_chunk(struct vdi_inode *in, uint32_t idx, const uint8_t *buf,
 		return -1;
 	if (!create)
 		return 0;
-	if (set_index_entry(in->vid, &in->h, idx, in->vid))
-		return -1;
-	in->index[idx] = in->vid;
-	return 0;
+	return vi_set(in->vi, idx, in->vid);
 }
 
 static void flush_vdi(uint32_t vid)
@@ -729,9 +788,6 @@ static int vdi_write(int argc, char **argv)
 	ret = open_vdi(argv[0], 0, "", &in, true);
 	if (ret)
 		return ret;
-	ret = reject_hyper(&in, "Writing");
-	if (ret)
-		goto out;
 	ret = EXIT_FAILURE;
 	if (off > in.h.vdi_size) {
 		fprintf(stderr, "Write offset is beyond the end of the VDI\n");

@@ -40,12 +40,19 @@ struct vdi_opts {
 
 extern struct vdi_opts vopt;
 
-/* a VDI's inode header and (for flat VDIs) its data index */
+/*
+ * A VDI's inode header and, opened with its index, the index for vi_*
+ * (flat or B-tree) and for flat VDIs the array of it (@index, kept in
+ * step by vi_set).  An opened vdi_inode must not be copied: @vi refers
+ * to its @io.
+ */
 struct vdi_inode {
 	uint32_t vid;
 	struct sd_inode_header h;
 	uint32_t nr;
 	uint32_t *index;
+	struct vdi_index *vi;
+	struct dog_index_io io;
 };
 
 struct new_vdi {

@@ -16,35 +16,43 @@
 #include "proto.h"
 #include "util.h"
 #include "vdi.h"
+#include "vindex.h"
 
 /* ---- object map ---- */
 
+static int map_entry(uint32_t idx, uint32_t vid, void *arg)
+{
+	printf("%08" PRIu32 " %8" PRIx32 "\n", idx, vid);
+	return 0;
+}
+
+/* the allocated entries of the index, flat or B-tree */
 int object_map(int argc, char **argv)
 {
 	struct vdi_inode in;
+	uint32_t owner;
 	int ret;
 
 	ret = open_vdi(argv[0], vopt.snapid, vopt.tag, &in, true);
 	if (ret)
 		return ret;
-	ret = reject_hyper(&in, "Mapping the objects");
-	if (ret)
-		goto out;
-	if (vopt.index_set && vopt.index >= in.nr) {
+	ret = EXIT_FAILURE;
+	if (vopt.index_set && vopt.index >= inode_nr_objs(&in.h)) {
 		fprintf(stderr, "The offset is too large!\n");
-		ret = EXIT_FAILURE;
 		goto out;
 	}
 	printf("Index       VID\n");
 	if (vopt.index_set) {
-		uint32_t i = (uint32_t)vopt.index;
-
-		printf("%08" PRIu32 " %8" PRIx32 "\n", i, in.index[i]);
-		goto out;
+		if (vi_get(in.vi, (uint32_t)vopt.index, &owner))
+			goto fail;
+		map_entry((uint32_t)vopt.index, owner, NULL);
+	} else if (vi_for_each(in.vi, map_entry, NULL)) {
+		goto fail;
 	}
-	for (uint32_t i = 0; i < in.nr; i++)
-		if (in.index[i])
-			printf("%08" PRIu32 " %8" PRIx32 "\n", i, in.index[i]);
+	ret = EXIT_SUCCESS;
+	goto out;
+fail:
+	fprintf(stderr, "Failed to read the index\n");
 out:
 	free_inode(&in);
 	return ret;
