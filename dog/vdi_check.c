@@ -21,6 +21,7 @@
 #include "proto.h"
 #include "util.h"
 #include "vdi.h"
+#include "vindex.h"
 
 #define DIGEST_LEN		20
 #define OIDS_PER_REQUEST	65536
@@ -274,21 +275,59 @@ static int check_existence(const char *name, const uint64_t *oids,
 
 /* ---- the whole VDI ---- */
 
+static int add_data(uint32_t idx, uint32_t vid, void *arg)
+{
+	oid_list_add(arg, vid_to_data_oid(vid, idx));
+	return 0;
+}
+
+static int add_leaf(uint64_t oid, void *arg)
+{
+	oid_list_add(arg, oid);
+	return 0;
+}
+
 /*
- * Check VDI @in (header and, for flat VDIs, index read) named @name.
+ * The objects of @in: its inode, the leaf objects of a hyper volume (first,
+ * so that a repaired leaf is there for what reads it next) and the data
+ * objects.  0, or -1 if the index could not be read.
+ */
+static int vdi_oids(struct vdi_inode *in, struct oid_list *l)
+{
+	struct vdi_index *vi = in->vi;
+	struct dog_index_io io;
+	int ret = 0;
+
+	oid_list_add(l, vid_to_vdi_oid(in->vid));
+	if (!in->h.store_policy) {
+		for (uint32_t i = 0; i < in->nr; i++)
+			if (in->index[i])
+				add_data(i, in->index[i], l);
+		return 0;
+	}
+	/* cluster check hands over the header only */
+	if (!vi)
+		vi = open_vdi_index(&io, in->vid, &in->h, NULL, 0);
+	if (!vi)
+		return -1;
+	if (vi_for_each_leaf(vi, add_leaf, l) || vi_for_each(vi, add_data, l))
+		ret = -1;
+	if (vi != in->vi)
+		vi_close(vi);
+	return ret;
+}
+
+/*
+ * Check VDI @in named @name: its header and, for a flat VDI, its index
+ * read (a hyper volume's is read here when @in has none open).
  * Returns an exit code: 1 if something could not be checked or repaired.
  */
 int check_vdi(const char *name, struct vdi_inode *in, bool exist_only)
 {
 	uint32_t obj = inode_obj_size(&in->h);
-	uint64_t *oids;
-	size_t nr = 0;
+	struct oid_list l = { 0 };
 	int copies = in->h.nr_copies, ret = EXIT_SUCCESS;
 
-	if (in->h.store_policy) {
-		fprintf(stderr, "Checking hyper volumes is not supported\n");
-		return EXIT_FAILURE;
-	}
 	if (in->h.copy_policy) {
 		if (nr_storage_zones() < copies)
 			fprintf(stderr, "ABORT: Not enough active zones for "
@@ -301,24 +340,23 @@ int check_vdi(const char *name, struct vdi_inode *in, bool exist_only)
 	if (!copies)
 		copies = SD_DEFAULT_COPIES;
 
-	oids = xmalloc(sizeof(*oids) * ((size_t)in->nr + 1));
-	oids[nr++] = vid_to_vdi_oid(in->vid);
-	for (uint32_t i = 0; i < in->nr; i++)
-		if (in->index[i])
-			oids[nr++] = vid_to_data_oid(in->index[i], i);
-
+	if (vdi_oids(in, &l)) {
+		fprintf(stderr, "Failed to read the index of %s\n", name);
+		free(l.oids);
+		return EXIT_FAILURE;
+	}
 	if (exist_only) {
-		ret = check_existence(name, oids, nr, copies);
-		free(oids);
+		ret = check_existence(name, l.oids, l.nr, copies);
+		free(l.oids);
 		return ret;
 	}
-	for (size_t i = 0; i < nr; i++) {
-		if (check_object(oids[i], copies))
+	for (size_t i = 0; i < l.nr; i++) {
+		if (check_object(l.oids[i], copies))
 			ret = EXIT_FAILURE;
-		show_progress((uint64_t)(i + 1) * obj, (uint64_t)nr * obj);
+		show_progress((uint64_t)(i + 1) * obj, (uint64_t)l.nr * obj);
 	}
 	printf("finish check&repair %s\n", name);
-	free(oids);
+	free(l.oids);
 	return ret;
 }
 
