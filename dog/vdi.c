@@ -909,16 +909,26 @@ static void ask_nodes(uint64_t oid)
 	}
 }
 
-static int data_entry(const struct vdi_inode *in, uint32_t idx,
-		      uint32_t *owner)
+/*
+ * The owner of data index @idx of @in (opened without its index): one
+ * entry read from a flat index, a lookup in a hyper volume's B-tree.
+ * Returns 0 or an exit code.
+ */
+int data_entry(const struct vdi_inode *in, uint32_t idx, uint32_t *owner)
 {
+	struct dog_index_io io;
+	struct vdi_index *vi;
 	uint8_t buf[4];
+	int ret;
 
 	*owner = 0;
 	if (in->h.store_policy) {
-		fprintf(stderr, "Locating data objects of hyper volumes is "
-			"not supported\n");
-		return EXIT_FAILURE;
+		vi = open_vdi_index(&io, in->vid, &in->h, NULL, 0);
+		if (!vi)
+			return EXIT_FAILURE;
+		ret = vi_get(vi, idx, owner);
+		vi_close(vi);
+		return ret ? EXIT_FAILURE : 0;
 	}
 	if (idx >= SD_INODE_DATA_INDEX)
 		return 0;

@@ -77,6 +77,7 @@ int clear_index(struct vdi_inode *in);
 int del_vdi(const char *name, uint32_t snapid, const char *tag);
 int delete_vdi_inode(struct vdi_inode *in, const char *name, uint32_t snapid,
 		     const char *tag);
+int data_entry(const struct vdi_inode *in, uint32_t idx, uint32_t *owner);
 int write_chunk(struct vdi_inode *in, uint32_t idx, const uint8_t *buf,
 		uint32_t len, uint32_t ooff);
 ssize_t read_full(int fd, uint8_t *buf, size_t len);

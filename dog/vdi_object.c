@@ -246,7 +246,6 @@ int vdi_track(int argc, char **argv)
 		oid = vopt.oid;
 		idx = data_oid_to_idx(oid);
 	} else if (vopt.index_set) {
-		uint8_t buf[4];
 		uint32_t owner;
 
 		if (vopt.index > UINT32_MAX) {
@@ -254,17 +253,9 @@ int vdi_track(int argc, char **argv)
 			return EXIT_FAILURE;
 		}
 		idx = (uint32_t)vopt.index;
-		ret = reject_hyper(&in, "Tracking data objects");
+		ret = data_entry(&in, idx, &owner);
 		if (ret)
 			return ret;
-		if (idx >= SD_INODE_DATA_INDEX)
-			owner = 0;
-		else if (dog_read_object(vid_to_vdi_oid(in.vid), buf,
-					 sizeof(buf),
-					 SD_INODE_INDEX_OFFSET + 4 * idx, 0, 0))
-			return EXIT_FAILURE;
-		else
-			owner = get_le32(buf);
 		if (!owner) {
 			printf("The inode object 0x%" PRIx32 " idx %" PRIu32
 			       " is not allocated\n", in.vid, idx);
