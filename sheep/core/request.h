@@ -56,6 +56,9 @@ struct request {
 	uint32_t cseq;			/* cluster ops: our message number */
 	uint32_t aux;			/* cluster ops: work part -> main part */
 	bool internal;			/* issued by the daemon itself */
+	bool flat_index;		/* an index write that is a flat
+					 * entry (DISCARD_OBJ): refused on
+					 * a hyper volume */
 	bool slot_held;			/* holds its object's write slot */
 	struct list_head slot_list;	/* in its object's slot (gateway) */
 	uint32_t asked_rec;		/* the recovery that looked for its

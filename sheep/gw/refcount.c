@@ -115,6 +115,9 @@ static int index_update(struct request *req)
 	ret = hyper_volume(oid, copies, &hyper);
 	if (ret != SD_RES_SUCCESS)
 		return ret;
+	/* a discard would zero 4 bytes of the B-tree root */
+	if (hyper && req->flat_index)
+		return SD_RES_NO_SUPPORT;
 	if (hyper)
 		return gw_exec_sync(SD_OP_WRITE_OBJ, oid, req->data, len, off,
 				    copies, req->rq.flags);

@@ -674,9 +674,12 @@ static int local_discard(struct request *req)
 	struct vdi_info *vi = vdi_get(vid, false);
 	struct request *r;
 
-	if (!is_data_obj(oid) || !vi || vi->snapshot || vi->deleted)
+	/* a flat index has 2^20 entries: no offset past them */
+	if (!is_data_obj(oid) || !vi || vi->snapshot || vi->deleted ||
+	    data_oid_to_idx(oid) >= SD_INODE_DATA_INDEX)
 		return SD_RES_INVALID_PARMS;
 	r = alloc_request(4);
+	r->flat_index = true;
 	r->rq.opcode = SD_OP_WRITE_OBJ;
 	r->rq.proto_ver = SD_PROTO_VER;
 	r->rq.flags = SD_FLAG_CMD_WRITE;
