@@ -37,7 +37,9 @@ int object_map(int argc, char **argv)
 	if (ret)
 		return ret;
 	ret = EXIT_FAILURE;
-	if (vopt.index_set && vopt.index >= inode_nr_objs(&in.h)) {
+	/* 64 bits: a 16 PiB hyper volume has 2^32 objects */
+	if (vopt.index_set && vopt.index >= DIV_ROUND_UP(in.h.vdi_size,
+			(uint64_t)inode_obj_size(&in.h))) {
 		fprintf(stderr, "The offset is too large!\n");
 		goto out;
 	}
