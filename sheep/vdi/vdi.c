@@ -7,6 +7,8 @@
  * of every node and update the VDI table (state/vdi.h).
  */
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "btree.h"
@@ -619,11 +621,24 @@ int vdi_notify_restore(const struct sd_req *req, struct sd_rsp *rsp,
 
 /* ---- DEL_VDI (objects.md §10.2) ---- */
 
-/* a hyper volume's objects, removed without reference counting (§10.2) */
+/*
+ * A hyper volume's objects, removed without reference counting (§10.2).
+ * DEL_VDI's reply waits for the removals and dog waits 30 s for a reply,
+ * so they go DEL_THREADS at a time: on 3 local nodes sharing 2 busy
+ * cores 20,000 removals took 4 s one at a time, 2.9 s 8 at a time; on a
+ * network the round trips overlap too.  A volume of millions of objects
+ * still outlasts dog's wait (the sheep goes on removing).
+ */
+#define DEL_BATCH	65536
+#define DEL_THREADS	8
+
 struct hyper_del {
 	uint32_t vid;
 	uint8_t copies;
-	int ret;
+	int ret;		/* the first failure */
+	uint64_t *oids;		/* DEL_BATCH, to remove */
+	size_t nr, next;
+	pthread_mutex_t lock;
 };
 
 static int read_node(void *arg, uint64_t oid, uint8_t *buf)
@@ -641,12 +656,57 @@ static int no_write(void *arg, uint64_t oid, const uint8_t *buf,
 	return -1;	/* a walk writes nothing */
 }
 
-static int remove_object(struct hyper_del *d, uint64_t oid)
+/* take the next oid of the batch and remove it, until none is left */
+static void *remove_thread(void *arg)
 {
-	d->ret = gw_exec_sync(SD_OP_REMOVE_OBJ, oid, NULL, 0, 0, d->copies, 0);
-	if (d->ret == SD_RES_NO_OBJ)
-		d->ret = SD_RES_SUCCESS;	/* a retry after a failure */
+	struct hyper_del *d = arg;
+
+	for (;;) {
+		size_t i = SIZE_MAX;
+		int ret;
+
+		pthread_mutex_lock(&d->lock);
+		if (d->next < d->nr && d->ret == SD_RES_SUCCESS)
+			i = d->next++;
+		pthread_mutex_unlock(&d->lock);
+		if (i == SIZE_MAX)
+			return NULL;
+		ret = gw_exec_sync(SD_OP_REMOVE_OBJ, d->oids[i], NULL, 0, 0,
+				   d->copies, 0);
+		/* NO_OBJ: removed by an earlier try that failed later */
+		if (ret == SD_RES_SUCCESS || ret == SD_RES_NO_OBJ)
+			continue;
+		pthread_mutex_lock(&d->lock);
+		if (d->ret == SD_RES_SUCCESS)
+			d->ret = ret;
+		pthread_mutex_unlock(&d->lock);
+	}
+}
+
+/* remove the batch; 0, or -1 with d->ret set */
+static int remove_batch(struct hyper_del *d)
+{
+	pthread_t t[DEL_THREADS];
+	int n;
+
+	if (!d->nr)
+		return d->ret == SD_RES_SUCCESS ? 0 : -1;
+	d->next = 0;
+	for (n = 0; n < DEL_THREADS; n++)
+		if (pthread_create(&t[n], NULL, remove_thread, d))
+			break;
+	if (!n)
+		remove_thread(d);
+	for (int i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	d->nr = 0;
 	return d->ret == SD_RES_SUCCESS ? 0 : -1;
+}
+
+static int add_oid(struct hyper_del *d, uint64_t oid)
+{
+	d->oids[d->nr++] = oid;
+	return d->nr == DEL_BATCH ? remove_batch(d) : 0;
 }
 
 static int remove_data(uint32_t idx, uint32_t vid, void *arg)
@@ -656,34 +716,41 @@ static int remove_data(uint32_t idx, uint32_t vid, void *arg)
 	/* without snapshots every entry is the volume's own */
 	if (vid != d->vid)
 		return 0;
-	return remove_object(d, vid_to_data_oid(vid, idx));
+	return add_oid(d, vid_to_data_oid(vid, idx));
 }
 
 static int remove_leaf(uint64_t oid, void *arg)
 {
-	return remove_object(arg, oid);
+	return add_oid(arg, oid);
 }
 
 /* the data objects, then the leaf objects the walk read them from */
 static int remove_hyper_objects(uint32_t vid, uint8_t copies)
 {
-	struct hyper_del d = { vid, copies, SD_RES_SUCCESS };
+	struct hyper_del d = {
+		.vid = vid, .copies = copies, .ret = SD_RES_SUCCESS,
+	};
 	struct bt_io io = { read_node, no_write, &d };
 	uint8_t *root = xmalloc(BT_NODE_SIZE), *scratch = xmalloc(BT_NODE_SIZE);
 	int ret;
 
+	d.oids = xmalloc(DEL_BATCH * sizeof(*d.oids));
+	pthread_mutex_init(&d.lock, NULL);
 	ret = gw_exec_sync(SD_OP_READ_OBJ, vid_to_vdi_oid(vid), root,
 			   BT_NODE_SIZE, SD_INODE_INDEX_OFFSET, copies, 0);
 	if (ret != SD_RES_SUCCESS)
 		goto out;
 	if (bt_for_each(root, &io, scratch, remove_data, &d) ||
-	    bt_for_each_leaf(root, remove_leaf, &d)) {
+	    remove_batch(&d) || bt_for_each_leaf(root, remove_leaf, &d) ||
+	    remove_batch(&d)) {
 		/* a bad node: the inode stays, as when a removal fails */
 		ret = d.ret != SD_RES_SUCCESS ? d.ret : SD_RES_EIO;
 		sd_err("removing the objects of hyper volume %" PRIx32
 		       " failed: %s", vid, sd_strerror((uint32_t)ret));
 	}
 out:
+	pthread_mutex_destroy(&d.lock);
+	free(d.oids);
 	free(root);
 	free(scratch);
 	return ret;
