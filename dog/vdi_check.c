@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * dog vdi check (dog.md §2.17, cluster.md §10): compare the replicas of
- * the inode and of every allocated data object of a VDI and repair the
- * ones that are missing or differ from the majority.
+ * the inode, of every allocated data object of a VDI and of a hyper
+ * volume's leaf objects, and repair the ones that are missing or differ
+ * from the majority.
  *
  * For each object dog computes its targets from the current node list and
  * asks each target for the SHA-1 of its copy (GET_HASH).  A Boyer-Moore
