@@ -97,17 +97,17 @@ srcs_nbd()
 srcs_backup()
 {
 	echo tests/fuzz/fuzz_backup.c lib/proto.c lib/util.c lib/log.c lib/hash.c \
-		lib/net.c $(ls dog/*.c)
+		lib/net.c lib/btree.c lib/vindex.c $(ls dog/*.c)
 }
 srcs_dog_reply()
 {
 	echo tests/fuzz/fuzz_dog_reply.c lib/proto.c lib/util.c lib/log.c \
-		lib/hash.c lib/net.c $(ls dog/*.c)
+		lib/hash.c lib/net.c lib/btree.c lib/vindex.c $(ls dog/*.c)
 }
 srcs_snapshot()
 {
 	echo tests/fuzz/fuzz_snapshot.c lib/proto.c lib/util.c lib/log.c \
-		lib/hash.c lib/net.c $(ls dog/*.c)
+		lib/hash.c lib/net.c lib/btree.c lib/vindex.c $(ls dog/*.c)
 }
 srcs_cluster_msg()
 {
