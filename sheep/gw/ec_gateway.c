@@ -28,6 +28,7 @@
 #include "util.h"
 #include "gw/ec_gateway.h"
 #include "gw/ec_resolve.h"
+#include "gw/sub.h"
 #include "net/peer.h"
 #include "state/cluster.h"
 #include "state/vdi.h"
@@ -126,15 +127,6 @@ static void op_finish(struct ec_op *op, uint32_t result)
 
 static void phase_done(struct ec_op *op);
 
-static void sub_local_complete(struct request *r)
-{
-	struct ec_sub *s = r->caller;
-
-	s->pr.rp = r->rp;
-	free(r);
-	s->pr.done(&s->pr, (int)s->pr.rp.result);
-}
-
 static void sub_done(struct peer_req *pr, int result)
 {
 	struct ec_sub *s = container_of(pr, struct ec_sub, pr);
@@ -145,26 +137,6 @@ static void sub_done(struct peer_req *pr, int result)
 	free(s);
 	if (!--op->pending)
 		phase_done(op);
-}
-
-static void sub_submit(struct ec_sub *s, const struct sd_node *n)
-{
-	struct request *r;
-
-	if (!node_is_self(n)) {
-		peer_submit(&n->nid, &s->pr);
-		return;
-	}
-	r = xzalloc(sizeof(*r));
-	INIT_LIST_HEAD(&r->list);
-	r->rq = s->pr.rq;
-	r->data = s->pr.rbuf ? s->pr.rbuf : (void *)s->pr.wbuf;
-	/* what request_done lets the reply's data_length be */
-	r->data_len = s->pr.rbuf ? s->pr.rbuf_len : s->pr.rq.data_length;
-	r->internal = true;
-	r->complete = sub_local_complete;
-	r->caller = s;
-	request_submit(r);
 }
 
 static void sub_setup(struct ec_op *op, struct ec_sub *s, uint8_t opcode,
@@ -226,7 +198,7 @@ static bool fan_out(struct ec_op *op, enum phase phase, uint8_t opcode,
 		s = xzalloc(sizeof(*s));
 		sub_setup(op, s, opcode, i);
 		s->pr.rq.obj.oid = oid;
-		sub_submit(s, &op->nodes[i]);
+		gw_peer_submit(&s->pr, &op->nodes[i]);
 	}
 	return nr > 0;
 }

@@ -18,6 +18,7 @@
 #include "core/request.h"
 #include "gw/ec_gateway.h"
 #include "gw/gw.h"
+#include "gw/sub.h"
 #include "net/peer.h"
 #include "state/cluster.h"
 #include "state/vdi.h"
@@ -326,37 +327,6 @@ static void gw_finish(struct request *req, uint32_t result)
 	request_done(req);
 }
 
-static void sub_local_complete(struct request *r)
-{
-	struct gw_sub *s = r->caller;
-
-	s->pr.rp = r->rp;
-	free(r);
-	s->pr.done(&s->pr, (int)s->pr.rp.result);
-}
-
-/*
- * The local copy goes through the same peer path as a remote one, so that
- * it meets the same epoch checks and waits for recovery the same way.
- */
-static void sub_submit(struct gw_sub *s, const struct sd_node *n)
-{
-	struct request *r;
-
-	if (!node_is_self(n)) {
-		peer_submit(&n->nid, &s->pr);
-		return;
-	}
-	r = xzalloc(sizeof(*r));
-	INIT_LIST_HEAD(&r->list);
-	r->rq = s->pr.rq;
-	r->data = s->pr.rbuf ? s->pr.rbuf : (void *)s->pr.wbuf;
-	r->internal = true;
-	r->complete = sub_local_complete;
-	r->caller = s;
-	request_submit(r);
-}
-
 static void build_peer_req(struct request *req, struct gw_sub *s, int idx)
 {
 	s->pr.rq = req->rq;
@@ -396,7 +366,7 @@ static void gw_write(struct request *req, const struct vnode_ring *ring,
 		build_peer_req(req, s, i);
 		s->pr.wbuf = req->data;
 		s->pr.done = write_sub_done;
-		sub_submit(s, &ring->nodes[tgt[i]]);
+		gw_peer_submit(&s->pr, &ring->nodes[tgt[i]]);
 	}
 }
 
@@ -446,7 +416,7 @@ static void read_try_next(struct request *req)
 	s->pr.rbuf = req->data;
 	s->pr.rbuf_len = req->rq.data_length;
 	s->pr.done = read_sub_done;
-	sub_submit(s, &rs->nodes[rs->next++]);
+	gw_peer_submit(&s->pr, &rs->nodes[rs->next++]);
 }
 
 static void gw_read(struct request *req, const struct vnode_ring *ring,
@@ -691,7 +661,7 @@ void gateway_flush(struct request *req)
 		sd_init_req(&s->pr.rq, SD_OP_FLUSH_PEER);
 		s->pr.rq.epoch = cstate->epoch;
 		s->pr.done = flush_sub_done;
-		sub_submit(s, &v->ring.nodes[i]);
+		gw_peer_submit(&s->pr, &v->ring.nodes[i]);
 	}
 }
 

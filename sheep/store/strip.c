@@ -392,7 +392,9 @@ out:
 	return ret;
 }
 
-int store_strip_commit(struct obj_key k, uint64_t v)
+/* @fn(@k, @v) under the strip's lock, for a strip and a version */
+static int locked(struct obj_key k, uint64_t v,
+		  int (*fn)(struct obj_key k, uint64_t v))
 {
 	pthread_mutex_t *l = lock_of(k);
 	int ret;
@@ -400,9 +402,14 @@ int store_strip_commit(struct obj_key k, uint64_t v)
 	if (k.idx == OBJ_IDX_REPLICA || !v)
 		return SD_RES_INVALID_PARMS;
 	pthread_mutex_lock(l);
-	ret = commit_locked(k, v);
+	ret = fn(k, v);
 	pthread_mutex_unlock(l);
 	return ret;
+}
+
+int store_strip_commit(struct obj_key k, uint64_t v)
+{
+	return locked(k, v, commit_locked);
 }
 
 /* put back the old bytes of the records from @from on, newest first */
@@ -457,15 +464,7 @@ out:
 
 int store_strip_abort(struct obj_key k, uint64_t v)
 {
-	pthread_mutex_t *l = lock_of(k);
-	int ret;
-
-	if (k.idx == OBJ_IDX_REPLICA || !v)
-		return SD_RES_INVALID_PARMS;
-	pthread_mutex_lock(l);
-	ret = abort_locked(k, v);
-	pthread_mutex_unlock(l);
-	return ret;
+	return locked(k, v, abort_locked);
 }
 
 /* whether the new bytes of the last record are all on disk */
