@@ -346,20 +346,29 @@ static void write_prepare(struct ec_op *op)
 static void prepared(struct ec_op *op)
 {
 	uint64_t oid = op_oid(op);
-	uint32_t bad = SD_RES_SUCCESS;
+	uint32_t bad = SD_RES_SUCCESS, mine = 0;
 
-	for (int i = 0; i < op->n; i++)
+	for (int i = 0; i < op->n; i++) {
 		if (op->res[i] != SD_RES_SUCCESS && bad == SD_RES_SUCCESS)
 			bad = op->res[i];
+		/*
+		 * STALE_OBJ: the target holds version v or later already,
+		 * another gateway's: an ABORT of v there would undo that
+		 * one's write, which its client may have been told of
+		 */
+		if (op->res[i] != SD_RES_STALE_OBJ)
+			mine |= 1u << i;
+	}
 	if (bad != SD_RES_SUCCESS) {
-		/* nobody was told: undo it everywhere, then retry */
+		/* nobody was told: undo it where it may be ours, retry */
 		vcache_set(oid, 0);
 		sd_debug("object %" PRIx64 ": version %" PRIu64 " not "
 			 "prepared everywhere (%s): aborting", oid, op->v,
 			 sd_strerror(bad));
 		op_answer(op, bad == SD_RES_STALE_OBJ ? SD_RES_NETWORK_ERROR :
 			  bad);
-		fan_out(op, P_ABORT, SD_OP_EC_ABORT, oid, all_mask(op));
+		if (!fan_out(op, P_ABORT, SD_OP_EC_ABORT, oid, mine))
+			op_free(op);
 		return;
 	}
 	vcache_set(oid, op->v + 1);
