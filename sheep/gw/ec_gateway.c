@@ -11,6 +11,10 @@
  * object's write slot, so versions of one object are prepared one after
  * the other, as ec_resolve needs.
  *
+ * A write that does not cover whole stripes first reads the stripes it
+ * touches (the read path below, at the version before its own), overlays
+ * its bytes and writes them whole.
+ *
  * A read: EC_READ of the range's stripes from the D data strips; if they
  * all answer at one version with nothing pending, they are joined.  Else
  * every strip is read, a version in doubt is resolved, and D strips of the
@@ -57,6 +61,8 @@ struct ec_op {
 	uint32_t s0, ns;		/* its stripes */
 	uint8_t *strip[EC_MAX_STRIPS];
 	uint8_t *statebuf;
+	uint8_t *merged;		/* read-modify-write: the stripes */
+	bool rmw;
 	uint32_t res[EC_MAX_STRIPS];
 	struct sd_rsp rsp[EC_MAX_STRIPS];
 	uint64_t charged;
@@ -104,6 +110,7 @@ static void op_free(struct ec_op *op)
 	for (int i = 0; i < op->n; i++)
 		free(op->strip[i]);
 	free(op->statebuf);
+	free(op->merged);
 	budget_release(op->charged);
 	free(op);
 }
@@ -222,7 +229,7 @@ static void ask_state(struct ec_op *op)
 	fan_out(op, P_STATE, SD_OP_EC_STATE, op_oid(op), all_mask(op));
 }
 
-static void write_prepare(struct ec_op *op);
+static void write_go(struct ec_op *op);
 static void read_all(struct ec_op *op);
 
 /* the states: 0, or SD_RES_* to fail with; *@answered the mask */
@@ -293,7 +300,7 @@ static void states_done(struct ec_op *op)
 		if (op->req->rq.opcode == SD_OP_READ_OBJ)
 			read_all(op);
 		else
-			write_prepare(op);
+			write_go(op);
 		return;
 	}
 	for (int i = 0; i < op->n; i++) {
@@ -336,9 +343,9 @@ static int alloc_strips(struct ec_op *op)
 
 static void write_prepare(struct ec_op *op)
 {
-	struct request *req = op->req;
+	const uint8_t *src = op->merged ? op->merged : op->req->data;
 
-	ec_split(&op->code, req->data, op->ns, op->strip);
+	ec_split(&op->code, src, op->ns, op->strip);
 	ec_encode(&op->code, op->slen, op->strip, op->strip + op->d);
 	fan_out(op, P_PREPARE, SD_OP_EC_PREPARE, op_oid(op), all_mask(op));
 }
@@ -377,6 +384,33 @@ static void prepared(struct ec_op *op)
 	fan_out(op, P_COMMIT, SD_OP_EC_COMMIT, oid, all_mask(op));
 }
 
+static void data_read_start(struct ec_op *op);
+
+/* the version is known: write, or first read the stripes to merge into */
+static void write_go(struct ec_op *op)
+{
+	if (op->rmw)
+		data_read_start(op);
+	else
+		write_prepare(op);
+}
+
+/* the stripes as they are, read: overlay the client's bytes, write them */
+static void rmw_merge(struct ec_op *op, uint8_t *stripes)
+{
+	struct request *req = op->req;
+	uint32_t off = req->rq.obj.offset - op->s0 * STRIPE;
+
+	if (!op->merged) {
+		op->charged += (uint64_t)op->ns * STRIPE;
+		budget_charge((uint64_t)op->ns * STRIPE);
+	}
+	free(op->merged);
+	op->merged = stripes;
+	memcpy(stripes + off, req->data, req->rq.data_length);
+	write_prepare(op);
+}
+
 static void write_start(struct ec_op *op)
 {
 	uint64_t *next = vcache_slot(op_oid(op));
@@ -384,7 +418,7 @@ static void write_start(struct ec_op *op)
 	alloc_strips(op);
 	if (next) {
 		op->v = *next;
-		write_prepare(op);
+		write_go(op);
 		return;
 	}
 	ask_state(op);
@@ -400,6 +434,10 @@ static void read_reply(struct ec_op *op, uint8_t *const *data)
 	uint8_t *buf = xmalloc((size_t)op->ns * STRIPE);
 
 	ec_join(&op->code, data, op->ns, buf);
+	if (op->rmw) {
+		rmw_merge(op, buf);
+		return;
+	}
 	memcpy(req->data, buf + off, req->rq.data_length);
 	free(buf);
 	req->rp.data_length = req->rq.data_length;
@@ -466,7 +504,10 @@ static void all_read(struct ec_op *op)
 			v = op->rsp[i].obj.offset;
 	}
 	if (missing == op->n) {
-		op_finish(op, SD_RES_NO_OBJ);
+		if (op->rmw)	/* never written: zeros */
+			rmw_merge(op, xzalloc((size_t)op->ns * STRIPE));
+		else
+			op_finish(op, SD_RES_NO_OBJ);
 		return;
 	}
 	if (doubt) {
@@ -505,11 +546,16 @@ static void data_read(struct ec_op *op)
 	read_reply(op, op->strip);
 }
 
+static void data_read_start(struct ec_op *op)
+{
+	fan_out(op, P_DATA_READ, SD_OP_EC_READ, op_oid(op),
+		(1u << op->d) - 1);
+}
+
 static void read_start(struct ec_op *op)
 {
 	alloc_strips(op);
-	fan_out(op, P_DATA_READ, SD_OP_EC_READ, op_oid(op),
-		(1u << op->d) - 1);
+	data_read_start(op);
 }
 
 /* ---- phases ---- */
@@ -558,11 +604,12 @@ void gw_ec_start(struct request *req, uint8_t policy,
 	op->d = op->code.d;
 	op->n = n;
 	memcpy(op->nodes, nodes, sizeof(nodes[0]) * (size_t)n);
-	/* writes cover whole stripes (QEMU and NBD write sectors) */
-	if (!read && (off % STRIPE || len % STRIPE || !len)) {
+	if (!read && !len) {
 		op_finish(op, SD_RES_INVALID_PARMS);
 		return;
 	}
+	/* QEMU and NBD write whole sectors, so whole stripes */
+	op->rmw = !read && (off % STRIPE || len % STRIPE);
 	op->s0 = off / STRIPE;
 	op->ns = (off + len + STRIPE - 1) / STRIPE - op->s0;
 	op->soff = op->s0 * (uint32_t)op->code.strip;
