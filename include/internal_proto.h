@@ -124,6 +124,25 @@
  * 1 if pending, 2 if pending and cut short (store.h STRIP_*)
  */
 #define SD_OP_EC_READ			0xED
+/*
+ * EC_PREPARE builds on the version it names, prev (below the version, 0
+ * for the first write): obj.tgt_epoch holds its low 32 bits, obj.pad the
+ * high ones.  A strip that holds an older version answers NO_OBJ (it
+ * missed one the others committed), a newer one STALE_OBJ.
+ * EC_INSTALL replaces the whole strip (obj.offset 0, data_length the
+ * strip's size) by the payload, committed at version obj.cow_oid.
+ */
+#define SD_OP_EC_INSTALL		0xEE
+static inline uint64_t ec_prev_get(const struct sd_req *rq)
+{
+	return rq->obj.tgt_epoch | (uint64_t)rq->obj.pad << 32;
+}
+
+static inline void ec_prev_set(struct sd_req *rq, uint64_t prev)
+{
+	rq->obj.tgt_epoch = (uint32_t)prev;
+	rq->obj.pad = (uint32_t)(prev >> 32);
+}
 #define EC_STATE_ENTRY			24
 #define EC_STATE_LEN			(24 + 16 * EC_STATE_ENTRY)
 

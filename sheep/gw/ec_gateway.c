@@ -15,6 +15,11 @@
  * touches (the read path below, at the version before its own), overlays
  * its bytes and writes them whole.
  *
+ * A strip that missed a version the others committed (its target did not
+ * answer when a version in doubt was resolved) refuses a PREPARE that
+ * builds on that version: the object is read whole, the strip rebuilt
+ * from the others (EC_INSTALL) and the write retried.
+ *
  * A read: EC_READ of the range's stripes from the D data strips; if they
  * all answer at one version with nothing pending, they are joined.  Else
  * every strip is read, a version in doubt is resolved, and D strips of the
@@ -44,7 +49,7 @@
 
 enum phase {
 	P_STATE, P_RESOLVE, P_PREPARE, P_COMMIT, P_ABORT, P_DATA_READ,
-	P_READ,
+	P_READ, P_HEAL_READ, P_INSTALL,
 };
 
 struct ec_op {
@@ -57,6 +62,8 @@ struct ec_op {
 	enum phase phase;
 	int pending, rounds;
 	uint64_t v;
+	uint64_t prev;			/* the version v builds on */
+	uint32_t behind;		/* strips to rebuild first */
 	uint32_t soff, slen;		/* the range within every strip */
 	uint32_t s0, ns;		/* its stripes */
 	uint8_t *strip[EC_MAX_STRIPS];
@@ -74,25 +81,31 @@ struct ec_sub {
 	int i;
 };
 
-static struct {
-	uint64_t oid, next;
+/* per object: the version its next write gets, the one that builds on */
+static struct vcache_ent {
+	uint64_t oid, next, prev;
 } vcache[VCACHE];
+
+static struct vcache_ent *vcache_get(uint64_t oid)
+{
+	uint64_t h = oid * UINT64_C(0x9e3779b97f4a7c15);
+
+	return vcache[h % VCACHE].oid == oid ? &vcache[h % VCACHE] : NULL;
+}
 
 static uint64_t *vcache_slot(uint64_t oid)
 {
-	uint64_t h = oid * UINT64_C(0x9e3779b97f4a7c15);
+	struct vcache_ent *e = vcache_get(oid);
 
-	if (vcache[h % VCACHE].oid != oid)
-		return NULL;
-	return &vcache[h % VCACHE].next;
+	return e ? &e->next : NULL;
 }
 
-static void vcache_set(uint64_t oid, uint64_t next)
+static void vcache_set(uint64_t oid, uint64_t next, uint64_t prev)
 {
 	uint64_t h = oid * UINT64_C(0x9e3779b97f4a7c15);
 
-	vcache[h % VCACHE].oid = next ? oid : 0;
-	vcache[h % VCACHE].next = next;
+	vcache[h % VCACHE] = (struct vcache_ent){ .oid = next ? oid : 0,
+		.next = next, .prev = prev };
 }
 
 uint8_t gw_ec_policy(uint64_t oid)
@@ -163,6 +176,9 @@ static void sub_setup(struct ec_op *op, struct ec_sub *s, uint8_t opcode,
 	rq->obj.cow_oid = op->v;
 	switch (opcode) {
 	case SD_OP_EC_PREPARE:
+		ec_prev_set(rq, op->prev);
+		/* fall through */
+	case SD_OP_EC_INSTALL:
 		rq->flags = SD_FLAG_CMD_WRITE;
 		rq->data_length = op->slen;
 		rq->obj.offset = op->soff;
@@ -276,7 +292,7 @@ static void states_done(struct ec_op *op)
 	enum ec_holds t[EC_MAX_STRIPS];
 	uint32_t answered, ret, holders = 0;
 	bool ans[EC_MAX_STRIPS];
-	uint64_t vp, high = 0;
+	uint64_t vp, high = 0, committed = 0;
 
 	ret = collect_states(op, st, &answered);
 	if (ret != SD_RES_SUCCESS) {
@@ -289,6 +305,8 @@ static void states_done(struct ec_op *op)
 		ans[i] = answered & (1u << i);
 		if (ans[i] && st[i].high > high)
 			high = st[i].high;
+		if (ans[i] && st[i].committed > committed)
+			committed = st[i].committed;
 	}
 	vp = ec_newest_pending(st, op->n, ans);
 	for (int i = 0; i < op->n; i++)
@@ -296,7 +314,12 @@ static void states_done(struct ec_op *op)
 			 PRIu64 " pending %d", i, ans[i], st[i].committed,
 			 st[i].high, st[i].nr_pending);
 	if (!vp) {
+		/*
+		 * nothing pending: the newest committed version is what a
+		 * majority's strips hold (a version commits on a majority)
+		 */
 		op->v = high + 1;
+		op->prev = committed;
 		if (op->req->rq.opcode == SD_OP_READ_OBJ)
 			read_all(op);
 		else
@@ -355,8 +378,12 @@ static void prepared(struct ec_op *op)
 	uint64_t oid = op_oid(op);
 	uint32_t bad = SD_RES_SUCCESS, mine = 0;
 
+	op->behind = 0;
 	for (int i = 0; i < op->n; i++) {
-		if (op->res[i] != SD_RES_SUCCESS && bad == SD_RES_SUCCESS)
+		if (op->res[i] == SD_RES_NO_OBJ)
+			op->behind |= 1u << i;
+		else if (op->res[i] != SD_RES_SUCCESS &&
+			 bad == SD_RES_SUCCESS)
 			bad = op->res[i];
 		/*
 		 * STALE_OBJ: the target holds version v or later already,
@@ -366,9 +393,22 @@ static void prepared(struct ec_op *op)
 		if (op->res[i] != SD_RES_STALE_OBJ)
 			mine |= 1u << i;
 	}
+	if (bad == SD_RES_SUCCESS && op->behind &&
+	    __builtin_popcount(op->behind) <= op->n - op->d) {
+		/* undo v, rebuild the strips that are behind, retry */
+		vcache_set(oid, 0, 0);
+		sd_info("object %" PRIx64 ": strips %#x missed a version "
+			"before %" PRIu64 ": rebuilding them", oid, op->behind,
+			op->v);
+		fan_out(op, P_ABORT, SD_OP_EC_ABORT, oid, all_mask(op));
+		return;
+	}
+	if (op->behind && bad == SD_RES_SUCCESS)
+		bad = SD_RES_NETWORK_ERROR;	/* more than P behind */
+	op->behind = 0;
 	if (bad != SD_RES_SUCCESS) {
 		/* nobody was told: undo it where it may be ours, retry */
-		vcache_set(oid, 0);
+		vcache_set(oid, 0, 0);
 		sd_debug("object %" PRIx64 ": version %" PRIu64 " not "
 			 "prepared everywhere (%s): aborting", oid, op->v,
 			 sd_strerror(bad));
@@ -378,7 +418,7 @@ static void prepared(struct ec_op *op)
 			op_free(op);
 		return;
 	}
-	vcache_set(oid, op->v + 1);
+	vcache_set(oid, op->v + 1, op->v);
 	op_answer(op, SD_RES_SUCCESS);
 	/* a COMMIT that gets lost is resolved by the next one to look */
 	fan_out(op, P_COMMIT, SD_OP_EC_COMMIT, oid, all_mask(op));
@@ -418,10 +458,86 @@ static void write_start(struct ec_op *op)
 	alloc_strips(op);
 	if (next) {
 		op->v = *next;
+		op->prev = vcache_get(op_oid(op))->prev;
 		write_go(op);
 		return;
 	}
 	ask_state(op);
+}
+
+/* ---- strips that missed a version: rebuilt from the others ---- */
+
+static void heal_read(struct ec_op *op)
+{
+	uint32_t size = op->req->obj_size;
+
+	for (int i = 0; i < op->n; i++)
+		free(op->strip[i]);
+	op->s0 = 0;
+	op->ns = size / STRIPE;
+	op->soff = 0;
+	op->slen = op->ns * (uint32_t)op->code.strip;
+	alloc_strips(op);
+	fan_out(op, P_HEAL_READ, SD_OP_EC_READ, op_oid(op), all_mask(op));
+}
+
+static bool usable(const struct ec_op *op, int i);
+
+/* every strip of the newest version D strips hold; false if none */
+static bool heal_decode(struct ec_op *op)
+{
+	uint8_t *in[EC_MAX_DATA], *data[EC_MAX_DATA];
+	int idx[EC_MAX_DATA], k = 0;
+	uint64_t v = 0;
+
+	for (int i = 0; i < op->n; i++)
+		if (usable(op, i) && !(op->behind & (1u << i)) &&
+		    op->rsp[i].obj.offset > v)
+			v = op->rsp[i].obj.offset;
+	for (int i = 0; i < op->n && k < op->d; i++)
+		if (usable(op, i) && !(op->behind & (1u << i)) &&
+		    op->rsp[i].obj.offset == v) {
+			idx[k] = i;
+			in[k++] = op->strip[i];
+		}
+	if (!v || k < op->d)
+		return false;
+	for (int j = 0; j < op->d; j++)
+		data[j] = xmalloc(op->slen);
+	if (ec_decode(&op->code, op->slen, idx, in, data)) {
+		for (int j = 0; j < op->d; j++)
+			free(data[j]);
+		return false;
+	}
+	for (int j = 0; j < op->d; j++) {
+		free(op->strip[j]);
+		op->strip[j] = data[j];
+	}
+	ec_encode(&op->code, op->slen, op->strip, op->strip + op->d);
+	op->v = v;
+	return true;
+}
+
+static void heal_install(struct ec_op *op)
+{
+	if (!heal_decode(op)) {
+		sd_info("object %" PRIx64 ": too few strips agree to rebuild "
+			"%#x", op_oid(op), op->behind);
+		op_finish(op, SD_RES_NETWORK_ERROR);
+		return;
+	}
+	fan_out(op, P_INSTALL, SD_OP_EC_INSTALL, op_oid(op), op->behind);
+}
+
+static void installed(struct ec_op *op)
+{
+	for (int i = 0; i < op->n; i++)
+		if (op->behind & (1u << i))
+			sd_notice("object %" PRIx64 ": strip %d rebuilt at "
+				  "version %" PRIu64 ": %s", op_oid(op), i,
+				  op->v, sd_strerror(op->res[i]));
+	/* the gateway retries the write, on the strips as they are now */
+	op_finish(op, SD_RES_NETWORK_ERROR);
 }
 
 /* ---- reads ---- */
@@ -572,9 +688,20 @@ static void phase_done(struct ec_op *op)
 	case P_PREPARE:
 		prepared(op);
 		break;
-	case P_COMMIT:
 	case P_ABORT:
+		if (op->behind && op->req) {
+			heal_read(op);
+			break;
+		}
+		/* fall through */
+	case P_COMMIT:
 		op_free(op);
+		break;
+	case P_HEAL_READ:
+		heal_install(op);
+		break;
+	case P_INSTALL:
+		installed(op);
 		break;
 	case P_READ:
 		all_read(op);

@@ -46,8 +46,13 @@ int strip_exec(const struct sd_req *rq, void *data, struct sd_rsp *rp,
 
 	switch (rq->opcode) {
 	case SD_OP_EC_PREPARE:
-		return store_strip_prepare(k, obj_size / d, v, data,
+		return store_strip_prepare(k, obj_size / d, v,
+					   ec_prev_get(rq), data,
 					   rq->data_length, rq->obj.offset);
+	case SD_OP_EC_INSTALL:
+		if (rq->obj.offset || rq->data_length != obj_size / d)
+			return SD_RES_INVALID_PARMS;
+		return store_strip_install(k, obj_size / d, v, data);
 	case SD_OP_EC_COMMIT:
 		return store_strip_commit(k, v);
 	case SD_OP_EC_ABORT:

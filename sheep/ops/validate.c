@@ -106,10 +106,16 @@ static bool strip_valid(const struct sd_req *rq)
 		return rq->data_length == EC_STATE_LEN;
 	if (!rq->obj.cow_oid && rq->opcode != SD_OP_EC_READ)
 		return false;
-	if (rq->opcode != SD_OP_EC_PREPARE && rq->opcode != SD_OP_EC_READ)
+	if (rq->opcode == SD_OP_EC_PREPARE &&
+	    ec_prev_get(rq) >= rq->obj.cow_oid)
+		return false;
+	if (rq->opcode != SD_OP_EC_PREPARE && rq->opcode != SD_OP_EC_READ &&
+	    rq->opcode != SD_OP_EC_INSTALL)
 		return !rq->data_length;
 	strip = sd_obj_size(oid, vdi_shift(oid_to_vid(oid))) /
 		(uint32_t)ec_policy_data(policy);
+	if (rq->opcode == SD_OP_EC_INSTALL)	/* the whole strip */
+		return !rq->obj.offset && rq->data_length == strip;
 	return rq->data_length &&
 	       (uint64_t)rq->obj.offset + rq->data_length <= strip;
 }

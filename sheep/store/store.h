@@ -131,9 +131,15 @@ struct strip_state {
 		bool complete;	/* its new bytes are all on disk */
 	} pending[STRIP_MAX_PENDING];
 };
-/* write @len bytes at @off of strip @k (created, zero, if it is not) */
+/*
+ * Write @len bytes at @off of strip @k (created, zero, if it is not and
+ * @prev is 0) on top of version @prev: SD_RES_NO_OBJ if the strip holds
+ * an older one (it must be rebuilt: store_strip_install), STALE_OBJ if a
+ * newer one
+ */
 int store_strip_prepare(struct obj_key k, uint32_t strip_size, uint64_t v,
-			const void *buf, uint32_t len, uint32_t off);
+			uint64_t prev, const void *buf, uint32_t len,
+			uint32_t off);
 /* versions up to @v are final; SD_RES_STALE_OBJ if @k never held @v */
 int store_strip_commit(struct obj_key k, uint64_t v);
 /* undo the versions from @v on; a later PREPARE of @v is refused */
@@ -148,8 +154,12 @@ int store_strip_state(struct obj_key k, struct strip_state *st);
 enum { STRIP_FINAL, STRIP_PENDING, STRIP_DOUBT };
 int store_strip_read(struct obj_key k, void *buf, uint32_t len, uint32_t off,
 		     uint64_t *version, int *state);
-/* a strip rebuilt whole holds version @v */
-int store_strip_set_version(struct obj_key k, uint64_t v);
+/*
+ * Strip @k rebuilt whole (@strip_size bytes of @buf) at committed version
+ * @v, its records dropped; SD_RES_STALE_OBJ if it holds @v or a newer one
+ */
+int store_strip_install(struct obj_key k, uint32_t strip_size, uint64_t v,
+			const void *buf);
 /* EC_STATE's reply (internal_proto.h) from @st, into EC_STATE_LEN bytes */
 void strip_state_put(const struct strip_state *st, uint8_t *buf);
 /* and back, from a peer: 0, or -1 if it cannot be one */

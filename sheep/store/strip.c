@@ -27,6 +27,16 @@
  * a PREPARE cut short after its record: the range holds old bytes, new
  * ones, or a torn mix, and only ABORT or a rebuild makes it whole.
  *
+ * A PREPARE names the version it builds on, prev: the strip must hold
+ * exactly that one (its newest pending version, else its committed one).
+ * A strip that holds an older one missed a version the others committed
+ * (it did not answer when that was resolved): writing a range over it
+ * would label stale bytes outside the range as new, so it is refused
+ * (NO_OBJ) until the gateway has rebuilt it whole (INSTALL).  INSTALL
+ * first marks the strip as holding version 0 (nothing usable), then
+ * writes it, then marks the new version: a crash in between leaves a
+ * strip no one uses.
+ *
  * Losing the header's update in a crash is harmless: records of versions
  * up to "committed" count as dropped, "high" is at least the newest
  * record's version, and a COMMIT that is lost leaves its records pending,
@@ -261,14 +271,23 @@ static int append_rec(struct undo *u, uint64_t v, const uint8_t *old,
 	return write_hdr(u);
 }
 
+/* the version whose bytes the strip holds */
+static uint64_t last_version(const struct undo *u)
+{
+	return u->nr ? u->rec[u->nr - 1].v : u->committed;
+}
+
 static int prepare_locked(struct obj_key k, uint32_t strip_size, uint64_t v,
-			  const void *buf, uint32_t len, uint32_t off)
+			  uint64_t prev, const void *buf, uint32_t len,
+			  uint32_t off)
 {
 	struct undo u;
 	uint8_t *old = NULL;
 	int ret;
 
 	if (store_exist(k) != SD_RES_SUCCESS) {
+		if (prev)
+			return SD_RES_NO_OBJ;	/* nothing to build on */
 		ret = store_create(k, strip_size, NULL, 0, 0, true);
 		if (ret != SD_RES_SUCCESS)
 			return ret;
@@ -277,7 +296,10 @@ static int prepare_locked(struct obj_key k, uint32_t strip_size, uint64_t v,
 	if (ret != SD_RES_SUCCESS)
 		return ret;
 	ret = SD_RES_STALE_OBJ;		/* prepared or aborted already */
-	if (v <= u.high || v <= u.committed)
+	if (v <= u.high || v <= u.committed || last_version(&u) > prev)
+		goto out;
+	ret = SD_RES_NO_OBJ;		/* behind: to be rebuilt first */
+	if (last_version(&u) < prev)
 		goto out;
 	ret = SD_RES_AGAIN;		/* the gateway must commit first */
 	if (u.nr == STRIP_MAX_PENDING)
@@ -301,16 +323,17 @@ out:
 }
 
 int store_strip_prepare(struct obj_key k, uint32_t strip_size, uint64_t v,
-			const void *buf, uint32_t len, uint32_t off)
+			uint64_t prev, const void *buf, uint32_t len,
+			uint32_t off)
 {
 	pthread_mutex_t *l = lock_of(k);
 	int ret;
 
-	if (k.idx == OBJ_IDX_REPLICA || !v || !len ||
+	if (k.idx == OBJ_IDX_REPLICA || !v || prev >= v || !len ||
 	    (uint64_t)off + len > strip_size)
 		return SD_RES_INVALID_PARMS;
 	pthread_mutex_lock(l);
-	ret = prepare_locked(k, strip_size, v, buf, len, off);
+	ret = prepare_locked(k, strip_size, v, prev, buf, len, off);
 	pthread_mutex_unlock(l);
 	return ret;
 }
@@ -547,29 +570,55 @@ int store_strip_read(struct obj_key k, void *buf, uint32_t len, uint32_t off,
 	return ret;
 }
 
-/*
- * A strip rebuilt whole at version @v (recovery): no records, committed
- * and high @v.  SD_RES_*.
- */
-int store_strip_set_version(struct obj_key k, uint64_t v)
+static int install_locked(struct obj_key k, uint32_t strip_size, uint64_t v,
+			  const void *buf)
 {
-	pthread_mutex_t *l = lock_of(k);
 	struct undo u;
 	int ret;
 
-	if (k.idx == OBJ_IDX_REPLICA)
+	if (store_exist(k) != SD_RES_SUCCESS) {
+		ret = store_create(k, strip_size, NULL, 0, 0, true);
+		if (ret != SD_RES_SUCCESS)
+			return ret;
+	}
+	ret = undo_load(k, true, &u);
+	if (ret != SD_RES_SUCCESS)
+		return ret;
+	ret = SD_RES_STALE_OBJ;		/* it holds v or a newer one */
+	if (v <= last_version(&u))
+		goto out;
+	ret = SD_RES_EIO;
+	/* nothing usable while the bytes change */
+	u.committed = 0;
+	if (v > u.high)
+		u.high = v;
+	u.nr = 0;
+	u.end = HDR_SIZE;
+	if (ftruncate(u.fd, HDR_SIZE) || write_hdr(&u) || sync_fd(u.fd))
+		goto out;
+	ret = store_write(k, buf, strip_size, 0, true);
+	if (ret != SD_RES_SUCCESS)
+		goto out;
+	ret = SD_RES_EIO;
+	u.committed = v;
+	if (write_hdr(&u) || sync_fd(u.fd))
+		goto out;
+	ret = SD_RES_SUCCESS;
+out:
+	undo_close(&u);
+	return ret;
+}
+
+int store_strip_install(struct obj_key k, uint32_t strip_size, uint64_t v,
+			const void *buf)
+{
+	pthread_mutex_t *l = lock_of(k);
+	int ret;
+
+	if (k.idx == OBJ_IDX_REPLICA || !v)
 		return SD_RES_INVALID_PARMS;
 	pthread_mutex_lock(l);
-	ret = undo_load(k, true, &u);
-	if (ret == SD_RES_SUCCESS) {
-		u.committed = u.high = v;
-		u.nr = 0;
-		u.end = HDR_SIZE;
-		if (ftruncate(u.fd, HDR_SIZE) || write_hdr(&u) ||
-		    sync_fd(u.fd))
-			ret = SD_RES_EIO;
-		undo_close(&u);
-	}
+	ret = install_locked(k, strip_size, v, buf);
 	pthread_mutex_unlock(l);
 	return ret;
 }

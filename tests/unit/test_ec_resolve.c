@@ -103,7 +103,7 @@ static void reset(void)
 {
 	for (int i = 0; i < sh.n; i++) {
 		store_remove(key(i));
-		assert_int_equal(store_strip_prepare(key(i), STRIP, 1,
+		assert_int_equal(store_strip_prepare(key(i), STRIP, 1, 0,
 						     sh.strips[0][i], STRIP,
 						     0), SD_RES_SUCCESS);
 		assert_int_equal(store_strip_commit(key(i), 1),
@@ -113,7 +113,7 @@ static void reset(void)
 
 static void prepare2(int i)
 {
-	assert_int_equal(store_strip_prepare(key(i), STRIP, 2,
+	assert_int_equal(store_strip_prepare(key(i), STRIP, 2, 1,
 					     sh.strips[1][i] + W_OFF, W_LEN,
 					     W_OFF), SD_RES_SUCCESS);
 }

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <fcntl.h>
+#include <isa-l/crc.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -25,6 +26,7 @@
 
 #include "sheepdog_proto.h"
 #include "internal_proto.h"
+#include "proto.h"
 #include "store/store.h"
 #include "store/store_int.h"
 #include "util.h"
@@ -99,8 +101,17 @@ static void check_data(void)
 static void prepare(uint64_t v, const uint8_t *buf, uint32_t len,
 		    uint32_t off, int res)
 {
-	assert_int_equal(store_strip_prepare(key(), STRIP, v, buf, len, off),
-			 res);
+	struct strip_state st;
+	uint64_t prev;
+
+	/* on top of what the strip holds (nothing: 0) */
+	if (store_strip_state(key(), &st) != SD_RES_SUCCESS)
+		memset(&st, 0, sizeof(st));
+	prev = st.nr_pending ? st.pending[st.nr_pending - 1].v : st.committed;
+	if (prev >= v)		/* a version it holds: refused as stale */
+		prev = v - 1;
+	assert_int_equal(store_strip_prepare(key(), STRIP, v, prev, buf, len,
+					     off), res);
 	if (res == SD_RES_SUCCESS)
 		memcpy(want + off, buf, len);
 }
@@ -135,14 +146,14 @@ static void test_refusals(void **state)
 {
 	struct obj_key rep = obj_key_rep(OID);
 
-	assert_int_equal(store_strip_prepare(rep, STRIP, 1, fill[0], 512, 0),
+	assert_int_equal(store_strip_prepare(rep, STRIP, 1, 0, fill[0], 512, 0),
 			 SD_RES_INVALID_PARMS);
-	assert_int_equal(store_strip_prepare(key(), STRIP, 0, fill[0], 512,
+	assert_int_equal(store_strip_prepare(key(), STRIP, 0, 0, fill[0], 512,
 					     0), SD_RES_INVALID_PARMS);
-	assert_int_equal(store_strip_prepare(key(), STRIP, 1, fill[0], 512,
+	assert_int_equal(store_strip_prepare(key(), STRIP, 1, 0, fill[0], 512,
 					     STRIP - 256),
 			 SD_RES_INVALID_PARMS);
-	assert_int_equal(store_strip_prepare(key(), STRIP, 1, fill[0], 0, 0),
+	assert_int_equal(store_strip_prepare(key(), STRIP, 1, 0, fill[0], 0, 0),
 			 SD_RES_INVALID_PARMS);
 	prepare(3, fill[0], 512, 0, SD_RES_SUCCESS);
 	/* versions only grow */
@@ -163,9 +174,9 @@ static void test_abort_rolls_back(void **state)
 	assert_int_equal(store_strip_commit(key(), 1), SD_RES_SUCCESS);
 	memcpy(got, want, STRIP);
 	/* two overlapping versions, then the first is aborted: both go */
-	assert_int_equal(store_strip_prepare(key(), STRIP, 2, fill[1], 12288,
+	assert_int_equal(store_strip_prepare(key(), STRIP, 2, 1, fill[1], 12288,
 					     1000), SD_RES_SUCCESS);
-	assert_int_equal(store_strip_prepare(key(), STRIP, 3, fill[2], 8192,
+	assert_int_equal(store_strip_prepare(key(), STRIP, 3, 2, fill[2], 8192,
 					     5000), SD_RES_SUCCESS);
 	assert_int_equal(store_strip_state(key(), &st), SD_RES_SUCCESS);
 	assert_int_equal(st.nr_pending, 2);
@@ -231,7 +242,7 @@ static void test_torn_record_dropped(void **state)
 	prepare(1, fill[0], 4096, 0, SD_RES_SUCCESS);
 	assert_int_equal(store_strip_commit(key(), 1), SD_RES_SUCCESS);
 	len = undo_size();
-	assert_int_equal(store_strip_prepare(key(), STRIP, 2, fill[1], 4096,
+	assert_int_equal(store_strip_prepare(key(), STRIP, 2, 1, fill[1], 4096,
 					     0), SD_RES_SUCCESS);
 	/* the crash: half the record, the data write never began */
 	undo_path(p, sizeof(p));
@@ -260,7 +271,7 @@ static void test_torn_data_incomplete(void **state)
 
 	prepare(1, fill[0], 16384, 0, SD_RES_SUCCESS);
 	assert_int_equal(store_strip_commit(key(), 1), SD_RES_SUCCESS);
-	assert_int_equal(store_strip_prepare(key(), STRIP, 2, fill[1], 16384,
+	assert_int_equal(store_strip_prepare(key(), STRIP, 2, 1, fill[1], 16384,
 					     0), SD_RES_SUCCESS);
 	/* half the new bytes made it */
 	assert_int_equal(store_write(key(), fill[0], 8192, 8192, false),
@@ -271,7 +282,7 @@ static void test_torn_data_incomplete(void **state)
 	assert_int_equal(store_strip_abort(key(), 2), SD_RES_SUCCESS);
 	check_data();
 	/* none of them made it: incomplete as well */
-	assert_int_equal(store_strip_prepare(key(), STRIP, 3, fill[1], 16384,
+	assert_int_equal(store_strip_prepare(key(), STRIP, 3, 1, fill[1], 16384,
 					     0), SD_RES_SUCCESS);
 	assert_int_equal(store_write(key(), fill[0], 16384, 0, false),
 			 SD_RES_SUCCESS);
@@ -338,16 +349,116 @@ static void test_remove_drops_records(void **state)
 	assert_int_equal(store_remove(key()), SD_RES_SUCCESS);
 	assert_int_equal(undo_size(), -1);
 	assert_int_equal(store_strip_state(key(), &st), SD_RES_NO_OBJ);
-	/* a strip rebuilt whole by recovery */
-	assert_int_equal(store_create(key(), STRIP, fill[2], STRIP, 0, false),
+	/* a strip rebuilt whole */
+	assert_int_equal(store_strip_install(key(), STRIP, 7, fill[2]),
 			 SD_RES_SUCCESS);
-	assert_int_equal(store_strip_set_version(key(), 7), SD_RES_SUCCESS);
 	assert_int_equal(store_strip_state(key(), &st), SD_RES_SUCCESS);
 	assert_int_equal(st.committed, 7);
 	assert_int_equal(st.high, 7);
 	prepare(7, fill[1], 512, 0, SD_RES_STALE_OBJ);
 	memcpy(want, fill[2], STRIP);
 	prepare(8, fill[1], 512, 0, SD_RES_SUCCESS);
+	check_data();
+}
+
+/* a strip that missed a version refuses writes on top of it */
+static void test_behind_refused(void **state)
+{
+	/* nothing here to build version 1 on */
+	assert_int_equal(store_strip_prepare(key(), STRIP, 2, 1, fill[0], 512,
+					     0), SD_RES_NO_OBJ);
+	assert_int_equal(store_exist(key()), SD_RES_NO_OBJ);
+	prepare(1, fill[0], STRIP, 0, SD_RES_SUCCESS);
+	assert_int_equal(store_strip_commit(key(), 1), SD_RES_SUCCESS);
+	/* the others committed 2, this one never saw it */
+	assert_int_equal(store_strip_prepare(key(), STRIP, 3, 2, fill[1], 512,
+					     0), SD_RES_NO_OBJ);
+	/* a writer that does not know version 1 */
+	assert_int_equal(store_strip_prepare(key(), STRIP, 3, 0, fill[1], 512,
+					     0), SD_RES_STALE_OBJ);
+	assert_int_equal(store_strip_prepare(key(), STRIP, 3, 3, fill[1], 512,
+					     0), SD_RES_INVALID_PARMS);
+	check_data();
+	/* on top of a pending version */
+	prepare(2, fill[1], 512, 0, SD_RES_SUCCESS);
+	assert_int_equal(store_strip_prepare(key(), STRIP, 3, 1, fill[2], 512,
+					     0), SD_RES_STALE_OBJ);
+	prepare(3, fill[2], 512, 512, SD_RES_SUCCESS);
+	check_data();
+}
+
+/* a whole strip replaced: committed at its version, records dropped */
+static void test_install(void **state)
+{
+	struct strip_state st;
+
+	prepare(1, fill[0], STRIP, 0, SD_RES_SUCCESS);
+	assert_int_equal(store_strip_commit(key(), 1), SD_RES_SUCCESS);
+	prepare(2, fill[1], 4096, 0, SD_RES_SUCCESS);
+	prepare(4, fill[1], 4096, 8192, SD_RES_SUCCESS);
+	assert_int_equal(store_strip_abort(key(), 4), SD_RES_SUCCESS);
+	memcpy(want + 8192, fill[0] + 8192, 4096);
+	/* it holds version 2 (pending) already */
+	assert_int_equal(store_strip_install(key(), STRIP, 2, fill[2]),
+			 SD_RES_STALE_OBJ);
+	check_data();
+	assert_int_equal(store_strip_install(key(), STRIP, 3, fill[2]),
+			 SD_RES_SUCCESS);
+	memcpy(want, fill[2], STRIP);
+	check_data();
+	assert_int_equal(store_strip_state(key(), &st), SD_RES_SUCCESS);
+	assert_int_equal(st.committed, 3);
+	assert_int_equal(st.high, 4);	/* the aborted 4 stays refused */
+	assert_int_equal(st.nr_pending, 0);
+	assert_int_equal(undo_size(), 64);
+	prepare(4, fill[1], 512, 0, SD_RES_STALE_OBJ);
+	prepare(5, fill[1], 512, 0, SD_RES_SUCCESS);
+	assert_int_equal(store_strip_install(key(), STRIP, 4, fill[0]),
+			 SD_RES_STALE_OBJ);
+	assert_int_equal(store_strip_install(obj_key_rep(OID), STRIP, 9,
+					     fill[0]), SD_RES_INVALID_PARMS);
+	check_data();
+}
+
+/* a crash in the middle of INSTALL: the strip holds nothing usable */
+static void test_torn_install(void **state)
+{
+	struct strip_state st;
+	uint8_t h[64];
+	uint64_t version = 9;
+	char p[256];
+	int fd, st_read = -1;
+
+	prepare(1, fill[0], STRIP, 0, SD_RES_SUCCESS);
+	assert_int_equal(store_strip_commit(key(), 1), SD_RES_SUCCESS);
+	assert_int_equal(store_strip_install(key(), STRIP, 3, fill[2]),
+			 SD_RES_SUCCESS);
+	/* as after its first step: header at version 0, bytes half new */
+	undo_path(p, sizeof(p));
+	fd = open(p, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, h, 64, 0), 64);
+	memset(h + 8, 0, 8);
+	put_le32(h + 60, crc32_iscsi(h, 60, 0xffffffffU));
+	assert_int_equal(pwrite(fd, h, 64, 0), 64);
+	close(fd);
+	assert_int_equal(store_write(key(), fill[0], 4096, 0, false),
+			 SD_RES_SUCCESS);
+	assert_int_equal(store_strip_state(key(), &st), SD_RES_SUCCESS);
+	assert_int_equal(st.committed, 0);
+	assert_int_equal(st.high, 3);
+	assert_int_equal(store_strip_read(key(), got, 512, 0, &version,
+					  &st_read), SD_RES_SUCCESS);
+	assert_int_equal(version, 0);
+	assert_int_equal(st_read, STRIP_FINAL);
+	/* nothing to build on: rebuilt again, then written */
+	assert_int_equal(store_strip_prepare(key(), STRIP, 4, 3, fill[1], 512,
+					     0), SD_RES_NO_OBJ);
+	assert_int_equal(store_strip_install(key(), STRIP, 3, fill[2]),
+			 SD_RES_SUCCESS);
+	memcpy(want, fill[2], STRIP);
+	check_data();
+	prepare(4, fill[1], 512, 0, SD_RES_SUCCESS);
 	check_data();
 }
 
@@ -363,6 +474,9 @@ int main(void)
 		cmocka_unit_test_setup(test_lost_commit, fresh),
 		cmocka_unit_test_setup(test_damaged_header, fresh),
 		cmocka_unit_test_setup(test_remove_drops_records, fresh),
+		cmocka_unit_test_setup(test_behind_refused, fresh),
+		cmocka_unit_test_setup(test_install, fresh),
+		cmocka_unit_test_setup(test_torn_install, fresh),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

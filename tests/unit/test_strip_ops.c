@@ -73,7 +73,7 @@ static struct sd_req req(uint8_t op, uint8_t idx, uint64_t v, uint32_t off,
 	rq.obj.cow_oid = v;
 	rq.obj.offset = off;
 	rq.data_length = len;
-	if (op == SD_OP_EC_PREPARE)
+	if (op == SD_OP_EC_PREPARE || op == SD_OP_EC_INSTALL)
 		rq.flags = SD_FLAG_CMD_WRITE;
 	return rq;
 }
@@ -95,14 +95,15 @@ static void test_refused(void **state)
 {
 	static const uint8_t ops[] = { SD_OP_EC_PREPARE, SD_OP_EC_COMMIT,
 				       SD_OP_EC_ABORT, SD_OP_EC_STATE,
-				       SD_OP_EC_READ };
+				       SD_OP_EC_READ, SD_OP_EC_INSTALL };
 	struct sd_req rq;
 
 	for (size_t i = 0; i < sizeof(ops); i++) {
 		uint8_t op = ops[i];
 		uint32_t len = op == SD_OP_EC_PREPARE ||
 			       op == SD_OP_EC_READ ? 512 :
-			       op == SD_OP_EC_STATE ? EC_STATE_LEN : 0;
+			       op == SD_OP_EC_STATE ? EC_STATE_LEN :
+			       op == SD_OP_EC_INSTALL ? STRIP : 0;
 
 		rq = req(op, 3, 1, 0, len);
 		assert_int_equal(check(&rq), SD_RES_SUCCESS);
@@ -143,6 +144,22 @@ static void test_refused(void **state)
 	rq = req(SD_OP_EC_PREPARE, 0, 1, 0, 512);
 	rq.flags = 0;		/* a payload that would not be sent */
 	assert_int_equal(check(&rq), SD_RES_INVALID_PARMS);
+	/* a write builds on an older version */
+	rq = req(SD_OP_EC_PREPARE, 0, 5, 0, 512);
+	ec_prev_set(&rq, 4);
+	assert_int_equal(check(&rq), SD_RES_SUCCESS);
+	ec_prev_set(&rq, 5);
+	assert_int_equal(check(&rq), SD_RES_INVALID_PARMS);
+	ec_prev_set(&rq, UINT64_C(1) << 40);
+	assert_int_equal(check(&rq), SD_RES_INVALID_PARMS);
+	/* INSTALL: the whole strip, nothing else */
+	rq = req(SD_OP_EC_INSTALL, 0, 1, 0, STRIP - 512);
+	assert_int_equal(check(&rq), SD_RES_INVALID_PARMS);
+	rq = req(SD_OP_EC_INSTALL, 0, 1, 512, STRIP - 512);
+	assert_int_equal(check(&rq), SD_RES_INVALID_PARMS);
+	rq = req(SD_OP_EC_INSTALL, 0, 1, 0, STRIP);
+	rq.flags = 0;
+	assert_int_equal(check(&rq), SD_RES_INVALID_PARMS);
 	rq = req(SD_OP_EC_COMMIT, 0, 1, 0, 8);
 	assert_int_equal(check(&rq), SD_RES_INVALID_PARMS);
 	rq = req(SD_OP_EC_STATE, 0, 0, 0, EC_STATE_LEN - 1);
@@ -165,12 +182,13 @@ static void get_state(uint8_t idx, struct strip_state *st)
 
 static void test_served(void **state)
 {
-	static uint8_t data[8192], got[8192];
+	static uint8_t data[8192], got[8192], whole[STRIP];
 	struct strip_state st;
 	struct sd_req rq;
 	struct sd_rsp rp;
 
 	memset(data, 0x5a, sizeof(data));
+	memset(whole, 0xa5, sizeof(whole));
 	rq = req(SD_OP_EC_STATE, 1, 0, 0, EC_STATE_LEN);
 	assert_int_equal(run(&rq, buf, &rp), SD_RES_NO_OBJ);
 	rq = req(SD_OP_EC_PREPARE, 1, 7, 4096, 8192);
@@ -207,14 +225,33 @@ static void test_served(void **state)
 	assert_int_equal(st.committed, 7);
 	assert_int_equal(st.nr_pending, 0);
 	rq = req(SD_OP_EC_PREPARE, 1, 8, 0, 512);
+	assert_int_equal(run(&rq, data, &rp), SD_RES_STALE_OBJ);
+	ec_prev_set(&rq, 7);
 	assert_int_equal(run(&rq, data, &rp), SD_RES_SUCCESS);
 	rq = req(SD_OP_EC_ABORT, 1, 8, 0, 0);
 	assert_int_equal(run(&rq, NULL, &rp), SD_RES_SUCCESS);
 	rq = req(SD_OP_EC_PREPARE, 1, 8, 0, 512);
+	ec_prev_set(&rq, 7);
 	assert_int_equal(run(&rq, data, &rp), SD_RES_STALE_OBJ);
 	get_state(1, &st);
 	assert_int_equal(st.committed, 7);
 	assert_int_equal(st.high, 8);
+	/* missed version 9: refused, then rebuilt whole at 9 */
+	rq = req(SD_OP_EC_PREPARE, 1, 10, 0, 512);
+	ec_prev_set(&rq, 9);
+	assert_int_equal(run(&rq, data, &rp), SD_RES_NO_OBJ);
+	rq = req(SD_OP_EC_INSTALL, 1, 9, 0, STRIP);
+	assert_int_equal(run(&rq, whole, &rp), SD_RES_SUCCESS);
+	get_state(1, &st);
+	assert_int_equal(st.committed, 9);
+	assert_int_equal(st.nr_pending, 0);
+	rq = req(SD_OP_EC_READ, 1, 0, STRIP - 512, 512);
+	assert_int_equal(run(&rq, got, &rp), SD_RES_SUCCESS);
+	assert_memory_equal(got, whole + STRIP - 512, 512);
+	assert_int_equal(rp.obj.offset, 9);
+	rq = req(SD_OP_EC_PREPARE, 1, 10, 0, 512);
+	ec_prev_set(&rq, 9);
+	assert_int_equal(run(&rq, data, &rp), SD_RES_SUCCESS);
 }
 
 static void test_state_decoder(void **state)
