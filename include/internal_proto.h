@@ -7,6 +7,7 @@
 #ifndef INTERNAL_PROTO_H
 #define INTERNAL_PROTO_H
 
+#include <stdbool.h>
 #include "sheepdog_proto.h"
 
 #define SD_OP_GET_NODE_LIST		0x82
@@ -133,6 +134,11 @@
  * strip's size) by the payload, committed at version obj.cow_oid.
  */
 #define SD_OP_EC_INSTALL		0xEE
+static inline bool is_strip_op(uint8_t opcode)
+{
+	return opcode >= SD_OP_EC_PREPARE && opcode <= SD_OP_EC_INSTALL;
+}
+
 static inline uint64_t ec_prev_get(const struct sd_req *rq)
 {
 	return rq->obj.tgt_epoch | (uint64_t)rq->obj.pad << 32;

@@ -27,6 +27,7 @@
 #include "front/nbd.h"
 #include "group/group.h"
 #include "gw/gw.h"
+#include "gw/ec_gateway.h"
 #include "net/peer.h"
 #include "ops/ops.h"
 #include "recovery/recovery.h"
@@ -745,6 +746,7 @@ int main(int argc, char **argv)
 	sys.io_wq = wq_create("io", sys.io_threads ? sys.io_threads :
 			      SD_IO_THREADS, SD_IO_QUEUE, sys.loop);
 	request_set_dispatch(queue_request);
+	recovery_set_strip_rebuild(gw_ec_rebuild);
 	flush_init();
 	vdi_init_bitmaps();
 	refcount_init();

@@ -128,6 +128,13 @@ struct epoch_fetch {
 };
 
 static bool epoch_fetching, epoch_fetch_again;
+/*
+ * A joiner's recovery waits for the epochs it missed (where the previous
+ * epoch put erasure-coded strips) and for the members' VDI state (which
+ * objects are coded): requests meanwhile wait in recovery's queue.
+ */
+static int join_pulls;
+static void start_pending_recovery(void);
 
 static void epoch_fetch_next(struct epoch_fetch *f);
 static void fetch_missing_epochs(void);
@@ -171,6 +178,7 @@ static void epoch_fetch_advance(struct epoch_fetch *f)
 		epoch_fetch_again = false;
 		fetch_missing_epochs();
 	}
+	start_pending_recovery();
 }
 
 static void epoch_fetch_done(struct peer_req *pr, int result)
@@ -241,10 +249,11 @@ struct vdi_pull {
 	struct node_id from;
 	uint32_t nr;		/* records asked for */
 	bool running;		/* from a member of a running cluster */
+	bool gate;		/* our recovery waits for it */
 };
 
 static void pull_vdi_state(const struct node_id *from, uint32_t nr,
-			   bool running);
+			   bool running, bool gate);
 
 static void vdi_pull_done(struct peer_req *pr, int result)
 {
@@ -253,7 +262,7 @@ static void vdi_pull_done(struct peer_req *pr, int result)
 
 	if (result == SD_RES_BUFFER_SMALL &&
 	    vp->nr < (64U << 20) / sizeof(struct vdi_state)) {
-		pull_vdi_state(&vp->from, vp->nr * 2, vp->running);
+		pull_vdi_state(&vp->from, vp->nr * 2, vp->running, vp->gate);
 	} else if (result == SD_RES_SUCCESS) {
 		for (uint32_t i = 0; i < n; i++) {
 			struct vdi_state vs;
@@ -266,17 +275,23 @@ static void vdi_pull_done(struct peer_req *pr, int result)
 		sd_warn("cannot fetch VDI state: %s",
 			sd_strerror((uint32_t)result));
 	}
+	if (vp->gate) {
+		join_pulls--;
+		start_pending_recovery();
+	}
 	free(pr->rbuf);
 	free(vp);
 }
 
 static void pull_vdi_state(const struct node_id *from, uint32_t nr,
-			   bool running)
+			   bool running, bool gate)
 {
 	struct vdi_pull *vp = xzalloc(sizeof(*vp));
 
 	vp->from = *from;
 	vp->running = running;
+	vp->gate = gate;
+	join_pulls += gate;
 	sd_init_req(&vp->pr.rq, SD_OP_GET_VDI_COPIES);
 	vp->pr.rq.data_length = nr * (uint32_t)sizeof(struct vdi_state);
 	vp->nr = nr;
@@ -295,21 +310,28 @@ static void exchange_vdi_state(const struct sd_node *joined, bool me,
 			       bool running)
 {
 	if (!me) {
-		pull_vdi_state(&joined->nid, 1024, false);
+		pull_vdi_state(&joined->nid, 1024, false, false);
 		return;
 	}
 	for (size_t i = 0; i < cs->nr_members; i++)
 		if (!node_is_self(&cs->members[i]))
-			pull_vdi_state(&cs->members[i].nid, 1024, running);
+			pull_vdi_state(&cs->members[i].nid, 1024, running,
+				       true);
 }
 
 static void start_pending_recovery(void)
 {
 	if (!recover_pending)
 		return;
+	if (cs->status == SD_STATUS_OK && (join_pulls || epoch_fetching)) {
+		recovery_expect(true);
+		return;
+	}
 	recover_pending = false;
 	if (cs->status == SD_STATUS_OK)
 		recovery_start(recover_from);
+	else
+		recovery_expect(false);
 }
 
 /* ---- join (cluster.md §4.2, §4.3) ---- */

@@ -52,9 +52,19 @@ enum phase {
 	P_READ, P_HEAL_READ, P_INSTALL,
 };
 
+enum mode { M_READ, M_WRITE, M_REBUILD };
+
 struct ec_op {
 	struct request *req;		/* NULL once answered */
 	void (*done)(struct request *req, uint32_t result);
+	/* M_REBUILD: no request; one strip for recovery */
+	gw_ec_rebuilt_fn rebuilt;
+	void *rebuilt_arg;
+	int rebuild_idx;
+	uint8_t *out;			/* the rebuilt strip */
+	enum mode mode;
+	uint64_t oid;
+	uint32_t obj_size;
 	struct ec_code code;
 	uint8_t policy;
 	int d, n;
@@ -124,6 +134,7 @@ static void op_free(struct ec_op *op)
 		free(op->strip[i]);
 	free(op->statebuf);
 	free(op->merged);
+	free(op->out);
 	budget_release(op->charged);
 	free(op);
 }
@@ -131,10 +142,18 @@ static void op_free(struct ec_op *op)
 static void op_answer(struct ec_op *op, uint32_t result)
 {
 	struct request *req = op->req;
+	gw_ec_rebuilt_fn rebuilt = op->rebuilt;
+	uint8_t *out = op->out;
 
 	op->req = NULL;
+	op->rebuilt = NULL;
+	op->out = NULL;
 	if (req)
 		op->done(req, result);
+	else if (rebuilt)
+		rebuilt(op->rebuilt_arg, result, op->v, out);
+	else
+		free(out);
 }
 
 static void op_finish(struct ec_op *op, uint32_t result)
@@ -170,7 +189,7 @@ static void sub_setup(struct ec_op *op, struct ec_sub *s, uint8_t opcode,
 	sd_init_req(rq, opcode);
 	rq->proto_ver = SD_SHEEP_PROTO_VER;
 	rq->epoch = cstate->epoch;
-	rq->obj.oid = op->req ? op->req->rq.obj.oid : 0;
+	rq->obj.oid = op->oid;
 	rq->obj.copy_policy = op->policy;
 	rq->obj.ec_index = (uint8_t)i;
 	rq->obj.cow_oid = op->v;
@@ -198,6 +217,9 @@ static void sub_setup(struct ec_op *op, struct ec_sub *s, uint8_t opcode,
 	default:
 		break;
 	}
+	/* recovery's reads: served from what is there, never parked */
+	if (op->mode == M_REBUILD)
+		rq->flags |= SD_FLAG_CMD_RECOVERY;
 }
 
 /* send @opcode to the targets of @mask; false if there were none */
@@ -235,7 +257,7 @@ static uint32_t all_mask(const struct ec_op *op)
 
 static uint64_t op_oid(const struct ec_op *op)
 {
-	return op->req->rq.obj.oid;
+	return op->oid;
 }
 
 static void ask_state(struct ec_op *op)
@@ -320,7 +342,7 @@ static void states_done(struct ec_op *op)
 		 */
 		op->v = high + 1;
 		op->prev = committed;
-		if (op->req->rq.opcode == SD_OP_READ_OBJ)
+		if (op->mode != M_WRITE)
 			read_all(op);
 		else
 			write_go(op);
@@ -469,7 +491,7 @@ static void write_start(struct ec_op *op)
 
 static void heal_read(struct ec_op *op)
 {
-	uint32_t size = op->req->obj_size;
+	uint32_t size = op->obj_size;
 
 	for (int i = 0; i < op->n; i++)
 		free(op->strip[i]);
@@ -542,12 +564,39 @@ static void installed(struct ec_op *op)
 
 /* ---- reads ---- */
 
+/* recovery's strip from the whole object's data strips */
+static void rebuild_reply(struct ec_op *op, uint8_t *const *data)
+{
+	uint8_t *par[EC_MAX_STRIPS];
+	int i = op->rebuild_idx, p = op->n - op->d;
+
+	op->out = xmalloc(op->slen);
+	if (i < op->d) {
+		memcpy(op->out, data[i], op->slen);
+	} else {
+		for (int j = 0; j < p; j++)
+			par[j] = j == i - op->d ? op->out : xmalloc(op->slen);
+		ec_encode(&op->code, op->slen, data, par);
+		for (int j = 0; j < p; j++)
+			if (par[j] != op->out)
+				free(par[j]);
+	}
+	op_finish(op, SD_RES_SUCCESS);
+}
+
 /* the range's object bytes from the data strips, into the reply */
 static void read_reply(struct ec_op *op, uint8_t *const *data)
 {
 	struct request *req = op->req;
-	uint32_t off = req->rq.obj.offset - op->s0 * STRIPE;
-	uint8_t *buf = xmalloc((size_t)op->ns * STRIPE);
+	uint32_t off;
+	uint8_t *buf;
+
+	if (op->mode == M_REBUILD) {
+		rebuild_reply(op, data);
+		return;
+	}
+	off = req->rq.obj.offset - op->s0 * STRIPE;
+	buf = xmalloc((size_t)op->ns * STRIPE);
 
 	ec_join(&op->code, data, op->ns, buf);
 	if (op->rmw) {
@@ -587,9 +636,20 @@ static void read_decode(struct ec_op *op, uint64_t v)
 			idx[k] = i;
 			in[k++] = op->strip[i];
 		}
+	if (op->mode == M_REBUILD)
+		op->v = v;	/* the version the strip is rebuilt at */
 	if (k < op->d) {
 		sd_info("object %" PRIx64 ": %d strips of version %" PRIu64
 			", %d needed", op_oid(op), k, v, op->d);
+		for (int i = 0; i < op->n; i++) {
+			char nb[64];
+
+			sd_info("  strip %d on %s: %s, version %" PRIu64
+				", state %u", i,
+				node_to_str(&op->nodes[i], nb, sizeof(nb)),
+				sd_strerror(op->res[i]),
+				op->rsp[i].obj.offset, op->rsp[i].obj.copies);
+		}
 		op_finish(op, SD_RES_NETWORK_ERROR);
 		return;
 	}
@@ -722,6 +782,9 @@ void gw_ec_start(struct request *req, uint8_t policy,
 
 	op->req = req;
 	op->done = done;
+	op->oid = req->rq.obj.oid;
+	op->obj_size = req->obj_size;
+	op->mode = read ? M_READ : M_WRITE;
 	op->policy = policy;
 	if (ec_init_policy(&op->code, policy) || n != op->code.d +
 	    op->code.p) {
@@ -745,4 +808,32 @@ void gw_ec_start(struct request *req, uint8_t policy,
 		read_start(op);
 	else
 		write_start(op);
+}
+
+void gw_ec_rebuild(uint64_t oid, uint8_t policy, uint32_t obj_size,
+		   const struct sd_node *nodes, int n, int idx,
+		   gw_ec_rebuilt_fn rebuilt, void *arg)
+{
+	struct ec_op *op = xzalloc(sizeof(*op));
+
+	op->rebuilt = rebuilt;
+	op->rebuilt_arg = arg;
+	op->rebuild_idx = idx;
+	op->mode = M_REBUILD;
+	op->oid = oid;
+	op->obj_size = obj_size;
+	op->policy = policy;
+	if (ec_init_policy(&op->code, policy) ||
+	    n != op->code.d + op->code.p || idx < 0 || idx >= n ||
+	    obj_size % STRIPE) {
+		op_finish(op, SD_RES_INVALID_PARMS);
+		return;
+	}
+	op->d = op->code.d;
+	op->n = n;
+	memcpy(op->nodes, nodes, sizeof(nodes[0]) * (size_t)n);
+	op->ns = obj_size / STRIPE;
+	op->slen = op->ns * (uint32_t)op->code.strip;
+	alloc_strips(op);
+	read_all(op);
 }

@@ -25,4 +25,18 @@ void gw_ec_start(struct request *req, uint8_t policy,
 		 const struct sd_node *nodes, int n,
 		 void (*done)(struct request *req, uint32_t result));
 
+/*
+ * Recovery: strip @idx of @oid rebuilt from the strips on @nodes (strip i
+ * on nodes[i]; a node that does not answer counts as a lost strip): the
+ * whole object is read (versions in doubt resolved), decoded and encoded.
+ * @rebuilt gets SD_RES_*, the version and the strip (object_size / D
+ * bytes, the callee's to free; NULL on failure).  The strips' reads carry
+ * SD_FLAG_CMD_RECOVERY: a target recovering the object answers at once.
+ */
+typedef void (*gw_ec_rebuilt_fn)(void *arg, uint32_t result, uint64_t v,
+				 uint8_t *strip);
+void gw_ec_rebuild(uint64_t oid, uint8_t policy, uint32_t obj_size,
+		   const struct sd_node *nodes, int n, int idx,
+		   gw_ec_rebuilt_fn rebuilt, void *arg);
+
 #endif

@@ -52,8 +52,8 @@ static void peer_io_done(struct request *req)
 		scrub_heal(req->rq.obj.oid);
 
 	if (req->rp.result == SD_RES_NO_OBJ &&
-	    (op == SD_OP_READ_PEER || op == SD_OP_WRITE_PEER) &&
-	    recovery_park(req))
+	    (op == SD_OP_READ_PEER || op == SD_OP_WRITE_PEER ||
+	     is_strip_op(op)) && recovery_park(req))
 		return;
 	request_done(req);
 }

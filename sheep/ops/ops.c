@@ -125,9 +125,10 @@ static int add_oid(struct obj_key k, void *arg)
 {
 	struct obj_list_ctx *ctx = arg;
 
-	/* the list carries oids: strips are listed once it has the index */
-	if (k.idx != OBJ_IDX_REPLICA)
-		return 0;
+	/*
+	 * oids only: a strip's oid tells recovery that the object exists;
+	 * each node works out which strip of it it holds (recovery/strips.c)
+	 */
 	if (ctx->n == ctx->max)
 		return 1;
 	put_le64(ctx->buf + 8 * ctx->n++, k.oid);

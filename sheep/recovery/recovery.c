@@ -19,6 +19,7 @@
 #include "core/request.h"
 #include "net/peer.h"
 #include "recovery/recovery.h"
+#include "recovery/strips.h"
 #include "recovery/sweep.h"
 #include "state/cluster.h"
 #include "state/epoch.h"
@@ -39,6 +40,9 @@ enum rstate { RS_PREPARING, RS_RECOVERING, RS_NOTIFYING, RS_DONE,
 
 struct robj {
 	uint64_t oid;
+	uint8_t idx;		/* a strip's index, or OBJ_IDX_REPLICA */
+	uint8_t policy;		/* a strip's code */
+	uint64_t version;	/* a strip rebuilt: the version it holds */
 	uint8_t state;
 	bool superseded;
 	bool urgent;		/* a request waits: store past the margin */
@@ -74,6 +78,8 @@ struct recovery {
 	size_t nr_cand, cap_cand;
 	uint64_t *local;	/* our own object list */
 	size_t nr_local;
+	struct strip_keep *keep;	/* our coded objects: the strip kept */
+	size_t nr_keep;
 	/* work */
 	struct robj **work;
 	size_t nr_work, next;
@@ -100,6 +106,9 @@ static size_t nr_completed;
 static uint32_t completed_epoch;
 /* the last recovery that finished here, for the metrics */
 static uint32_t last_epoch;
+/* requests that came before a recovery the group layer holds back */
+static LIST_HEAD(early_parked);
+static bool rec_expected;
 static uint64_t last_objects;
 
 static void rec_pump(struct recovery *rw);
@@ -131,6 +140,7 @@ static void rec_put(struct recovery *rw)
 	free(rw->work);
 	free(rw->cand);
 	free(rw->local);
+	free(rw->keep);
 	ring_free(&rw->old_ring);
 	ring_free(&rw->cur_ring);
 	timer_del(&rw->timer);
@@ -138,26 +148,47 @@ static void rec_put(struct recovery *rw)
 	free(rw);
 }
 
-static struct robj *robj_find(struct recovery *rw, uint64_t oid)
+static size_t rhash(uint64_t oid, uint8_t idx)
 {
-	struct robj *ro = rw->hash[oid % RHASH];
+	return (oid + idx) % RHASH;
+}
 
-	while (ro && ro->oid != oid)
+static struct robj *robj_find(struct recovery *rw, uint64_t oid, uint8_t idx)
+{
+	struct robj *ro = rw->hash[rhash(oid, idx)];
+
+	while (ro && (ro->oid != oid || ro->idx != idx))
 		ro = ro->hnext;
 	return ro;
 }
 
-/* a new object to recover, in the hash (the caller puts it in the list) */
-static struct robj *robj_new(struct recovery *rw, uint64_t oid)
+/*
+ * A new object (or strip @idx of a coded one, with its @policy) to
+ * recover, in the hash (the caller puts it in the list)
+ */
+static struct robj *robj_new(struct recovery *rw, uint64_t oid, uint8_t idx,
+			     uint8_t policy)
 {
 	struct robj *ro = xzalloc(sizeof(*ro));
 
 	ro->oid = oid;
+	ro->idx = idx;
+	ro->policy = policy;
 	ro->rw = rw;
 	INIT_LIST_HEAD(&ro->parked);
-	ro->hnext = rw->hash[oid % RHASH];
-	rw->hash[oid % RHASH] = ro;
+	ro->hnext = rw->hash[rhash(oid, idx)];
+	rw->hash[rhash(oid, idx)] = ro;
 	return ro;
+}
+
+static struct obj_key robj_key(const struct robj *ro)
+{
+	return (struct obj_key){ .oid = ro->oid, .idx = ro->idx };
+}
+
+static bool is_strip(const struct robj *ro)
+{
+	return ro->idx != OBJ_IDX_REPLICA;
 }
 
 /*
@@ -260,7 +291,7 @@ static void robj_buf_put(void **buf, uint32_t size)
 
 static void robj_unhash(struct robj *ro)
 {
-	struct robj **pp = &ro->rw->hash[ro->oid % RHASH];
+	struct robj **pp = &ro->rw->hash[rhash(ro->oid, ro->idx)];
 
 	while (*pp && *pp != ro)
 		pp = &(*pp)->hnext;
@@ -300,8 +331,8 @@ static void robj_store_work(struct work *w)
 
 	if (!ro->buf) {
 		/* step 1: maybe it is here already */
-		ro->pass = store_exist(obj_key_rep(ro->oid)) ==
-			   SD_RES_SUCCESS ? -1 : 1;
+		ro->pass = store_exist(robj_key(ro)) == SD_RES_SUCCESS ?
+			   -1 : 1;
 		return;
 	}
 	/*
@@ -316,8 +347,15 @@ static void robj_store_work(struct work *w)
 		return;
 	}
 	/* late stores of a cancelled recovery must not replace newer data */
-	ret = store_create_new(obj_key_rep(ro->oid), ro->size, ro->buf,
-			       ro->size, 0, true);
+	if (is_strip(ro)) {
+		ret = store_strip_install(robj_key(ro), ro->size, ro->version,
+					  ro->buf);
+		if (ret == SD_RES_STALE_OBJ)
+			ret = SD_RES_SUCCESS;	/* it holds a newer one */
+	} else {
+		ret = store_create_new(obj_key_rep(ro->oid), ro->size,
+				       ro->buf, ro->size, 0, true);
+	}
 	ro->pass = ret == SD_RES_SUCCESS ? -1 : -3;
 	ro->stored = ret == SD_RES_SUCCESS;
 	ro->fail_res = ret == SD_RES_SUCCESS ? 0 : (uint32_t)ret;
@@ -351,7 +389,7 @@ static void robj_store_done(struct work *w)
 		return;
 	}
 	rw->inflight--;
-	if (rw->cancelled && ro->stored)
+	if (rw->cancelled && ro->stored && !is_strip(ro))
 		stale_late_copy(ro->oid);
 	robj_done(ro);
 	if (!rw->cancelled)
@@ -463,11 +501,84 @@ static void robj_store(struct robj *ro)
 	robj_fetch(ro);
 }
 
+/* nowhere to get it from: settled, not recovered */
+static void robj_give_up(struct robj *ro)
+{
+	struct recovery *rw = ro->rw;
+
+	/* a request may ask for what never existed */
+	if (ro->ondemand)
+		sd_debug("no copy of %016" PRIx64 " (strip %u) found anywhere",
+			 ro->oid, ro->idx);
+	else
+		sd_err("no copy of %016" PRIx64 " (strip %u) found anywhere",
+		       ro->oid, ro->idx);
+	rw->inflight--;
+	robj_done(ro);
+	rec_pump(rw);
+	rec_finish(rw);
+	rec_put(rw);
+}
+
+static void strip_fetch(struct robj *ro);
+
+static void strip_fetched(void *arg, uint32_t result, uint64_t v,
+			  uint8_t *strip)
+{
+	struct robj *ro = arg;
+	struct recovery *rw = ro->rw;
+
+	if (rw->cancelled || ro->superseded) {
+		free(strip);
+		rw->inflight--;
+		ro->state = RO_DONE;
+		resubmit_list(&ro->parked);
+		rec_put(rw);
+		return;
+	}
+	if (result != SD_RES_SUCCESS || !v || !strip) {
+		sd_debug("strip %u of %016" PRIx64 " not rebuilt from ring %d: "
+			 "%s", ro->idx, ro->oid, ro->next_src - 1,
+			 sd_strerror(result));
+		free(strip);
+		strip_fetch(ro);
+		return;
+	}
+	/* recovery's share of the daemon's payload budget */
+	budget_charge(ro->size);
+	ro->buf = strip;
+	ro->version = v;
+	robj_store(ro);
+}
+
+/*
+ * A strip: rebuilt from where the previous epoch put the strips, else
+ * from where the current one does (a rebuild there started earlier)
+ */
+static void strip_fetch(struct robj *ro)
+{
+	struct recovery *rw = ro->rw;
+
+	while (ro->next_src < 2) {
+		const struct vnode_ring *ring = ro->next_src++ ?
+						&rw->cur_ring : &rw->old_ring;
+
+		if (!strip_rebuild(ring, ro->oid, ro->policy, ro->idx,
+				   strip_fetched, ro))
+			return;
+	}
+	robj_give_up(ro);
+}
+
 static void robj_fetch(struct robj *ro)
 {
 	struct recovery *rw = ro->rw;
 	const struct sd_node *src;
 
+	if (is_strip(ro)) {
+		strip_fetch(ro);
+		return;
+	}
 	for (;;) {
 		src = source(ro, ro->next_src++);
 		if (src)
@@ -481,18 +592,7 @@ static void robj_fetch(struct robj *ro)
 			return;
 		}
 		if (ro->pass >= 2) {
-			/* a request may ask for what never existed */
-			if (ro->ondemand)
-				sd_debug("no copy of %016" PRIx64 " found "
-					 "anywhere", ro->oid);
-			else
-				sd_err("no copy of %016" PRIx64 " found "
-				       "anywhere", ro->oid);
-			rw->inflight--;
-			robj_done(ro);
-			rec_pump(rw);
-			rec_finish(rw);
-			rec_put(rw);
+			robj_give_up(ro);
 			return;
 		}
 		ro->pass = 2;
@@ -523,6 +623,8 @@ static void robj_start(struct robj *ro)
 
 	ro->state = RO_ACTIVE;
 	ro->size = sd_obj_size(ro->oid, vdi_shift(oid_to_vid(ro->oid)));
+	if (is_strip(ro))
+		ro->size /= (uint32_t)ec_policy_data(ro->policy);
 	rw->inflight++;
 	rw->refs++;
 	ro->work.fn = robj_store_work;
@@ -674,6 +776,40 @@ static void stale_late_copy(uint64_t oid)
 	}
 }
 
+/*
+ * Our coded objects and the strip of each we hold now: the others we
+ * hold stay, for the others' rebuilds, until every node has recovered
+ */
+static void keep_list(struct recovery *rw)
+{
+	qsort(rw->local, rw->nr_local, sizeof(uint64_t), oid_cmp);
+	rw->keep = xmalloc((rw->nr_local + 1) * sizeof(*rw->keep));
+	for (size_t i = 0; i < rw->nr_local; i++) {
+		uint64_t oid = rw->local[i];
+		uint8_t policy = strip_policy(oid);
+		int idx;
+
+		if (!policy || (i && oid == rw->local[i - 1]))
+			continue;
+		idx = strip_index(&rw->cur_ring, oid, policy);
+		if (idx == STRIP_NO_RING)
+			continue;	/* too few zones: keep everything */
+		rw->keep[rw->nr_keep++] = (struct strip_keep){
+			.oid = oid, .keep = (int8_t)idx,
+			.n = (uint8_t)(ec_policy_data(policy) +
+				       ec_policy_parity(policy)) };
+	}
+}
+
+/* the strip of coded object @oid we hold now, to recover */
+static struct robj *strip_work(struct recovery *rw, uint64_t oid,
+			       uint8_t policy)
+{
+	int idx = strip_index(&rw->cur_ring, oid, policy);
+
+	return idx < 0 ? NULL : robj_new(rw, oid, (uint8_t)idx, policy);
+}
+
 static void build_work(struct recovery *rw)
 {
 	size_t n = 0;
@@ -682,17 +818,25 @@ static void build_work(struct recovery *rw)
 	rw->work = xzalloc((rw->nr_cand + 1) * sizeof(*rw->work));
 	for (size_t i = 0; i < rw->nr_cand; i++) {
 		uint64_t oid = rw->cand[i];
+		uint8_t policy = strip_policy(oid);
 
 		if (i && oid == rw->cand[i - 1])
 			continue;
+		if (policy) {
+			rw->work[n] = strip_work(rw, oid, policy);
+			n += rw->work[n] != NULL;
+			continue;
+		}
 		if (!self_is_target(&rw->cur_ring, oid))
 			continue;
-		rw->work[n++] = robj_new(rw, oid);
+		rw->work[n++] = robj_new(rw, oid, OBJ_IDX_REPLICA, 0);
 	}
 	rw->nr_work = n;
+	keep_list(rw);
 	/* what we hold but no longer own goes to the stale area */
 	for (size_t i = 0; i < rw->nr_local; i++)
-		if (self_is_target(&rw->cur_ring, rw->local[i]))
+		if (self_is_target(&rw->cur_ring, rw->local[i]) ||
+		    strip_policy(rw->local[i]))
 			rw->local[i] = UINT64_MAX;
 	rw->stale_work.fn = stale_move_work;
 	rw->stale_work.done = stale_move_done;
@@ -796,8 +940,17 @@ static void rec_cancel(struct recovery *rw)
 	rec_put(rw);
 }
 
+void recovery_expect(bool expected)
+{
+	rec_expected = expected;
+	if (!expected)
+		resubmit_list(&early_parked);
+}
+
 void recovery_reset(void)
 {
+	rec_expected = false;
+	resubmit_list(&early_parked);
 	if (rec)
 		rec_cancel(rec);
 	rec = NULL;
@@ -811,8 +964,10 @@ void recovery_start(uint32_t old_epoch)
 	struct recovery *rw;
 	int nr;
 
-	if (sys.gateway)
+	if (sys.gateway) {
+		recovery_expect(false);
 		return;
+	}
 	rw = xzalloc(sizeof(*rw));
 	rw->refs = 1;
 	rw->gen = ++rec_gen ? rec_gen : ++rec_gen;
@@ -820,6 +975,8 @@ void recovery_start(uint32_t old_epoch)
 	rw->old_epoch = old_epoch;
 	rw->state = RS_PREPARING;
 	INIT_LIST_HEAD(&rw->parked);
+	rec_expected = false;
+	list_splice_tail_init(&early_parked, &rw->parked);
 	nodes = xmalloc(SD_MAX_NODES * sizeof(*nodes));
 	nr = old_epoch ? epoch_log_read(old_epoch, nodes, SD_MAX_NODES, NULL)
 		       : -1;
@@ -865,13 +1022,18 @@ void recovery_restart(void)
  * An object no member listed (a list that could not be fetched, an
  * object created since) that a request needs here: recover it now.
  */
-static struct robj *robj_add(struct recovery *rw, uint64_t oid)
+static struct robj *robj_add(struct recovery *rw, uint64_t oid, uint8_t idx)
 {
+	uint8_t policy = strip_policy(oid);
 	struct robj *ro;
 
-	if (!self_is_target(&rw->cur_ring, oid))
+	if (idx != OBJ_IDX_REPLICA) {
+		if (!policy || strip_index(&rw->cur_ring, oid, policy) != idx)
+			return NULL;
+	} else if (policy || !self_is_target(&rw->cur_ring, oid)) {
 		return NULL;
-	ro = robj_new(rw, oid);
+	}
+	ro = robj_new(rw, oid, idx, idx == OBJ_IDX_REPLICA ? 0 : policy);
 	ro->ondemand = true;
 	return ro;
 }
@@ -883,9 +1045,17 @@ static struct robj *robj_add(struct recovery *rw, uint64_t oid)
 bool recovery_park(struct request *req)
 {
 	struct recovery *rw = rec;
+	uint8_t idx = is_strip_op(req->rq.opcode) ? req->rq.obj.ec_index :
+		      OBJ_IDX_REPLICA;
 	struct robj *ro;
 
-	if (!rw || rw->cancelled || (req->rq.flags & SD_FLAG_CMD_RECOVERY))
+	if (req->rq.flags & SD_FLAG_CMD_RECOVERY)
+		return false;
+	if (rec_expected) {
+		list_add_tail(&req->list, &early_parked);
+		return true;
+	}
+	if (!rw || rw->cancelled)
 		return false;
 	if (rw->state == RS_PREPARING) {
 		list_add_tail(&req->list, &rw->parked);
@@ -894,9 +1064,9 @@ bool recovery_park(struct request *req)
 	if (rw->state != RS_RECOVERING && rw->state != RS_HALTED &&
 	    rw->state != RS_DONE)
 		return false;
-	ro = robj_find(rw, req->rq.obj.oid);
+	ro = robj_find(rw, req->rq.obj.oid, idx);
 	if (!ro && req->asked_rec != rw->gen)
-		ro = robj_add(rw, req->rq.obj.oid);
+		ro = robj_add(rw, req->rq.obj.oid, idx);
 	if (ro && ro->state == RO_DONE && ro->fail_res) {
 		/*
 		 * It could not be stored here (a full disk): say so, rather
@@ -936,7 +1106,7 @@ bool recovery_supersede(struct request *req)
 
 	if (!rw || rw->cancelled || (req->rq.flags & SD_FLAG_CMD_RECOVERY))
 		return false;
-	ro = robj_find(rw, req->rq.obj.oid);
+	ro = robj_find(rw, req->rq.obj.oid, OBJ_IDX_REPLICA);
 	if (!ro || ro->state == RO_DONE)
 		return false;
 	if (ro->state == RO_STORING) {
@@ -1002,10 +1172,14 @@ void recovery_get_throttle(struct recovery_throttling *t)
 
 static struct work purge_work;
 static bool purging, purge_again;
+static struct recovery *purge_rw;	/* its misplaced strips go too */
 
 static void purge_fn(struct work *w)
 {
 	store_purge_stale();
+	if (purge_rw)
+		strips_drop_misplaced(purge_rw->keep, purge_rw->nr_keep,
+				      &purge_rw->cancelled);
 }
 
 static void purge_start(void);
@@ -1013,6 +1187,9 @@ static void purge_start(void);
 static void purge_done(struct work *w)
 {
 	purging = false;
+	if (purge_rw)
+		rec_put(purge_rw);
+	purge_rw = NULL;
 	/* a round completed while we purged: what it staled goes too */
 	if (purge_again)
 		purge_start();
@@ -1024,8 +1201,14 @@ static void purge_start(void)
 	purging = true;
 	purge_work.fn = purge_fn;
 	purge_work.done = purge_done;
+	/* a newer epoch (rec cancelled) stops the strips' removal */
+	if (rec && !rec->cancelled && rec->state == RS_DONE &&
+	    rec->epoch == cstate->epoch) {
+		purge_rw = rec;
+		rec->refs++;
+	}
 	if (wq_queue(sys.io_wq, &purge_work))
-		purging = false;
+		purge_done(&purge_work);
 }
 
 static bool node_done(const struct node_id *nid)

@@ -13,6 +13,11 @@
 
 void recovery_start(uint32_t old_epoch);
 void recovery_reset(void);
+/*
+ * A recovery is about to start: park requests for it until it does (or
+ * until called with false)
+ */
+void recovery_expect(bool expected);
 void recovery_restart(void);
 /* a peer request for an object recovery has yet to bring: wait for it */
 bool recovery_park(struct request *req);
@@ -27,5 +32,18 @@ void recovery_get_throttle(struct recovery_throttling *t);
 int recovery_complete_main(const struct sd_req *req, struct sd_rsp *rsp,
 			   void *data, const struct cluster_ctx *ctx);
 void recovery_stale_everything(uint32_t epoch);
+/*
+ * How recovery rebuilds a strip of an erasure-coded object (gw/'s read
+ * path, handed down by sheep.c): strip @idx of @oid from the strips on
+ * @nodes (strip i on nodes[i]); @done gets SD_RES_*, the version and the
+ * strip (object_size / D bytes, to free).
+ */
+typedef void (*strip_rebuilt_fn)(void *arg, uint32_t result, uint64_t v,
+				 uint8_t *strip);
+typedef void (*strip_rebuild_fn)(uint64_t oid, uint8_t policy,
+				 uint32_t obj_size,
+				 const struct sd_node *nodes, int n, int idx,
+				 strip_rebuilt_fn done, void *arg);
+void recovery_set_strip_rebuild(strip_rebuild_fn fn);
 
 #endif

@@ -98,6 +98,7 @@ WEAK void scrub_stop(void) { }
 WEAK void scrub_get_stat(struct scrub_stat *st) { memset(st, 0, sizeof(*st)); }
 WEAK void recovery_start(uint32_t old_epoch) { }
 WEAK void recovery_reset(void) { }
+WEAK void recovery_expect(bool expected) { }
 WEAK void recovery_restart(void) { }
 WEAK void recovery_resume(void) { }
 WEAK void recovery_stale_everything(uint32_t epoch) { }
