@@ -479,6 +479,13 @@ static void gw_start(struct request *req)
 			  SD_RES_WAIT_FOR_FORMAT);
 		return;
 	}
+	if (req->rq.opcode == SD_OP_REMOVE_OBJ) {
+		/* a coded object's peers remove its strips (ops.c) */
+		req->rq.obj.copy_policy = gw_ec_policy(oid);
+		if (req->rq.obj.copy_policy)
+			copies = ec_policy_data(req->rq.obj.copy_policy) +
+				 ec_policy_parity(req->rq.obj.copy_policy);
+	}
 	nr = ring_targets(&v->ring, oid, copies, tgt);
 	if (!nr) {
 		gw_finish(req, SD_RES_HALT);

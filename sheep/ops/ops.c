@@ -31,6 +31,29 @@
 
 /* ---- peer ops: the store half ---- */
 
+/*
+ * REMOVE_PEER of a coded object (the gateway names the code): every strip
+ * of it here, whichever index (a node may hold two across epochs)
+ */
+static int remove_strips(uint64_t oid, uint8_t policy)
+{
+	int n = ec_policy_data(policy) + ec_policy_parity(policy);
+	int ret = SD_RES_NO_OBJ;
+
+	if (n > SD_MAX_COPIES)
+		return SD_RES_INVALID_PARMS;
+	for (int i = 0; i < n; i++) {
+		struct obj_key k = { .oid = oid, .idx = (uint8_t)i };
+		int r = store_remove(k);
+
+		/* the first one found, or an error */
+		if (r != SD_RES_NO_OBJ &&
+		    (ret == SD_RES_NO_OBJ || r != SD_RES_SUCCESS))
+			ret = r;
+	}
+	return ret;
+}
+
 static int store_exec(const struct sd_req *rq, void *data, struct sd_rsp *rp,
 	       uint32_t obj_size)
 {
@@ -66,6 +89,9 @@ static int store_exec(const struct sd_req *rq, void *data, struct sd_rsp *rp,
 		return store_create(k, obj_size, data, rq->data_length,
 				    rq->obj.offset, sync);
 	case SD_OP_REMOVE_PEER:
+		if (rq->obj.copy_policy)
+			return remove_strips(rq->obj.oid,
+					     rq->obj.copy_policy);
 		return store_remove(k);
 	case SD_OP_FLUSH_PEER:
 		return store_flush();
