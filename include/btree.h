@@ -96,4 +96,20 @@ int bt_for_each(const uint8_t *root, const struct bt_io *io, uint8_t *scratch,
 int bt_for_each_leaf(const uint8_t *root,
 		     int (*fn)(uint64_t oid, void *arg), void *arg);
 
+/* the bytes of @node that its header counts (header included); 0 if bad */
+uint32_t bt_node_len(const uint8_t *node);
+
+/*
+ * Give the tree in @root a copy of every leaf object it points at, owned
+ * by volume @vid (same node ids, so the caller's btree_counter still
+ * covers them), and point @root at the copies.  Entries are not changed:
+ * they still name the volumes owning the data.  Used by snapshots and
+ * clones, so that each volume writes only leaf objects of its own.
+ * @scratch: BT_NODE_SIZE bytes.  0, or -1 (a bad node, a failed read or
+ * write) with @root partly changed: the caller drops it, and the copies
+ * made so far are objects no root points at.
+ */
+int bt_copy_leaves(uint8_t *root, uint32_t vid, const struct bt_io *io,
+		   uint8_t *scratch);
+
 #endif

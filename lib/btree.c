@@ -410,3 +410,42 @@ int bt_for_each_leaf(const uint8_t *root,
 	}
 	return 0;
 }
+
+uint32_t bt_node_len(const uint8_t *node)
+{
+	uint32_t n;
+	int depth = node_hdr(node, &n);
+
+	if (depth < 0)
+		return 0;
+	return depth == 1 ? leaf_off(n) : root_off(n);
+}
+
+/* ---- copies ---- */
+
+/*
+ * A leaf is copied byte for byte, entries above its key included: they do
+ * not count, and a copy that dropped them would differ from its source in
+ * nothing a reader sees but would be one more thing to get right.
+ */
+int bt_copy_leaves(uint8_t *root, uint32_t vid, const struct bt_io *io,
+		   uint8_t *scratch)
+{
+	uint32_t n, all;
+	int depth = node_hdr(root, &n);
+
+	if (depth < 0)
+		return -1;
+	for (uint32_t k = 0; depth == 2 && k < n; k++) {
+		uint64_t from = root_child(root, k);
+		uint64_t to = vid_to_btree_oid(vid, (uint32_t)from);
+
+		if (!(from & VDI_BTREE_BIT) ||
+		    io->read(io->arg, from, scratch) ||
+		    node_hdr(scratch, &all) != 1 ||
+		    io->write(io->arg, to, scratch, 0, leaf_off(all), true))
+			return -1;
+		put_root(root, k, root_key(root, k), to);
+	}
+	return 0;
+}

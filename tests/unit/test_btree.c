@@ -6,8 +6,9 @@
  * two-level tree, what bt_set reports as changed (a copy of the root
  * written only through those ranges must equal the root), a crash before
  * the root of a split is written back (the tree is as before), failed
- * writes, and hostile nodes (bad magic, depth, counts, order, reads that
- * fail) refused without reading outside a node.
+ * writes, hostile nodes (bad magic, depth, counts, order, reads that
+ * fail) refused without reading outside a node, and the copy of a tree's
+ * leaves for a snapshot or clone (changes to either side stay there).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -444,6 +445,106 @@ static void test_hostile_children(void **state)
 	free(leaf);
 }
 
+/* ---- copies (snapshots and clones of hyper volumes) ---- */
+
+#define VID2		0x7c2b26
+
+/* bt_set on another tree than the fixture's, writing nothing back */
+static int set_in(uint8_t *r, uint32_t vid, uint32_t *cnt, uint32_t idx,
+		  uint32_t value)
+{
+	struct bt_change ch;
+	int ret, rounds = 0;
+
+	do {
+		ret = bt_set(r, vid, cnt, idx, value, &io, scratch, &ch);
+		assert_true(++rounds <= 2);
+	} while (ret == 1);
+	return ret;
+}
+
+static void test_node_len(void **state)
+{
+	assert_int_equal(bt_node_len(root), BT_HDR);
+	assert_int_equal(set(7, 1), 0);
+	assert_int_equal(set(9, 1), 0);
+	assert_int_equal(bt_node_len(root), BT_HDR + 2 * 8);
+	fill_root(BT_LEAF_MAX);
+	assert_int_equal(set(1, 99), 0);	/* two levels, two leaves */
+	assert_int_equal(bt_node_len(root), BT_HDR + 2 * 16);
+	put_le16(root, 0x1234);
+	assert_int_equal(bt_node_len(root), 0);
+}
+
+/*
+ * A copy points at leaves of its own volume with the same entries; sets
+ * in either tree (in place, new entries, past the end) leave the other
+ * as it was.
+ */
+static void test_copy_leaves(void **state)
+{
+	uint8_t *copy = malloc(BT_NODE_SIZE);
+	uint64_t leaves[8] = { 0 };
+	uint32_t c2;
+
+	fill_root(BT_LEAF_MAX);
+	assert_int_equal(set(1, 99), 0);
+	memcpy(copy, root, BT_NODE_SIZE);
+	c2 = counter;
+	assert_int_equal(bt_copy_leaves(copy, VID2, &io, scratch), 0);
+	assert_int_equal(st.nr, 4);
+	assert_int_equal(bt_for_each_leaf(copy, leaf_fn, leaves), 0);
+	assert_int_equal(leaves[0], 2);
+	assert_int_equal(leaves[1], vid_to_btree_oid(VID2, 0));
+	assert_int_equal(leaves[2], vid_to_btree_oid(VID2, 1));
+	for (uint32_t k = 0; k < BT_LEAF_MAX; k += 991)
+		assert_int_equal(get(copy, 2 * k), k + 1);
+	assert_int_equal(get(copy, 1), 99);
+	/* the copy changes: an entry in place, a new one, past the end */
+	assert_int_equal(set_in(copy, VID2, &c2, 20, 555), 0);
+	assert_int_equal(set_in(copy, VID2, &c2, 3, 556), 0);
+	assert_int_equal(set_in(copy, VID2, &c2, 4 * BT_LEAF_MAX, 557), 0);
+	assert_int_equal(get(copy, 20), 555);
+	assert_int_equal(get(copy, 3), 556);
+	assert_int_equal(get(copy, 4 * BT_LEAF_MAX), 557);
+	assert_int_equal(get(root, 20), 11);
+	assert_int_equal(get(root, 3), 0);
+	assert_int_equal(get(root, 4 * BT_LEAF_MAX), 0);
+	/* and the source changes: the copy does not see it */
+	assert_int_equal(set(22, 777), 0);
+	assert_int_equal(get(copy, 22), 12);
+	assert_int_equal(get(root, 22), 777);
+	free(copy);
+}
+
+/* a one-level tree has no leaf to copy; a failed copy says so */
+static void test_copy_fails(void **state)
+{
+	uint8_t *copy = malloc(BT_NODE_SIZE);
+
+	assert_int_equal(set(5, 1), 0);
+	assert_int_equal(bt_copy_leaves(root, VID2, &io, scratch), 0);
+	assert_int_equal(st.nr, 0);
+	assert_int_equal(get(root, 5), 1);
+	fill_root(BT_LEAF_MAX);
+	assert_int_equal(set(1, 99), 0);
+	memcpy(copy, root, BT_NODE_SIZE);
+	st.fail_writes = 1;		/* the second leaf's copy fails */
+	assert_int_equal(bt_copy_leaves(copy, VID2, &io, scratch), -1);
+	st.fail_writes = -1;
+	/* a child that is not a B-tree node object */
+	memcpy(copy, root, BT_NODE_SIZE);
+	put_le64(copy + BT_HDR + 8, vid_to_data_oid(VID, 0));
+	assert_int_equal(bt_copy_leaves(copy, VID2, &io, scratch), -1);
+	/* a child that does not exist */
+	memcpy(copy, root, BT_NODE_SIZE);
+	put_le64(copy + BT_HDR + 8, vid_to_btree_oid(VID, 9));
+	assert_int_equal(bt_copy_leaves(copy, VID2, &io, scratch), -1);
+	put_le16(copy, 0);
+	assert_int_equal(bt_copy_leaves(copy, VID2, &io, scratch), -1);
+	free(copy);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -458,6 +559,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_hostile_root, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_children, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_node_len, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_copy_leaves, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_copy_fails, setup,
 						teardown),
 	};
 
