@@ -7,7 +7,6 @@
  * of every node and update the VDI table (state/vdi.h).
  */
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +19,7 @@
 #include "gw/gw.h"
 #include "state/cluster.h"
 #include "state/vdi.h"
+#include "vdi/hyper.h"
 #include "vdi/vdi.h"
 
 /* ---- lookup (objects.md §6.3); cluster worker thread ---- */
@@ -182,18 +182,23 @@ int vdi_lookup_work(struct request *req)
 
 /* ---- NEW_VDI (objects.md §7) ---- */
 
-/* an inode's header and the used part of its index and grefs */
+/*
+ * An inode's header and the used part of its index and grefs; a hyper
+ * volume's B-tree root instead (no grefs: objects.md §12)
+ */
 struct inode_img {
 	struct sd_inode_header h;
 	uint32_t nr;
 	uint32_t *idx;
 	uint32_t *gref;		/* generation, count pairs */
+	uint8_t *root;		/* BT_NODE_SIZE, hyper volumes */
 };
 
 static void inode_img_free(struct inode_img *ino)
 {
 	free(ino->idx);
 	free(ino->gref);
+	free(ino->root);
 }
 
 static uint32_t inode_used_entries(const struct sd_inode_header *h)
@@ -215,9 +220,10 @@ static int inode_load(uint32_t vid, struct inode_img *ino)
 	ret = read_header(vid, &ino->h);
 	if (ret != SD_RES_SUCCESS)
 		return ret;
-	/* no snapshots or clones of hyper volumes yet (objects.md §12) */
-	if (ino->h.store_policy)
+	if (ino->h.store_policy > 1)
 		return SD_RES_NO_SUPPORT;
+	if (ino->h.store_policy)
+		return hyper_read_root(vid, ino->h.nr_copies, &ino->root);
 	ino->nr = inode_used_entries(&ino->h);
 	ino->idx = xzalloc((size_t)ino->nr * 4 + 4);
 	ino->gref = xzalloc((size_t)ino->nr * 8 + 8);
@@ -279,6 +285,25 @@ static int write_header(const struct sd_inode_header *h, uint32_t off,
 }
 
 /*
+ * The index area of a live hyper volume in @buf (BT_NODE_SIZE): @src's
+ * root (its leaves already copied: hyper.c), or an empty B-tree (§12).
+ * Returns the length that counts.
+ */
+static uint32_t hyper_root(const struct inode_img *src, uint8_t *buf)
+{
+	uint32_t len;
+
+	if (src && src->root) {
+		len = bt_node_len(src->root);
+		memcpy(buf, src->root, len);
+		return len;
+	}
+	/* what follows the header is zero: the rest is a hole */
+	bt_init(buf);
+	return BT_HDR;
+}
+
+/*
  * Create inode @h; with @src its index is copied and every shared entry
  * gets the reference {generation + 1, 0}.  One create carries header,
  * index and references (zeros between them are holes in the store): an
@@ -292,22 +317,17 @@ static int create_inode(const struct sd_inode_header *h,
 	uint32_t nr = src ? MIN(src->nr, inode_used_entries(h)) : 0;
 	size_t len = nr ? SD_INODE_GREF_OFFSET + (size_t)nr * 8 :
 			  SD_INODE_HEADER_SIZE;
+	bool hyper = h->store_policy && h->name[0];
 	uint8_t *buf;
 	int ret;
 
-	/* a live hyper volume's index area is an empty B-tree (§12) */
-	if (h->store_policy && h->name[0])
-		len = SD_INODE_INDEX_OFFSET + BT_HDR;
+	if (hyper)
+		len = SD_INODE_INDEX_OFFSET + BT_NODE_SIZE;
 	buf = xzalloc(len);
 	inode_header_encode(h, buf);
-	if (h->store_policy && h->name[0]) {
-		uint8_t *root = xmalloc(BT_NODE_SIZE);
-
-		/* what follows the header is zero: the rest is a hole */
-		bt_init(root);
-		memcpy(buf + SD_INODE_INDEX_OFFSET, root, BT_HDR);
-		free(root);
-	}
+	if (hyper)
+		len = SD_INODE_INDEX_OFFSET +
+		      hyper_root(src, buf + SD_INODE_INDEX_OFFSET);
 	if (nr) {
 		uint8_t *g = buf + SD_INODE_GREF_OFFSET;
 
@@ -340,6 +360,30 @@ static void new_header_from(struct sd_inode_header *h,
 	h->parent_vdi_id = parent;
 }
 
+/*
+ * A hyper volume shares objects only with read-only volumes (hyper.c
+ * removes an object when no other volume of its family names it, which
+ * relies on a volume's own entries never changing once others copied
+ * them): only a snapshot can be a base.
+ */
+static bool hyper_base_ok(const struct inode_img *src)
+{
+	if (!src->root || src->h.snap_ctime)
+		return true;
+	sd_err("hyper volume %" PRIx32 " is not a snapshot: not a base",
+	       src->h.vdi_id);
+	return false;
+}
+
+/* a hyper volume's leaf objects for new volume @h, before its inode */
+static int copy_hyper_index(struct inode_img *src,
+			    const struct sd_inode_header *h)
+{
+	if (!src->root)
+		return SD_RES_SUCCESS;
+	return hyper_copy_root(src->root, src->h.nr_copies, h);
+}
+
 /* snapshot (base == current) or rebase (base != current), §7.2 */
 static int vdi_snapshot(struct request *req, struct lookup *lk)
 {
@@ -355,6 +399,10 @@ static int vdi_snapshot(struct request *req, struct lookup *lk)
 		return ret;
 	if (ret != SD_RES_SUCCESS)
 		return base == cur ? SD_RES_VDI_READ : SD_RES_BASE_VDI_READ;
+	if (base != cur && !hyper_base_ok(&src)) {
+		ret = SD_RES_INVALID_PARMS;
+		goto out;
+	}
 	/*
 	 * In the order a crash can stop anywhere in: the shared references
 	 * first (a crash after it leaks objects, never frees them), then the
@@ -371,12 +419,18 @@ static int vdi_snapshot(struct request *req, struct lookup *lk)
 			base);
 	if (req->rq.vdi.vdi_size > h.vdi_size)
 		h.vdi_size = req->rq.vdi.vdi_size;
-	ret = create_inode(&h, &src);
+	ret = copy_hyper_index(&src, &h);
+	if (ret == SD_RES_SUCCESS)
+		ret = create_inode(&h, &src);
 	if (ret != SD_RES_SUCCESS) {
 		ret = SD_RES_VDI_WRITE;
 		goto out;
 	}
-	if (base == cur) {
+	/*
+	 * A hyper volume's header is not written whole: its btree_counter
+	 * is the index's (a writer's split may have moved it since).
+	 */
+	if (base == cur && !src.root) {
 		src.h.snap_ctime = sd_time_now();
 		ret = write_header(&src.h, 0, SD_INODE_HEADER_SIZE);
 	} else {
@@ -409,6 +463,10 @@ static int vdi_clone(struct request *req, struct lookup *lk, uint32_t base)
 		return ret;
 	if (ret != SD_RES_SUCCESS)
 		return SD_RES_BASE_VDI_READ;
+	if (!hyper_base_ok(&src)) {
+		ret = SD_RES_INVALID_PARMS;
+		goto out;
+	}
 	if (inode_share(base, &src) != SD_RES_SUCCESS) {
 		ret = SD_RES_BASE_VDI_WRITE;
 		goto out;
@@ -421,7 +479,9 @@ static int vdi_clone(struct request *req, struct lookup *lk, uint32_t base)
 		h.nr_copies = req->rq.vdi.copies;
 		h.copy_policy = req->rq.vdi.copy_policy;
 	}
-	ret = create_inode(&h, &src);
+	ret = copy_hyper_index(&src, &h);
+	if (ret == SD_RES_SUCCESS)
+		ret = create_inode(&h, &src);
 	if (ret != SD_RES_SUCCESS) {
 		ret = SD_RES_VDI_WRITE;
 		goto out;
@@ -495,9 +555,6 @@ int vdi_new_work(struct request *req)
 	ret = new_vdi_shift(rq, &shift);
 	if (ret != SD_RES_SUCCESS)
 		return ret;
-	/* snapshots and clones of hyper volumes: not yet */
-	if (rq->vdi.store_policy && (rq->vdi.snapid || rq->vdi.base_vdi_id))
-		return SD_RES_NO_SUPPORT;
 	lk.snapid = 0;
 	lk.tag[0] = 0;
 	ret = vdi_lookup(&lk);
@@ -621,141 +678,6 @@ int vdi_notify_restore(const struct sd_req *req, struct sd_rsp *rsp,
 
 /* ---- DEL_VDI (objects.md §10.2) ---- */
 
-/*
- * A hyper volume's objects, removed without reference counting (§10.2).
- * DEL_VDI's reply waits for the removals and dog waits 30 s for a reply,
- * so they go DEL_THREADS at a time: on 3 local nodes sharing 2 busy
- * cores 20,000 removals took 4 s one at a time, 2.9 s 8 at a time; on a
- * network the round trips overlap too.  A volume of millions of objects
- * still outlasts dog's wait (the sheep goes on removing).
- */
-#define DEL_BATCH	65536
-#define DEL_THREADS	8
-
-struct hyper_del {
-	uint32_t vid;
-	uint8_t copies;
-	int ret;		/* the first failure */
-	uint64_t *oids;		/* DEL_BATCH, to remove */
-	size_t nr, next;
-	pthread_mutex_t lock;
-};
-
-static int read_node(void *arg, uint64_t oid, uint8_t *buf)
-{
-	struct hyper_del *d = arg;
-
-	d->ret = gw_exec_sync(SD_OP_READ_OBJ, oid, buf, BT_NODE_SIZE, 0,
-			      d->copies, 0);
-	return d->ret == SD_RES_SUCCESS ? 0 : -1;
-}
-
-static int no_write(void *arg, uint64_t oid, const uint8_t *buf,
-		    uint32_t off, uint32_t len, bool create)
-{
-	return -1;	/* a walk writes nothing */
-}
-
-/* take the next oid of the batch and remove it, until none is left */
-static void *remove_thread(void *arg)
-{
-	struct hyper_del *d = arg;
-
-	for (;;) {
-		size_t i = SIZE_MAX;
-		int ret;
-
-		pthread_mutex_lock(&d->lock);
-		if (d->next < d->nr && d->ret == SD_RES_SUCCESS)
-			i = d->next++;
-		pthread_mutex_unlock(&d->lock);
-		if (i == SIZE_MAX)
-			return NULL;
-		ret = gw_exec_sync(SD_OP_REMOVE_OBJ, d->oids[i], NULL, 0, 0,
-				   d->copies, 0);
-		/* NO_OBJ: removed by an earlier try that failed later */
-		if (ret == SD_RES_SUCCESS || ret == SD_RES_NO_OBJ)
-			continue;
-		pthread_mutex_lock(&d->lock);
-		if (d->ret == SD_RES_SUCCESS)
-			d->ret = ret;
-		pthread_mutex_unlock(&d->lock);
-	}
-}
-
-/* remove the batch; 0, or -1 with d->ret set */
-static int remove_batch(struct hyper_del *d)
-{
-	pthread_t t[DEL_THREADS];
-	int n;
-
-	if (!d->nr)
-		return d->ret == SD_RES_SUCCESS ? 0 : -1;
-	d->next = 0;
-	for (n = 0; n < DEL_THREADS; n++)
-		if (pthread_create(&t[n], NULL, remove_thread, d))
-			break;
-	if (!n)
-		remove_thread(d);
-	for (int i = 0; i < n; i++)
-		pthread_join(t[i], NULL);
-	d->nr = 0;
-	return d->ret == SD_RES_SUCCESS ? 0 : -1;
-}
-
-static int add_oid(struct hyper_del *d, uint64_t oid)
-{
-	d->oids[d->nr++] = oid;
-	return d->nr == DEL_BATCH ? remove_batch(d) : 0;
-}
-
-static int remove_data(uint32_t idx, uint32_t vid, void *arg)
-{
-	struct hyper_del *d = arg;
-
-	/* without snapshots every entry is the volume's own */
-	if (vid != d->vid)
-		return 0;
-	return add_oid(d, vid_to_data_oid(vid, idx));
-}
-
-static int remove_leaf(uint64_t oid, void *arg)
-{
-	return add_oid(arg, oid);
-}
-
-/* the data objects, then the leaf objects the walk read them from */
-static int remove_hyper_objects(uint32_t vid, uint8_t copies)
-{
-	struct hyper_del d = {
-		.vid = vid, .copies = copies, .ret = SD_RES_SUCCESS,
-	};
-	struct bt_io io = { read_node, no_write, &d };
-	uint8_t *root = xmalloc(BT_NODE_SIZE), *scratch = xmalloc(BT_NODE_SIZE);
-	int ret;
-
-	d.oids = xmalloc(DEL_BATCH * sizeof(*d.oids));
-	pthread_mutex_init(&d.lock, NULL);
-	ret = gw_exec_sync(SD_OP_READ_OBJ, vid_to_vdi_oid(vid), root,
-			   BT_NODE_SIZE, SD_INODE_INDEX_OFFSET, copies, 0);
-	if (ret != SD_RES_SUCCESS)
-		goto out;
-	if (bt_for_each(root, &io, scratch, remove_data, &d) ||
-	    remove_batch(&d) || bt_for_each_leaf(root, remove_leaf, &d) ||
-	    remove_batch(&d)) {
-		/* a bad node: the inode stays, as when a removal fails */
-		ret = d.ret != SD_RES_SUCCESS ? d.ret : SD_RES_EIO;
-		sd_err("removing the objects of hyper volume %" PRIx32
-		       " failed: %s", vid, sd_strerror((uint32_t)ret));
-	}
-out:
-	pthread_mutex_destroy(&d.lock);
-	free(d.oids);
-	free(root);
-	free(scratch);
-	return ret;
-}
-
 int vdi_del_work(struct request *req)
 {
 	struct sd_inode_header h;
@@ -774,7 +696,7 @@ int vdi_del_work(struct request *req)
 	if (!h.name[0] && !h.vdi_size)
 		return SD_RES_SUCCESS;
 	if (h.store_policy) {
-		ret = remove_hyper_objects(lk.vid, h.nr_copies);
+		ret = hyper_remove_objects(lk.vid, h.nr_copies);
 		if (ret != SD_RES_SUCCESS)
 			return ret;
 		memset(h.name, 0, sizeof(h.name));
