@@ -240,12 +240,15 @@ static int vdi_create(int argc, char **argv)
 
 /* ---- snapshot and clone ---- */
 
-static bool owns_objects(const struct vdi_inode *in)
+static int owned_fn(uint32_t idx, uint32_t owner, void *arg)
 {
-	for (uint32_t i = 0; i < in->nr; i++)
-		if (in->index[i] == in->vid)
-			return true;
-	return false;
+	return owner == *(const uint32_t *)arg;
+}
+
+/* written since the last snapshot?  (a failed walk says yes) */
+static bool owns_objects(struct vdi_inode *in)
+{
+	return vi_for_each(in->vi, owned_fn, &in->vid) != 0;
 }
 
 static int vdi_snapshot(int argc, char **argv)
@@ -272,11 +275,6 @@ static int vdi_snapshot(int argc, char **argv)
 	if (ret)
 		return ret;
 	ret = EXIT_FAILURE;
-	if (in.h.store_policy) {
-		fprintf(stderr, "Snapshots of hyper volumes are not "
-			"supported\n");
-		goto out;
-	}
 	if (vopt.reduce && !owns_objects(&in)) {
 		ret = EXIT_SUCCESS;
 		goto out;
@@ -314,44 +312,64 @@ out:
 	return ret;
 }
 
-/* give the clone its own object @idx: a copy, or empty if unallocated */
-static int clone_object(const struct vdi_inode *src, uint32_t vid,
-			uint32_t idx, uint8_t *buf)
+struct clone_ctx {
+	struct vdi_inode *src, dst;
+	uint8_t *buf;
+};
+
+/* give the clone its own object @idx: a copy of @from's, or empty */
+static int clone_object(uint32_t idx, uint32_t from, void *arg)
 {
-	uint32_t from = src->index[idx];
-	uint32_t len = 0;
+	struct clone_ctx *c = arg;
+	const struct sd_inode_header *h = &c->src->h;
+	uint32_t len = 0, size = inode_obj_size(h);
 
 	if (from) {
-		len = inode_obj_size(&src->h);
-		if (dog_read_object(vid_to_data_oid(from, idx), buf, len, 0,
-				    src->h.nr_copies, src->h.copy_policy))
+		len = size;
+		if (dog_read_object(vid_to_data_oid(from, idx), c->buf, len,
+				    0, h->nr_copies, h->copy_policy))
 			return -1;
 	}
-	if (dog_write_object(vid_to_data_oid(vid, idx), 0, buf, len, 0,
-			     SD_FLAG_CMD_DIRECT, src->h.nr_copies,
-			     src->h.copy_policy, true))
+	if (dog_write_object(vid_to_data_oid(c->dst.vid, idx), 0, c->buf,
+			     len, 0, SD_FLAG_CMD_DIRECT, h->nr_copies,
+			     h->copy_policy, true) ||
+	    vi_set(c->dst.vi, idx, c->dst.vid))
 		return -1;
-	return set_index_entry(vid, &src->h, idx, vid) ? -1 : 0;
+	show_progress(((uint64_t)idx + 1) * size,
+		      (uint64_t)inode_nr_objs(h) * size);
+	return 0;
+}
+
+/* -P: every object, allocated in the source or not */
+static int clone_all(struct clone_ctx *c)
+{
+	uint32_t nr = inode_nr_objs(&c->src->h);
+
+	for (uint32_t i = 0; i < nr; i++) {
+		uint32_t from;
+
+		if (vi_get(c->src->vi, i, &from) || clone_object(i, from, c))
+			return -1;
+	}
+	return 0;
 }
 
 /* copy (or create empty) the clone's objects so it owns all of them */
-static int clone_objects(const struct vdi_inode *src, uint32_t vid)
+static int clone_objects(struct vdi_inode *src, uint32_t vid)
 {
-	uint32_t size = inode_obj_size(&src->h);
-	uint8_t *buf = xmalloc(size);
-	int ret = EXIT_FAILURE;
+	struct clone_ctx c = { .src = src };
+	int ret = open_vdi_vid(vid, &c.dst, true);
 
-	for (uint32_t i = 0; i < src->nr; i++) {
-		if ((src->index[i] || vopt.prealloc) &&
-		    clone_object(src, vid, i, buf))
-			goto out;
-		show_progress((uint64_t)(i + 1) * size,
-			      (uint64_t)src->nr * size);
-	}
-	ret = EXIT_SUCCESS;
-out:
-	free(buf);
-	return ret;
+	if (ret)
+		return ret;
+	c.buf = xmalloc(inode_obj_size(&src->h));
+	if (vopt.prealloc)
+		ret = clone_all(&c);
+	else
+		ret = vi_for_each(src->vi, clone_object, &c);
+	free(c.buf);
+	free_inode(&c.dst);
+	return ret ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
 static int vdi_clone(int argc, char **argv)
@@ -372,9 +390,6 @@ static int vdi_clone(int argc, char **argv)
 	ret = open_vdi(argv[0], vopt.snapid, vopt.tag, &src, true);
 	if (ret)
 		return ret;
-	ret = reject_hyper(&src, "Cloning");
-	if (ret)
-		goto out;
 	nv.size = src.h.vdi_size;
 	nv.base = vopt.no_share ? 0 : src.vid;
 	nv.copies = src.h.nr_copies;

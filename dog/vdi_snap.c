@@ -29,9 +29,6 @@ int vdi_rollback(int argc, char **argv)
 	ret = open_vdi(name, vopt.snapid, vopt.tag, &snap, false);
 	if (ret)
 		return ret;
-	ret = reject_hyper(&snap, "Rolling back");
-	if (ret)
-		return ret;
 	if (!snap.h.snap_ctime) {
 		fprintf(stderr, "%s (snapshot id: %" PRIu32 " snapshot tag: "
 			"%s) is not a snapshot\n", name, vopt.snapid,
