@@ -227,14 +227,33 @@ int vi_get(struct vdi_index *vi, uint32_t idx, uint32_t *vid)
 	return bt_lookup(vi->root, idx, &vi->cio, scratch_for(vi, idx), vid);
 }
 
+struct walk_ctx {
+	int (*fn)(uint32_t idx, uint32_t vid, void *arg);
+	void *arg;
+};
+
+/*
+ * bt_set never stores 0, but a node written by other means may hold an
+ * entry of vid 0: unallocated, as in a flat index, so not walked (a clone
+ * would otherwise create an object for it).
+ */
+static int walk_allocated(uint32_t idx, uint32_t vid, void *arg)
+{
+	const struct walk_ctx *w = arg;
+
+	return vid ? w->fn(idx, vid, w->arg) : 0;
+}
+
 int vi_for_each(struct vdi_index *vi,
 		int (*fn)(uint32_t idx, uint32_t vid, void *arg), void *arg)
 {
+	struct walk_ctx w = { fn, arg };
+
 	if (vi->broken)
 		return -1;
 	if (vi->btree)
-		return bt_for_each(vi->root, &vi->cio, scratch_for(vi, 0), fn,
-				   arg);
+		return bt_for_each(vi->root, &vi->cio, scratch_for(vi, 0),
+				   walk_allocated, &w);
 	for (uint32_t i = 0; i < vi->nr; i++) {
 		int ret;
 

@@ -6,7 +6,8 @@
  * leaf; both reopened from what they wrote back (the inode and the leaf
  * objects) must still agree.  Then failures: a leaf write, a leaf read, a
  * write-back of the inode, in and out of splits, each leaving what is
- * stored a tree that reads as before.
+ * stored a tree that reads as before.  An entry of vid 0 (written by
+ * other means than vi_set) is unallocated, as in a flat index.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -324,6 +325,22 @@ static void test_small(void **state)
 	assert_int_equal(st.nr, 0);
 }
 
+/* an entry of vid 0 written into a node directly: unallocated */
+static void test_zero_entry(void **state)
+{
+	uint8_t *root = bdisk.buf + SD_INODE_INDEX_OFFSET;
+
+	set_both(2, 9);
+	set_both(6, 8);
+	/* entry 0 of the root (index 2) now names vid 0 */
+	put_le32(root + BT_HDR + 4, 0);
+	vi_close(bt);
+	bt = open_btree();
+	assert_int_equal(vi_set(fl, 2, 0), 0);
+	assert_int_equal(get(bt, 2), 0);
+	assert_int_equal(same_walk(fl, bt), 1);
+}
+
 /* a two-level tree of two leaves */
 static uint32_t two_level(void)
 {
@@ -409,6 +426,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_small, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_zero_entry, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_same_sequence, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_leaf_errors, setup,
