@@ -107,10 +107,10 @@ static int remove_copy(uint64_t oid, void *arg)
 /*
  * The copies are written before the caller creates the inode that points
  * at them, in one write with its header: a crash in between leaves leaf
- * objects no inode names (under a vid not yet in use, whose next owner's
- * splits overwrite them, or the family GC of vid recycling removes them),
- * never a volume with part of an index.  A copy that fails removes what
- * it made.
+ * objects no inode names (under a vid not yet in use: its next owner's
+ * splits overwrite those its counter reaches, the others stay as leaked
+ * objects), never a volume with part of an index.  A copy that fails
+ * removes what it made.
  */
 int hyper_copy_root(uint8_t *root, uint8_t from_copies,
 		    const struct sd_inode_header *h)
