@@ -12,7 +12,10 @@
  * entries): DEL_VDI instead asks the other volumes of the family whether
  * they still name an object before it removes it.  Only volumes derived
  * from its owner can name an object, so the family is every hyper volume
- * with the same oldest ancestor (deleted inodes keep their parent).
+ * with the same oldest ancestor (deleted inodes keep their parent).  A
+ * copy-on-write drops a name silently: a deleted volume whose objects
+ * were still in use keeps its index, which later deletes in the family
+ * walk again (doc/hyper-volumes.md §3).
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -238,15 +241,20 @@ struct hyper_del {
 	uint8_t copies;
 	int ret;		/* the first failure */
 	uint64_t *oids;		/* DEL_BATCH, to remove */
+	uint8_t *ocopies;	/* their owners' copies */
 	size_t nr, next;
 	pthread_mutex_t lock;
 	/* entries that may name the last use of an object */
 	struct family fam;
 	uint32_t *checker;	/* live members of the family but vid */
 	uint32_t nr_checker;
+	uint32_t *dead;		/* deleted members of the family */
+	uint32_t nr_dead;
 	uint32_t *cidx, *cown;	/* DEL_BATCH candidates */
 	bool *keep;
 	size_t nc;
+	uint32_t swept;		/* the volume whose index is walked */
+	bool kept;		/* it names an object still in use */
 };
 
 /* take the next oid of the batch and remove it, until none is left */
@@ -265,7 +273,7 @@ static void *remove_thread(void *arg)
 		if (i == SIZE_MAX)
 			return NULL;
 		ret = gw_exec_sync(SD_OP_REMOVE_OBJ, d->oids[i], NULL, 0, 0,
-				   d->copies, 0);
+				   d->ocopies[i], 0);
 		/* NO_OBJ: removed by an earlier try that failed later */
 		if (ret == SD_RES_SUCCESS || ret == SD_RES_NO_OBJ)
 			continue;
@@ -296,8 +304,9 @@ static int remove_batch(struct hyper_del *d)
 	return d->ret == SD_RES_SUCCESS ? 0 : -1;
 }
 
-static int add_oid(struct hyper_del *d, uint64_t oid)
+static int add_oid(struct hyper_del *d, uint64_t oid, uint8_t copies)
 {
+	d->ocopies[d->nr] = copies;
 	d->oids[d->nr++] = oid;
 	return d->nr == DEL_BATCH ? remove_batch(d) : 0;
 }
@@ -343,10 +352,16 @@ static int flush_candidates(struct hyper_del *d)
 			return -1;
 		}
 	}
-	for (size_t j = 0; j < d->nc; j++)
-		if (!d->keep[j])
-			d->oids[d->nr++] = vid_to_data_oid(d->cown[j],
-							   d->cidx[j]);
+	for (size_t j = 0; j < d->nc; j++) {
+		const struct member *m = find_member(&d->fam, d->cown[j]);
+
+		if (d->keep[j]) {
+			d->kept = true;
+			continue;
+		}
+		d->ocopies[d->nr] = m ? m->copies : d->copies;
+		d->oids[d->nr++] = vid_to_data_oid(d->cown[j], d->cidx[j]);
+	}
 	d->nc = 0;
 	return remove_batch(d);
 }
@@ -361,7 +376,7 @@ static int remove_data(uint32_t idx, uint32_t owner, void *arg)
 	struct hyper_del *d = arg;
 	const struct member *m = find_member(&d->fam, owner);
 
-	if (owner != d->vid && (!m || m->live))
+	if (owner != d->swept && (!m || m->live))
 		return 0;
 	d->cidx[d->nc] = idx;
 	d->cown[d->nc++] = owner;
@@ -370,11 +385,14 @@ static int remove_data(uint32_t idx, uint32_t owner, void *arg)
 
 static int remove_leaf(uint64_t oid, void *arg)
 {
-	return add_oid(arg, oid);
+	struct hyper_del *d = arg;
+	const struct member *m = find_member(&d->fam, oid_to_vid(oid));
+
+	return add_oid(d, oid, m ? m->copies : d->copies);
 }
 
-/* the other live volumes of @d->vid's family; SD_RES_* */
-static int find_checkers(struct hyper_del *d)
+/* the other live and the deleted volumes of @d->vid's family; SD_RES_* */
+static int find_members(struct hyper_del *d)
 {
 	struct family *f = &d->fam;
 	uint32_t root;
@@ -384,20 +402,26 @@ static int find_checkers(struct hyper_del *d)
 		return ret;
 	root = root_of(f, d->vid);
 	d->checker = xmalloc(sizeof(*d->checker) * (f->nr + 1));
+	d->dead = xmalloc(sizeof(*d->dead) * (f->nr + 1));
 	for (uint32_t i = 0; root && i < f->nr; i++) {
-		uint32_t r = root_of(f, f->m[i].vid);
+		const struct member *m = &f->m[i];
+		uint32_t r = root_of(f, m->vid);
 
-		if (!r) {
+		if (!r)
 			root = 0;
-			break;
-		}
-		if (f->m[i].live && f->m[i].vid != d->vid && r == root)
-			d->checker[d->nr_checker++] = f->m[i].vid;
+		if (r != root || m->vid == d->vid)
+			continue;
+		if (m->live)
+			d->checker[d->nr_checker++] = m->vid;
+		else
+			d->dead[d->nr_dead++] = m->vid;
 	}
 	if (!root) {
 		sd_err("the parents of hyper volumes form a loop");
 		return SD_RES_EIO;
 	}
+	/* from here on the volume counts as deleted */
+	find_member(f, d->vid)->live = false;
 	return SD_RES_SUCCESS;
 }
 
@@ -405,46 +429,129 @@ static void hyper_del_free(struct hyper_del *d)
 {
 	pthread_mutex_destroy(&d->lock);
 	free(d->oids);
+	free(d->ocopies);
 	free(d->fam.m);
 	free(d->checker);
+	free(d->dead);
 	free(d->cidx);
 	free(d->cown);
 	free(d->keep);
 }
 
-/* the data objects, then the leaf objects the walk read them from */
-int hyper_remove_objects(uint32_t vid, uint8_t copies)
+/*
+ * Remove the objects @root (the index of @vid) may name last; d->kept
+ * says whether some stay.  0 or -1 (a bad node: d->ret, n->ret).
+ */
+static int sweep(struct hyper_del *d, uint32_t vid, const uint8_t *root,
+		 struct node_io *n, uint8_t *scratch)
+{
+	struct bt_io io = { node_read, no_write, n };
+
+	d->swept = vid;
+	d->kept = false;
+	return bt_for_each(root, &io, scratch, remove_data, d) ||
+	       flush_candidates(d) ? -1 : 0;
+}
+
+static int drop_leaves(struct hyper_del *d, const uint8_t *root)
+{
+	return bt_for_each_leaf(root, remove_leaf, d) || remove_batch(d) ?
+	       -1 : 0;
+}
+
+/*
+ * A deleted volume whose index DEL_VDI kept (it named objects in use):
+ * what it names may have lost its last other name since, by a
+ * copy-on-write.  Once it names nothing in use, its index is cleared (a
+ * crash before that only walks it again) and its leaf objects removed.
+ */
+static int sweep_dead(struct hyper_del *d, const struct member *m,
+		      uint8_t *scratch)
+{
+	struct node_io n = { m->copies, 0, SD_RES_SUCCESS };
+	uint8_t *root, *zero;
+	uint32_t len;
+	int ret = hyper_read_root(m->vid, m->copies, &root);
+
+	if (ret != SD_RES_SUCCESS)
+		return ret;
+	len = bt_node_len(root);
+	ret = SD_RES_SUCCESS;
+	if (len <= BT_HDR || sweep(d, m->vid, root, &n, scratch) || d->kept)
+		goto out;	/* nothing kept, a failure, or still in use */
+	zero = xzalloc(len);
+	ret = gw_exec_sync(SD_OP_WRITE_OBJ, vid_to_vdi_oid(m->vid), zero, len,
+			   SD_INODE_INDEX_OFFSET, m->copies, SD_FLAG_CMD_WRITE);
+	free(zero);
+	if (ret == SD_RES_SUCCESS)
+		drop_leaves(d, root);
+out:
+	if (ret == SD_RES_SUCCESS && d->ret != SD_RES_SUCCESS)
+		ret = d->ret;
+	if (ret == SD_RES_SUCCESS && n.ret != SD_RES_SUCCESS)
+		ret = n.ret;
+	free(root);
+	return ret;
+}
+
+/* the volume's own index: swept, then its leaves unless it must stay */
+static int sweep_own(struct hyper_del *d, uint8_t *scratch, bool *retain)
+{
+	struct node_io n = { d->copies, 0, SD_RES_SUCCESS };
+	uint8_t *root;
+	int ret = hyper_read_root(d->vid, d->copies, &root);
+
+	if (ret != SD_RES_SUCCESS)
+		return ret;
+	if (sweep(d, d->vid, root, &n, scratch) ||
+	    (!d->kept && drop_leaves(d, root)))
+		ret = d->ret != SD_RES_SUCCESS ? d->ret :
+		      n.ret != SD_RES_SUCCESS ? n.ret : SD_RES_EIO;
+	*retain = d->kept;
+	free(root);
+	return ret;
+}
+
+/*
+ * The volume's data objects no one else names, then (if it names none
+ * in use) its leaf objects; then what the deleted members of the family
+ * whose indexes were kept no longer need.
+ */
+int hyper_remove_objects(uint32_t vid, uint8_t copies, bool *retain)
 {
 	struct hyper_del d = {
 		.vid = vid, .copies = copies, .ret = SD_RES_SUCCESS,
 	};
-	struct node_io n = { copies, 0, SD_RES_SUCCESS };
-	struct bt_io io = { node_read, no_write, &n };
-	uint8_t *root = NULL, *scratch = xmalloc(BT_NODE_SIZE);
+	uint8_t *scratch = xmalloc(BT_NODE_SIZE);
 	int ret;
 
 	pthread_mutex_init(&d.lock, NULL);
 	d.oids = xmalloc(DEL_BATCH * sizeof(*d.oids));
+	d.ocopies = xmalloc(DEL_BATCH);
 	d.cidx = xmalloc(DEL_BATCH * sizeof(*d.cidx));
 	d.cown = xmalloc(DEL_BATCH * sizeof(*d.cown));
 	d.keep = xmalloc(DEL_BATCH * sizeof(*d.keep));
-	ret = find_checkers(&d);
+	ret = find_members(&d);
 	if (ret == SD_RES_SUCCESS)
-		ret = hyper_read_root(vid, copies, &root);
-	if (ret != SD_RES_SUCCESS)
-		goto out;
-	if (bt_for_each(root, &io, scratch, remove_data, &d) ||
-	    flush_candidates(&d) ||
-	    bt_for_each_leaf(root, remove_leaf, &d) || remove_batch(&d)) {
-		/* a bad node: the inode stays, as when a removal fails */
-		ret = d.ret != SD_RES_SUCCESS ? d.ret :
-		      n.ret != SD_RES_SUCCESS ? n.ret : SD_RES_EIO;
+		ret = sweep_own(&d, scratch, retain);
+	if (ret != SD_RES_SUCCESS) {
 		sd_err("removing the objects of hyper volume %" PRIx32
 		       " failed: %s", vid, sd_strerror((uint32_t)ret));
+		goto out;
+	}
+	/* a failure here only leaves objects for a later delete */
+	for (uint32_t i = 0; i < d.nr_dead; i++) {
+		uint32_t dv = d.dead[i];
+		int r = sweep_dead(&d, find_member(&d.fam, dv), scratch);
+
+		if (r != SD_RES_SUCCESS)
+			sd_warn("objects of deleted hyper volume %" PRIx32
+				" still kept: %s", dv,
+				sd_strerror((uint32_t)r));
+		d.ret = SD_RES_SUCCESS;
 	}
 out:
 	hyper_del_free(&d);
-	free(root);
 	free(scratch);
 	return ret;
 }

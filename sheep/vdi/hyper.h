@@ -7,6 +7,7 @@
 #ifndef SHEEP_VDI_HYPER_H
 #define SHEEP_VDI_HYPER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include "sheepdog_proto.h"
 
@@ -23,9 +24,11 @@ int hyper_copy_root(uint8_t *root, uint8_t from_copies,
 
 /*
  * Remove the data objects of hyper volume @vid that no other volume
- * still uses, then its leaf objects.  SD_RES_*; on failure the caller
- * keeps the inode (a retry walks again).
+ * still uses, then its leaf objects.  *@retain: some objects it names
+ * are still in use, so its index (and leaves) must stay in the deleted
+ * inode for later deletes in the family to look at again.  SD_RES_*; on
+ * failure the caller keeps the inode (a retry walks again).
  */
-int hyper_remove_objects(uint32_t vid, uint8_t copies);
+int hyper_remove_objects(uint32_t vid, uint8_t copies, bool *retain);
 
 #endif

@@ -696,11 +696,16 @@ int vdi_del_work(struct request *req)
 	if (!h.name[0] && !h.vdi_size)
 		return SD_RES_SUCCESS;
 	if (h.store_policy) {
-		ret = hyper_remove_objects(lk.vid, h.nr_copies);
+		bool retain;
+
+		ret = hyper_remove_objects(lk.vid, h.nr_copies, &retain);
 		if (ret != SD_RES_SUCCESS)
 			return ret;
 		memset(h.name, 0, sizeof(h.name));
 		h.vdi_size = 0;
+		/* an index naming objects in use stays (hyper.c) */
+		if (retain)
+			return write_header(&h, 0, SD_INODE_HEADER_SIZE);
 		return create_inode(&h, NULL);
 	}
 	nr = (uint32_t)DIV_ROUND_UP(h.vdi_size,
