@@ -506,12 +506,11 @@ static bool ec_preview(const struct sd_req *rq)
 {
 	struct ec_code c;
 
-	if (!preview_on() || rq->vdi.base_vdi_id ||
-	    ec_init_policy(&c, rq->vdi.copy_policy) ||
+	if (!preview_on() || ec_init_policy(&c, rq->vdi.copy_policy) ||
 	    rq->vdi.copies != c.d + c.p)
 		return false;
-	sd_warn("erasure-coding preview: a %d:%d VDI (recovery, deletion, "
-		"snapshots and clones do not handle strips yet)", c.d, c.p);
+	sd_warn("erasure-coding preview: a %d:%d VDI (vdi check, the scrub "
+		"and backups do not handle strips yet)", c.d, c.p);
 	return true;
 }
 

@@ -321,7 +321,8 @@ vdi_id()
 {
 	local v
 	v=$(dog_at "${2:-0}" vdi list -r "$1" 2>/dev/null |
-		awk -v n="$1" '$1 == "=" && $2 == n { print $8; exit }')
+		awk -v n="$1" '($1 == "=" || $1 == "c") && $2 == n {
+			print $8; exit }')
 	[ -n "$v" ] && printf '%06x\n' "0x$v"
 }
 
