@@ -219,6 +219,19 @@ static int vdi_create(int argc, char **argv)
 			"-z\n", size_to_str(max, m, sizeof(m)), nv.shift);
 		return EXIT_USAGE;
 	}
+	if (vopt.copy_policy && vopt.hyper) {
+		fprintf(stderr, "Erasure coding (-c D:P) of hyper volumes is "
+			"not supported yet\n");
+		return EXIT_FAILURE;
+	}
+	/* every strip on a zone of its own (then P zones may fail) */
+	if (vopt.copy_policy && nr_storage_zones() < vopt.copies) {
+		fprintf(stderr, "Erasure coding %d:%d needs %d zones, the "
+			"cluster has %d\n", ec_policy_data(vopt.copy_policy),
+			ec_policy_parity(vopt.copy_policy), vopt.copies,
+			nr_storage_zones());
+		return EXIT_FAILURE;
+	}
 	nv.copies = vopt.copies;
 	nv.copy_policy = vopt.copy_policy;
 	ret = new_vdi(&nv, &vid);

@@ -68,6 +68,11 @@ struct ec_op {
 	struct ec_code code;
 	uint8_t policy;
 	int d, n;
+	/*
+	 * the strips that have a target: with fewer zones than D+P the
+	 * last ones have none (and at least D must)
+	 */
+	uint32_t present;
 	struct sd_node nodes[EC_MAX_STRIPS];
 	enum phase phase;
 	int pending, rounds;
@@ -229,11 +234,12 @@ static bool fan_out(struct ec_op *op, enum phase phase, uint8_t opcode,
 	int nr = 0;
 
 	op->phase = phase;
-	for (int i = 0; i < op->n; i++)
-		if (mask & (1u << i)) {
-			op->res[i] = SD_RES_NETWORK_ERROR;
-			nr++;
-		}
+	mask &= op->present;
+	for (int i = 0; i < op->n; i++) {
+		/* not asked (or no target): no answer */
+		op->res[i] = SD_RES_NETWORK_ERROR;
+		nr += !!(mask & (1u << i));
+	}
 	op->pending = nr;
 	for (int i = 0; i < op->n; i++) {
 		struct ec_sub *s;
@@ -248,9 +254,10 @@ static bool fan_out(struct ec_op *op, enum phase phase, uint8_t opcode,
 	return nr > 0;
 }
 
+/* every strip that has a target */
 static uint32_t all_mask(const struct ec_op *op)
 {
-	return op->n == 32 ? UINT32_MAX : (1u << op->n) - 1;
+	return op->present;
 }
 
 /* ---- versions: what the targets say, resolving what is in doubt ---- */
@@ -402,6 +409,8 @@ static void prepared(struct ec_op *op)
 
 	op->behind = 0;
 	for (int i = 0; i < op->n; i++) {
+		if (!(op->present & (1u << i)))
+			continue;
 		if (op->res[i] == SD_RES_NO_OBJ)
 			op->behind |= 1u << i;
 		else if (op->res[i] != SD_RES_SUCCESS &&
@@ -416,7 +425,7 @@ static void prepared(struct ec_op *op)
 			mine |= 1u << i;
 	}
 	if (bad == SD_RES_SUCCESS && op->behind &&
-	    __builtin_popcount(op->behind) <= op->n - op->d) {
+	    __builtin_popcount(op->present & ~op->behind) >= op->d) {
 		/* undo v, rebuild the strips that are behind, retry */
 		vcache_set(oid, 0, 0);
 		sd_info("object %" PRIx64 ": strips %#x missed a version "
@@ -679,7 +688,7 @@ static void all_read(struct ec_op *op)
 		else if (usable(op, i) && op->rsp[i].obj.offset > v)
 			v = op->rsp[i].obj.offset;
 	}
-	if (missing == op->n) {
+	if (missing == __builtin_popcount(op->present)) {
 		if (op->rmw)	/* never written: zeros */
 			rmw_merge(op, xzalloc((size_t)op->ns * STRIPE));
 		else
@@ -786,13 +795,14 @@ void gw_ec_start(struct request *req, uint8_t policy,
 	op->obj_size = req->obj_size;
 	op->mode = read ? M_READ : M_WRITE;
 	op->policy = policy;
-	if (ec_init_policy(&op->code, policy) || n != op->code.d +
-	    op->code.p) {
+	if (ec_init_policy(&op->code, policy) || n < op->code.d ||
+	    n > op->code.d + op->code.p) {
 		op_finish(op, SD_RES_HALT);
 		return;
 	}
 	op->d = op->code.d;
-	op->n = n;
+	op->n = op->code.d + op->code.p;
+	op->present = (uint32_t)((UINT64_C(1) << n) - 1);
 	memcpy(op->nodes, nodes, sizeof(nodes[0]) * (size_t)n);
 	if (!read && !len) {
 		op_finish(op, SD_RES_INVALID_PARMS);
@@ -823,14 +833,15 @@ void gw_ec_rebuild(uint64_t oid, uint8_t policy, uint32_t obj_size,
 	op->oid = oid;
 	op->obj_size = obj_size;
 	op->policy = policy;
-	if (ec_init_policy(&op->code, policy) ||
-	    n != op->code.d + op->code.p || idx < 0 || idx >= n ||
-	    obj_size % STRIPE) {
+	if (ec_init_policy(&op->code, policy) || n < op->code.d ||
+	    n > op->code.d + op->code.p || idx < 0 ||
+	    idx >= op->code.d + op->code.p || obj_size % STRIPE) {
 		op_finish(op, SD_RES_INVALID_PARMS);
 		return;
 	}
 	op->d = op->code.d;
-	op->n = n;
+	op->n = op->code.d + op->code.p;
+	op->present = (uint32_t)((UINT64_C(1) << n) - 1);
 	memcpy(op->nodes, nodes, sizeof(nodes[0]) * (size_t)n);
 	op->ns = obj_size / STRIPE;
 	op->slen = op->ns * (uint32_t)op->code.strip;

@@ -16,10 +16,11 @@
 uint8_t gw_ec_policy(uint64_t oid);
 
 /*
- * Run READ_OBJ, WRITE_OBJ or CREATE_AND_WRITE_OBJ @req on the D+P targets
- * @nodes (strip i on nodes[i]; the caller holds the object's write slot
- * for a write); @done gets the result (the request's reply data and
- * length are set for a read).
+ * Run READ_OBJ, WRITE_OBJ or CREATE_AND_WRITE_OBJ @req on the targets
+ * @nodes (strip i on nodes[i]; @n from D to D+P: with fewer zones than
+ * strips the last strips have no target, and do without; the caller holds
+ * the object's write slot for a write); @done gets the result (the
+ * request's reply data and length are set for a read).
  */
 void gw_ec_start(struct request *req, uint8_t policy,
 		 const struct sd_node *nodes, int n,
@@ -27,7 +28,8 @@ void gw_ec_start(struct request *req, uint8_t policy,
 
 /*
  * Recovery: strip @idx of @oid rebuilt from the strips on @nodes (strip i
- * on nodes[i]; a node that does not answer counts as a lost strip): the
+ * on nodes[i], @n of them, D to D+P; a node that does not answer counts
+ * as a lost strip): the
  * whole object is read (versions in doubt resolved), decoded and encoded.
  * @rebuilt gets SD_RES_*, the version and the strip (object_size / D
  * bytes, the callee's to free; NULL on failure).  The strips' reads carry

@@ -455,8 +455,12 @@ static void gw_ec(struct request *req, const struct vnode_ring *ring,
 	struct sd_node nodes[SD_MAX_COPIES];
 	int tgt[SD_MAX_COPIES];
 
-	if (n > SD_MAX_COPIES ||
-	    ring_targets(ring, req->rq.obj.oid, n, tgt) < n) {
+	/* fewer zones than strips: the last ones do without, down to D */
+	if (n > SD_MAX_COPIES)
+		n = 0;
+	else
+		n = ring_targets(ring, req->rq.obj.oid, n, tgt);
+	if (n < ec_policy_data(policy)) {
 		gw_finish(req, SD_RES_HALT);
 		return;
 	}

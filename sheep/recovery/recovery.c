@@ -792,8 +792,9 @@ static void keep_list(struct recovery *rw)
 		if (!policy || (i && oid == rw->local[i - 1]))
 			continue;
 		idx = strip_index(&rw->cur_ring, oid, policy);
-		if (idx == STRIP_NO_RING)
-			continue;	/* too few zones: keep everything */
+		/* strips without a target now: keep everything */
+		if (!strips_all_placed(&rw->cur_ring, oid, policy))
+			continue;
 		rw->keep[rw->nr_keep++] = (struct strip_keep){
 			.oid = oid, .keep = (int8_t)idx,
 			.n = (uint8_t)(ec_policy_data(policy) +

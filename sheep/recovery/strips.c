@@ -37,15 +37,28 @@ uint8_t strip_policy(uint64_t oid)
 	return vi ? vi->copy_policy : 0;
 }
 
+/*
+ * The targets of @oid's strips in @ring: D+P, or fewer (down to D) when
+ * the ring has fewer zones (the last strips have none); -1 below D
+ */
 static int targets(const struct vnode_ring *ring, uint64_t oid,
 		   uint8_t policy, int *tgt)
 {
 	int n = ec_policy_data(policy) + ec_policy_parity(policy);
 
-	if (!ring->nr_vnodes || n > SD_MAX_COPIES ||
-	    ring_targets(ring, oid, n, tgt) < n)
+	if (!ring->nr_vnodes || n > SD_MAX_COPIES)
 		return -1;
-	return n;
+	n = ring_targets(ring, oid, n, tgt);
+	return n < ec_policy_data(policy) ? -1 : n;
+}
+
+bool strips_all_placed(const struct vnode_ring *ring, uint64_t oid,
+		       uint8_t policy)
+{
+	int tgt[SD_MAX_COPIES];
+
+	return targets(ring, oid, policy, tgt) ==
+	       ec_policy_data(policy) + ec_policy_parity(policy);
 }
 
 int strip_index(const struct vnode_ring *ring, uint64_t oid, uint8_t policy)

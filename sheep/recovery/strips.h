@@ -15,10 +15,14 @@
 uint8_t strip_policy(uint64_t oid);
 /*
  * The strip of @oid this node holds in @ring, -1 if none, STRIP_NO_RING
- * if @ring has fewer zones than the code has strips
+ * if @ring has fewer zones than the code has data strips (with fewer
+ * zones than strips, the last strips have no target)
  */
 #define STRIP_NO_RING	(-2)
 int strip_index(const struct vnode_ring *ring, uint64_t oid, uint8_t policy);
+/* whether every strip of @oid has a target in @ring */
+bool strips_all_placed(const struct vnode_ring *ring, uint64_t oid,
+		       uint8_t policy);
 /*
  * Rebuild strip @idx of @oid from the strips on @ring's targets (strip i
  * on target i); -1 (and no call of @done) if @ring has too few zones or

@@ -507,7 +507,7 @@ static bool ec_preview(const struct sd_req *rq)
 	struct ec_code c;
 
 	if (!preview_on() || ec_init_policy(&c, rq->vdi.copy_policy) ||
-	    rq->vdi.copies != c.d + c.p)
+	    rq->vdi.copies != c.d + c.p || rq->vdi.store_policy)
 		return false;
 	sd_warn("erasure-coding preview: a %d:%d VDI (vdi check, the scrub "
 		"and backups do not handle strips yet)", c.d, c.p);
