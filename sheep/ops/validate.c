@@ -6,6 +6,7 @@
  * cluster parameters, and who may send it.  Handlers may then trust the
  * header fields; payload contents are checked where they are parsed.
  */
+#include "ec.h"
 #include "util.h"
 #include "core/request.h"
 #include "ops/validate.h"
@@ -168,6 +169,32 @@ static uint32_t obj_size_of(uint64_t oid)
 	return sd_obj_size(oid, vdi_shift(oid_to_vid(oid)));
 }
 
+/*
+ * A data object of a coded VDI: the gateway holds the strips of the
+ * stripes the range touches, (D+P)/D of their bytes, and joins or merges
+ * them in a buffer of those stripes (gw/ec_gateway.c)
+ */
+static uint64_t ec_cost(const struct sd_req *rq)
+{
+	struct vdi_info *vi;
+	uint64_t start, end;
+	int d, n;
+
+	if (!is_data_obj(rq->obj.oid) || !rq->data_length)
+		return 0;
+	vi = vdi_get(oid_to_vid(rq->obj.oid), false);
+	if (!vi || !vi->copy_policy)
+		return 0;
+	d = ec_policy_data(vi->copy_policy);
+	n = d + ec_policy_parity(vi->copy_policy);
+	if (!d)
+		return 0;
+	start = rq->obj.offset / EC_STRIPE_SIZE * EC_STRIPE_SIZE;
+	end = ((uint64_t)rq->obj.offset + rq->data_length +
+	       EC_STRIPE_SIZE - 1) / EC_STRIPE_SIZE * EC_STRIPE_SIZE;
+	return (end - start) * (uint64_t)n / (uint64_t)d + (end - start);
+}
+
 uint64_t request_cost(const struct sd_req *rq, const struct sd_op *op)
 {
 	uint64_t cost = rq->data_length;
@@ -177,6 +204,11 @@ uint64_t request_cost(const struct sd_req *rq, const struct sd_op *op)
 		/* copy-on-write reads the whole source object */
 		if (rq->flags & SD_FLAG_CMD_COW)
 			cost += obj_size_of(rq->obj.oid);
+		cost += ec_cost(rq);
+		break;
+	case SD_OP_READ_OBJ:
+	case SD_OP_WRITE_OBJ:
+		cost += ec_cost(rq);
 		break;
 	case SD_OP_GET_HASH:
 		cost += obj_size_of(rq->obj.oid);

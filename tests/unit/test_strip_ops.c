@@ -294,12 +294,42 @@ static void test_state_decoder(void **state)
 	assert_int_equal(strip_state_get(buf, EC_STATE_LEN, &got), -1);
 }
 
+/* admission counts the strips and the stripes' buffer of a coded object */
+static void test_cost(void **state)
+{
+	struct sd_req rq;
+
+	memset(&rq, 0, sizeof(rq));
+	rq.opcode = SD_OP_WRITE_OBJ;
+	rq.flags = SD_FLAG_CMD_WRITE;
+	rq.obj.oid = vid_to_data_oid(VID, 5);
+	rq.data_length = 4096;
+	/* 2:2: strips twice the span, plus the span */
+	assert_int_equal(request_cost(&rq, get_sd_op(rq.opcode)),
+			 4096 + 2 * 4096 + 4096);
+	/* 100 bytes at 1000 touch the stripes 512..1535 */
+	rq.obj.offset = 1000;
+	rq.data_length = 100;
+	assert_int_equal(request_cost(&rq, get_sd_op(rq.opcode)),
+			 100 + 2 * 1024 + 1024);
+	rq.opcode = SD_OP_READ_OBJ;
+	rq.flags = 0;
+	assert_int_equal(request_cost(&rq, get_sd_op(rq.opcode)),
+			 100 + 2 * 1024 + 1024);
+	/* replicated VDIs and inodes cost their payload */
+	rq.obj.oid = vid_to_data_oid(PLAIN, 5);
+	assert_int_equal(request_cost(&rq, get_sd_op(rq.opcode)), 100);
+	rq.obj.oid = vid_to_vdi_oid(VID);
+	assert_int_equal(request_cost(&rq, get_sd_op(rq.opcode)), 100);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_served),
 		cmocka_unit_test(test_state_decoder),
+		cmocka_unit_test(test_cost),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
