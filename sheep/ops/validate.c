@@ -68,23 +68,30 @@ static bool new_vdi_valid(const struct sd_req *rq)
 	return shift_valid(rq->vdi.block_size_shift);
 }
 
-static bool vdi_state_valid(const struct sd_req *rq)
-{
-	if (!rq->vdi_state.new_vid || rq->vdi_state.new_vid >= SD_NR_VDIS ||
-	    rq->vdi_state.old_vid >= SD_NR_VDIS)
-		return false;
-	/* erasure-coded VDIs are refused everywhere until they exist */
-	if (!rq->vdi_state.copies || rq->vdi_state.copies > SD_MAX_COPIES ||
-	    rq->vdi_state.copy_policy)
-		return false;
-	return shift_valid(rq->vdi_state.block_size_shift);
-}
-
 static bool code_valid(uint8_t policy)
 {
 	int d = ec_policy_data(policy), p = ec_policy_parity(policy);
 
 	return (d == 2 || d == 4 || d == 8 || d == 16) && p >= 1 && p <= 15;
+}
+
+static bool vdi_state_valid(const struct sd_req *rq)
+{
+	uint8_t policy = rq->vdi_state.copy_policy;
+
+	if (!rq->vdi_state.new_vid || rq->vdi_state.new_vid >= SD_NR_VDIS ||
+	    rq->vdi_state.old_vid >= SD_NR_VDIS)
+		return false;
+	if (!rq->vdi_state.copies || rq->vdi_state.copies > SD_MAX_COPIES)
+		return false;
+	/*
+	 * A code, in a coded VDI's state restored (cluster snapshot load):
+	 * its strips are the copies.  (ALTER_VDI_COPY refuses codes.)
+	 */
+	if (policy && (!code_valid(policy) || rq->vdi_state.copies !=
+		       ec_policy_data(policy) + ec_policy_parity(policy)))
+		return false;
+	return shift_valid(rq->vdi_state.block_size_shift);
 }
 
 static bool strip_valid(const struct sd_req *rq)

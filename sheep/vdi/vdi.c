@@ -628,6 +628,15 @@ int vdi_notify_add(const struct sd_req *req, struct sd_rsp *rsp, void *data,
 
 /* ---- NOTIFY_VDI_ADD (dog cluster snapshot load) ---- */
 
+/* no code, or one whose strips are the copies */
+static bool policy_fits(const struct sd_inode_header *h)
+{
+	struct ec_code c;
+
+	return !h->copy_policy || (!ec_init_policy(&c, h->copy_policy) &&
+				   h->nr_copies == c.d + c.p);
+}
+
 static int restore_from_header(uint32_t vid, const void *data, uint32_t len)
 {
 	struct sd_inode_header h;
@@ -636,7 +645,7 @@ static int restore_from_header(uint32_t vid, const void *data, uint32_t len)
 		return SD_RES_INVALID_PARMS;
 	inode_header_decode(&h, data);
 	if (h.vdi_id != vid || !h.nr_copies || h.nr_copies > SD_MAX_COPIES ||
-	    h.copy_policy ||
+	    !policy_fits(&h) ||
 	    (h.block_size_shift &&
 	     (h.block_size_shift < SD_MIN_BLOCK_SIZE_SHIFT ||
 	      h.block_size_shift > KELPIE_MAX_BLOCK_SIZE_SHIFT)))

@@ -323,6 +323,33 @@ static void test_cost(void **state)
 	assert_int_equal(request_cost(&rq, get_sd_op(rq.opcode)), 100);
 }
 
+/* a coded VDI's state restored is taken if its strips are its copies */
+static void test_vdi_state(void **state)
+{
+	struct sd_req rq;
+
+	memset(&rq, 0, sizeof(rq));
+	rq.opcode = SD_OP_NOTIFY_VDI_ADD;
+	rq.vdi_state.new_vid = 0x42;
+	rq.vdi_state.copies = 4;
+	rq.vdi_state.copy_policy = POLICY;
+	rq.vdi_state.block_size_shift = 22;
+	assert_int_equal(validate_request(&rq, get_sd_op(rq.opcode),
+					  FROM_CLIENT, true), SD_RES_SUCCESS);
+	rq.vdi_state.copies = 3;	/* 2:2 has 4 strips */
+	assert_int_equal(validate_request(&rq, get_sd_op(rq.opcode),
+					  FROM_CLIENT, true),
+			 SD_RES_INVALID_PARMS);
+	rq.vdi_state.copies = 4;
+	rq.vdi_state.copy_policy = 0x30;	/* no parity */
+	assert_int_equal(validate_request(&rq, get_sd_op(rq.opcode),
+					  FROM_CLIENT, true),
+			 SD_RES_INVALID_PARMS);
+	rq.vdi_state.copy_policy = 0;
+	assert_int_equal(validate_request(&rq, get_sd_op(rq.opcode),
+					  FROM_CLIENT, true), SD_RES_SUCCESS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -330,6 +357,7 @@ int main(void)
 		cmocka_unit_test(test_served),
 		cmocka_unit_test(test_state_decoder),
 		cmocka_unit_test(test_cost),
+		cmocka_unit_test(test_vdi_state),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
