@@ -309,6 +309,11 @@ static int vdi_snapshot(int argc, char **argv)
 	if (ret != SD_RES_SUCCESS) {
 		fprintf(stderr, "Failed to create snapshot for %s: %s\n",
 			name, sd_strerror((uint32_t)ret));
+		/* the working VDI goes on with the tag it had */
+		memcpy(tag, in.h.tag, sizeof(tag));
+		dog_write_object(vid_to_vdi_oid(in.vid), 0, tag, sizeof(tag),
+				 SD_MAX_VDI_LEN, SD_FLAG_CMD_DIRECT,
+				 in.h.nr_copies, 0, false);
 		ret = EXIT_FAILURE;
 		goto out;
 	}
