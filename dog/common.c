@@ -396,6 +396,24 @@ int nr_storage_zones(void)
 	return dog_ring()->nr_zones;
 }
 
+bool ec_preview(void)
+{
+	const char *e = getenv("KELPIE_EC_PREVIEW");
+
+	return e && !strcmp(e, "1");
+}
+
+bool ec_zones_short(int copies, uint8_t policy)
+{
+	/* every strip on a zone of its own (then P zones may fail) */
+	if (nr_storage_zones() >= copies)
+		return false;
+	fprintf(stderr, "Erasure coding %d:%d needs %d zones, the cluster "
+		"has %d\n", ec_policy_data(policy), ec_policy_parity(policy),
+		copies, nr_storage_zones());
+	return true;
+}
+
 int dog_read_object(uint64_t oid, void *buf, uint32_t len, uint32_t off,
 		    uint8_t copies, uint8_t policy)
 {

@@ -162,14 +162,6 @@ static int preallocate(uint32_t vid)
 	return ret;
 }
 
-/* KELPIE_EC_PREVIEW=1: coded VDIs for the tests of erasure coding's steps */
-static bool ec_preview(void)
-{
-	const char *e = getenv("KELPIE_EC_PREVIEW");
-
-	return e && !strcmp(e, "1");
-}
-
 static int vdi_create(int argc, char **argv)
 {
 	struct new_vdi nv = { .name = argv[0] };
@@ -224,14 +216,9 @@ static int vdi_create(int argc, char **argv)
 			"not supported yet\n");
 		return EXIT_FAILURE;
 	}
-	/* every strip on a zone of its own (then P zones may fail) */
-	if (vopt.copy_policy && nr_storage_zones() < vopt.copies) {
-		fprintf(stderr, "Erasure coding %d:%d needs %d zones, the "
-			"cluster has %d\n", ec_policy_data(vopt.copy_policy),
-			ec_policy_parity(vopt.copy_policy), vopt.copies,
-			nr_storage_zones());
+	if (vopt.copy_policy && ec_zones_short(vopt.copies,
+						 vopt.copy_policy))
 		return EXIT_FAILURE;
-	}
 	nv.copies = vopt.copies;
 	nv.copy_policy = vopt.copy_policy;
 	ret = new_vdi(&nv, &vid);

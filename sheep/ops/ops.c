@@ -9,6 +9,7 @@
 #include <openssl/evp.h>
 #include "net.h"
 #include "proto.h"
+#include "ec.h"
 #include "util.h"
 #include "core/auth.h"
 #include "core/request.h"
@@ -1048,6 +1049,16 @@ const struct sd_op *get_sd_op(uint8_t opcode)
 
 /* ---- cluster op main parts that touch the whole node ---- */
 
+/* a cluster whose new VDIs are coded: its strips are the copies */
+static bool format_code_ok(const struct sd_req *req)
+{
+	struct ec_code c;
+
+	return vdi_ec_preview_on() &&
+	       !ec_init_policy(&c, req->cluster.copy_policy) &&
+	       req->cluster.copies == c.d + c.p;
+}
+
 static int cluster_make_fs(const struct sd_req *req, struct sd_rsp *rsp,
 			   void *data, const struct cluster_ctx *ctx)
 {
@@ -1062,11 +1073,11 @@ static int cluster_make_fs(const struct sd_req *req, struct sd_rsp *rsp,
 	if (strcmp(store, "plain"))
 		return SD_RES_NO_STORE;
 	/*
-	 * Erasure coding, VID recycling and the disk-full check are not
-	 * implemented: a cluster formatted with them would claim a policy
-	 * it does not follow.
+	 * VID recycling and the disk-full check are not implemented, nor
+	 * erasure coding outside its tests: a cluster formatted with them
+	 * would claim a policy it does not follow.
 	 */
-	if (req->cluster.copy_policy ||
+	if ((req->cluster.copy_policy && !format_code_ok(req)) ||
 	    (req->cluster.flags & (SD_CLUSTER_FLAG_RECYCLE_VID |
 				   SD_CLUSTER_FLAG_AVOID_DISKFULL)))
 		return SD_RES_NO_SUPPORT;

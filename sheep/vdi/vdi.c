@@ -494,20 +494,26 @@ out:
 	return ret;
 }
 
-static bool preview_on(void)
+bool vdi_ec_preview_on(void)
 {
 	const char *e = getenv("KELPIE_EC_PREVIEW");
 
 	return e && !strcmp(e, "1");
 }
 
-/* a new coded VDI, for the tests of erasure coding's steps only */
+/*
+ * A new coded VDI (its own code, or the cluster's when it names no
+ * copies), for the tests of erasure coding's steps only
+ */
 static bool ec_preview(const struct sd_req *rq)
 {
+	uint8_t policy = rq->vdi.copies ? rq->vdi.copy_policy :
+			 cstate->copy_policy;
+	uint8_t copies = rq->vdi.copies ? rq->vdi.copies : cstate->copies;
 	struct ec_code c;
 
-	if (!preview_on() || ec_init_policy(&c, rq->vdi.copy_policy) ||
-	    rq->vdi.copies != c.d + c.p || rq->vdi.store_policy)
+	if (!vdi_ec_preview_on() || ec_init_policy(&c, policy) ||
+	    copies != c.d + c.p || rq->vdi.store_policy)
 		return false;
 	sd_warn("erasure-coding preview: a %d:%d VDI (vdi check, the scrub "
 		"and backups do not handle strips yet)", c.d, c.p);

@@ -18,6 +18,7 @@
 #include "recovery/scrub.h"
 #include "state/epoch.h"
 #include "group/vnodes.h"
+#include "ec.h"
 #include "store/store.h"
 #include "vdi/vdi.h"
 
@@ -99,6 +100,8 @@ WEAK void scrub_get_stat(struct scrub_stat *st) { memset(st, 0, sizeof(*st)); }
 WEAK void recovery_start(uint32_t old_epoch) { }
 WEAK void recovery_reset(void) { }
 WEAK void recovery_expect(bool expected) { }
+WEAK bool vdi_ec_preview_on(void) { return false; }
+WEAK int ec_init_policy(struct ec_code *c, uint8_t policy) { return -1; }
 WEAK void recovery_restart(void) { }
 WEAK void recovery_resume(void) { }
 WEAK void recovery_stale_everything(uint32_t epoch) { }
