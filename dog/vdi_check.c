@@ -10,8 +10,11 @@
  * majority vote over the copies found picks the good content; every target
  * lacking the object or holding another digest is told to fetch it from a
  * majority holder (REPAIR_REPLICA).  A copy whose node reports an I/O error
- * (it failed its checksums) takes no part in the vote and is repaired.  With -e only existence is checked,
- * one OIDS_EXIST request per node and batch.
+ * (it failed its checksums) takes no part in the vote and is repaired.
+ * With -e only existence is checked, one OIDS_EXIST request per node and
+ * batch.  A data object of an erasure-coded VDI is checked by a gateway
+ * (EC_CHECK): it reads every strip, decodes, and rebuilds each strip that
+ * is missing, of another version or of other bytes.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -318,6 +321,32 @@ static int vdi_oids(struct vdi_inode *in, struct oid_list *l)
 	return ret;
 }
 
+/* a coded data object, checked and repaired by the gateway; 0 or -1 */
+static int check_strips(uint64_t oid)
+{
+	struct sd_req req;
+	struct sd_rsp rsp;
+
+	sd_init_req(&req, SD_OP_EC_CHECK);
+	req.obj.oid = oid;
+	if (dog_exec(&req, NULL, 0, &rsp))
+		return -1;
+	if (rsp.result == SD_RES_NO_OBJ) {
+		fprintf(stderr, "no node has %" PRIx64 "\n", oid);
+		return -1;
+	}
+	for (int i = 0; i < SD_MAX_COPIES; i++)
+		if (rsp.obj.offset & (UINT64_C(1) << i))
+			printf("fixed missing %016" PRIx64 ", copy index %d\n",
+			       oid, i);
+	if (rsp.result != SD_RES_SUCCESS) {
+		fprintf(stderr, "Failed to check %" PRIx64 ": %s\n", oid,
+			sd_strerror(rsp.result));
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * Check VDI @in named @name: its header and, for a flat VDI, its index
  * read (a hyper volume's is read here when @in has none open).
@@ -329,13 +358,14 @@ int check_vdi(const char *name, struct vdi_inode *in, bool exist_only)
 	struct oid_list l = { 0 };
 	int copies = in->h.nr_copies, ret = EXIT_SUCCESS;
 
-	if (in->h.copy_policy) {
-		if (nr_storage_zones() < copies)
-			fprintf(stderr, "ABORT: Not enough active zones for "
-				"consistency-checking erasure coded VDI\n");
-		else
-			fprintf(stderr, "Checking erasure coded VDIs is not "
-				"supported yet\n");
+	if (in->h.copy_policy && nr_storage_zones() < copies) {
+		fprintf(stderr, "ABORT: Not enough active zones for "
+			"consistency-checking erasure coded VDI\n");
+		return EXIT_FAILURE;
+	}
+	if (in->h.copy_policy && exist_only) {
+		fprintf(stderr, "Checking only the existence of erasure coded "
+			"VDIs' strips is not supported yet\n");
 		return EXIT_FAILURE;
 	}
 	if (!copies)
@@ -352,7 +382,10 @@ int check_vdi(const char *name, struct vdi_inode *in, bool exist_only)
 		return ret;
 	}
 	for (size_t i = 0; i < l.nr; i++) {
-		if (check_object(l.oids[i], copies))
+		uint64_t oid = l.oids[i];
+
+		if (in->h.copy_policy && is_data_obj(oid) ? check_strips(oid) :
+		    check_object(oid, copies))
 			ret = EXIT_FAILURE;
 		show_progress((uint64_t)(i + 1) * obj, (uint64_t)l.nr * obj);
 	}

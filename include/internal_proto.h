@@ -134,6 +134,14 @@
  * strip's size) by the payload, committed at version obj.cow_oid.
  */
 #define SD_OP_EC_INSTALL		0xEE
+/*
+ * Kelpie, a gateway op (dog vdi check): every strip of coded object
+ * obj.oid read, the object decoded, and every strip that is missing, of
+ * another version or other bytes rebuilt (doc/erasure-coding.md §5).
+ * The reply's obj.offset is the mask of the strips fixed; NO_OBJ if no
+ * strip of it exists; INVALID_PARMS for an object that is not coded.
+ */
+#define SD_OP_EC_CHECK			0xEF
 static inline bool is_strip_op(uint8_t opcode)
 {
 	return opcode >= SD_OP_EC_PREPARE && opcode <= SD_OP_EC_INSTALL;

@@ -147,7 +147,7 @@ static struct field_set rsp_union_fields(uint8_t opcode)
 	switch (opcode) {
 	case SD_OP_CREATE_AND_WRITE_OBJ ... SD_OP_DISCARD_OBJ:
 	case SD_OP_CREATE_AND_WRITE_PEER ... SD_OP_REMOVE_PEER:
-	case SD_OP_EC_PREPARE ... SD_OP_EC_INSTALL:	/* EC_READ's version */
+	case SD_OP_EC_PREPARE ... SD_OP_EC_CHECK:	/* EC_READ's version */
 		return SET(rsp_obj);
 	case SD_OP_NEW_VDI ... SD_OP_DEL_VDI:
 	case SD_OP_GET_VDI_ATTR:

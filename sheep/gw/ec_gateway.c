@@ -52,7 +52,7 @@ enum phase {
 	P_READ, P_HEAL_READ, P_INSTALL,
 };
 
-enum mode { M_READ, M_WRITE, M_REBUILD };
+enum mode { M_READ, M_WRITE, M_REBUILD, M_CHECK };
 
 struct ec_op {
 	struct request *req;		/* NULL once answered */
@@ -200,9 +200,11 @@ static void sub_setup(struct ec_op *op, struct ec_sub *s, uint8_t opcode,
 	rq->obj.cow_oid = op->v;
 	switch (opcode) {
 	case SD_OP_EC_PREPARE:
-		ec_prev_set(rq, op->prev);
-		/* fall through */
 	case SD_OP_EC_INSTALL:
+		if (opcode == SD_OP_EC_PREPARE)
+			ec_prev_set(rq, op->prev);
+		else	/* a check's repair replaces bytes of its version */
+			rq->obj.copies = op->mode == M_CHECK;
 		rq->flags = SD_FLAG_CMD_WRITE;
 		rq->data_length = op->slen;
 		rq->obj.offset = op->soff;
@@ -562,16 +564,64 @@ static void heal_install(struct ec_op *op)
 
 static void installed(struct ec_op *op)
 {
-	for (int i = 0; i < op->n; i++)
-		if (op->behind & (1u << i))
-			sd_notice("object %" PRIx64 ": strip %d rebuilt at "
-				  "version %" PRIu64 ": %s", op_oid(op), i,
-				  op->v, sd_strerror(op->res[i]));
+	uint32_t result = SD_RES_SUCCESS;
+	uint64_t fixed = 0;
+
+	for (int i = 0; i < op->n; i++) {
+		if (!(op->behind & (1u << i)))
+			continue;
+		sd_notice("object %" PRIx64 ": strip %d rebuilt at version "
+			  "%" PRIu64 ": %s", op_oid(op), i, op->v,
+			  sd_strerror(op->res[i]));
+		if (op->res[i] == SD_RES_SUCCESS)
+			fixed |= UINT64_C(1) << i;
+		else
+			result = op->res[i];
+	}
+	if (op->mode == M_CHECK) {
+		op->req->rp.obj.offset = fixed;
+		op_finish(op, result);
+		return;
+	}
 	/* the gateway retries the write, on the strips as they are now */
 	op_finish(op, SD_RES_NETWORK_ERROR);
 }
 
 /* ---- reads ---- */
+
+/*
+ * A check: every strip as it should be, from the data strips decoded;
+ * those that are missing, of another version or other bytes are
+ * rebuilt.  The reply's obj.offset is the mask of the strips fixed.
+ */
+static void check_reply(struct ec_op *op, uint8_t *const *data)
+{
+	uint8_t *want[EC_MAX_STRIPS];
+
+	for (int i = 0; i < op->n; i++)
+		want[i] = xmalloc(op->slen);
+	for (int j = 0; j < op->d; j++)
+		memcpy(want[j], data[j], op->slen);
+	ec_encode(&op->code, op->slen, want, want + op->d);
+	op->behind = 0;
+	for (int i = 0; i < op->n; i++) {
+		if (!(op->present & (1u << i)))
+			continue;
+		if (!usable(op, i) || op->rsp[i].obj.offset != op->v ||
+		    memcmp(op->strip[i], want[i], op->slen))
+			op->behind |= 1u << i;
+	}
+	for (int i = 0; i < op->n; i++) {
+		free(op->strip[i]);
+		op->strip[i] = want[i];
+	}
+	if (!op->behind) {
+		op->req->rp.obj.offset = 0;
+		op_finish(op, SD_RES_SUCCESS);
+		return;
+	}
+	fan_out(op, P_INSTALL, SD_OP_EC_INSTALL, op_oid(op), op->behind);
+}
 
 /* recovery's strip from the whole object's data strips */
 static void rebuild_reply(struct ec_op *op, uint8_t *const *data)
@@ -602,6 +652,10 @@ static void read_reply(struct ec_op *op, uint8_t *const *data)
 
 	if (op->mode == M_REBUILD) {
 		rebuild_reply(op, data);
+		return;
+	}
+	if (op->mode == M_CHECK) {
+		check_reply(op, data);
 		return;
 	}
 	off = req->rq.obj.offset - op->s0 * STRIPE;
@@ -645,8 +699,8 @@ static void read_decode(struct ec_op *op, uint64_t v)
 			idx[k] = i;
 			in[k++] = op->strip[i];
 		}
-	if (op->mode == M_REBUILD)
-		op->v = v;	/* the version the strip is rebuilt at */
+	if (op->mode == M_REBUILD || op->mode == M_CHECK)
+		op->v = v;	/* the version the strips are rebuilt at */
 	if (k < op->d) {
 		sd_info("object %" PRIx64 ": %d strips of version %" PRIu64
 			", %d needed", op_oid(op), k, v, op->d);
@@ -804,6 +858,15 @@ void gw_ec_start(struct request *req, uint8_t policy,
 	op->n = op->code.d + op->code.p;
 	op->present = (uint32_t)((UINT64_C(1) << n) - 1);
 	memcpy(op->nodes, nodes, sizeof(nodes[0]) * (size_t)n);
+	if (req->rq.opcode == SD_OP_EC_CHECK) {
+		/* every strip whole */
+		op->mode = M_CHECK;
+		op->ns = op->obj_size / STRIPE;
+		op->slen = op->ns * (uint32_t)op->code.strip;
+		alloc_strips(op);
+		read_all(op);
+		return;
+	}
 	if (!read && !len) {
 		op_finish(op, SD_RES_INVALID_PARMS);
 		return;

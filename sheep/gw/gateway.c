@@ -501,6 +501,10 @@ static void gw_start(struct request *req)
 		return;
 	}
 	req->obj_size = sd_obj_size(oid, vdi_shift(vid));
+	if (req->rq.opcode == SD_OP_EC_CHECK && !gw_ec_policy(oid)) {
+		gw_finish(req, SD_RES_INVALID_PARMS);	/* not coded */
+		return;
+	}
 	if (gw_ec_policy(oid) && req->rq.opcode != SD_OP_REMOVE_OBJ &&
 	    req->rq.opcode != SD_OP_DECREF_OBJ) {
 		gw_ec(req, &v->ring, gw_ec_policy(oid));

@@ -871,6 +871,7 @@ static const struct sd_op ops[256] = {
 	[SD_OP_WRITE_OBJ] = GATEWAY("WRITE_OBJ", OBJ_WRITE),
 	/* removal is the daemon's (deletion, ledgers): not for clients */
 	[SD_OP_REMOVE_OBJ] = GATEWAY("REMOVE_OBJ", OPV_OBJ | OPV_PEER),
+	[SD_OP_EC_CHECK] = GATEWAY("EC_CHECK", OPV_OBJ | OPV_ADMIN),
 	[SD_OP_DISCARD_OBJ] = { .name = "DISCARD_OBJ", .type = OP_LOCAL,
 		.main_fn = local_discard, .checks = OPV_OBJ },
 	[SD_OP_NEW_VDI] = { .name = "NEW_VDI", .type = OP_CLUSTER,

@@ -52,7 +52,9 @@ int strip_exec(const struct sd_req *rq, void *data, struct sd_rsp *rp,
 	case SD_OP_EC_INSTALL:
 		if (rq->obj.offset || rq->data_length != obj_size / d)
 			return SD_RES_INVALID_PARMS;
-		return store_strip_install(k, obj_size / d, v, data);
+		/* obj.copies 1: a repair, which may replace version v */
+		return store_strip_install(k, obj_size / d, v, data,
+					   rq->obj.copies == 1);
 	case SD_OP_EC_COMMIT:
 		return store_strip_commit(k, v);
 	case SD_OP_EC_ABORT:

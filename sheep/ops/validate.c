@@ -123,7 +123,8 @@ static bool strip_valid(const struct sd_req *rq)
 	strip = sd_obj_size(oid, vdi_shift(oid_to_vid(oid))) /
 		(uint32_t)ec_policy_data(policy);
 	if (rq->opcode == SD_OP_EC_INSTALL)	/* the whole strip */
-		return !rq->obj.offset && rq->data_length == strip;
+		return !rq->obj.offset && rq->data_length == strip &&
+		       rq->obj.copies <= 1;
 	return rq->data_length &&
 	       (uint64_t)rq->obj.offset + rq->data_length <= strip;
 }
@@ -202,6 +203,20 @@ static uint64_t ec_cost(const struct sd_req *rq)
 	return (end - start) * (uint64_t)n / (uint64_t)d + (end - start);
 }
 
+/* a check holds every strip twice (as read, as it should be) and the data */
+static uint64_t ec_check_cost(const struct sd_req *rq)
+{
+	struct vdi_info *vi = vdi_get(oid_to_vid(rq->obj.oid), false);
+	uint64_t obj = obj_size_of(rq->obj.oid);
+	int d, n;
+
+	if (!vi || !vi->copy_policy)
+		return 0;
+	d = ec_policy_data(vi->copy_policy);
+	n = d + ec_policy_parity(vi->copy_policy);
+	return d ? obj * 2 * (uint64_t)n / (uint64_t)d + obj : 0;
+}
+
 uint64_t request_cost(const struct sd_req *rq, const struct sd_op *op)
 {
 	uint64_t cost = rq->data_length;
@@ -219,6 +234,9 @@ uint64_t request_cost(const struct sd_req *rq, const struct sd_op *op)
 		break;
 	case SD_OP_GET_HASH:
 		cost += obj_size_of(rq->obj.oid);
+		break;
+	case SD_OP_EC_CHECK:
+		cost += ec_check_cost(rq);
 		break;
 	case SD_OP_REPAIR_REPLICA:
 		cost += obj_size_of(rq->forw.oid);

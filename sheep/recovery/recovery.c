@@ -349,7 +349,7 @@ static void robj_store_work(struct work *w)
 	/* late stores of a cancelled recovery must not replace newer data */
 	if (is_strip(ro)) {
 		ret = store_strip_install(robj_key(ro), ro->size, ro->version,
-					  ro->buf);
+					  ro->buf, false);
 		if (ret == SD_RES_STALE_OBJ)
 			ret = SD_RES_SUCCESS;	/* it holds a newer one */
 	} else {

@@ -156,10 +156,11 @@ int store_strip_read(struct obj_key k, void *buf, uint32_t len, uint32_t off,
 		     uint64_t *version, int *state);
 /*
  * Strip @k rebuilt whole (@strip_size bytes of @buf) at committed version
- * @v, its records dropped; SD_RES_STALE_OBJ if it holds @v or a newer one
+ * @v, its records dropped; SD_RES_STALE_OBJ if it holds a newer one, or
+ * @v itself unless @same (a repair of bytes that differ)
  */
 int store_strip_install(struct obj_key k, uint32_t strip_size, uint64_t v,
-			const void *buf);
+			const void *buf, bool same);
 /* EC_STATE's reply (internal_proto.h) from @st, into EC_STATE_LEN bytes */
 void strip_state_put(const struct strip_state *st, uint8_t *buf);
 /* and back, from a peer: 0, or -1 if it cannot be one */

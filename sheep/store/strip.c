@@ -571,7 +571,7 @@ int store_strip_read(struct obj_key k, void *buf, uint32_t len, uint32_t off,
 }
 
 static int install_locked(struct obj_key k, uint32_t strip_size, uint64_t v,
-			  const void *buf)
+			  const void *buf, bool same)
 {
 	struct undo u;
 	int ret;
@@ -585,7 +585,7 @@ static int install_locked(struct obj_key k, uint32_t strip_size, uint64_t v,
 	if (ret != SD_RES_SUCCESS)
 		return ret;
 	ret = SD_RES_STALE_OBJ;		/* it holds v or a newer one */
-	if (v <= last_version(&u))
+	if (v < last_version(&u) || (v == last_version(&u) && !same))
 		goto out;
 	ret = SD_RES_EIO;
 	/* nothing usable while the bytes change */
@@ -610,7 +610,7 @@ out:
 }
 
 int store_strip_install(struct obj_key k, uint32_t strip_size, uint64_t v,
-			const void *buf)
+			const void *buf, bool same)
 {
 	pthread_mutex_t *l = lock_of(k);
 	int ret;
@@ -618,7 +618,7 @@ int store_strip_install(struct obj_key k, uint32_t strip_size, uint64_t v,
 	if (k.idx == OBJ_IDX_REPLICA || !v)
 		return SD_RES_INVALID_PARMS;
 	pthread_mutex_lock(l);
-	ret = install_locked(k, strip_size, v, buf);
+	ret = install_locked(k, strip_size, v, buf, same);
 	pthread_mutex_unlock(l);
 	return ret;
 }

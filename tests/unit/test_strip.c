@@ -350,7 +350,7 @@ static void test_remove_drops_records(void **state)
 	assert_int_equal(undo_size(), -1);
 	assert_int_equal(store_strip_state(key(), &st), SD_RES_NO_OBJ);
 	/* a strip rebuilt whole */
-	assert_int_equal(store_strip_install(key(), STRIP, 7, fill[2]),
+	assert_int_equal(store_strip_install(key(), STRIP, 7, fill[2], false),
 			 SD_RES_SUCCESS);
 	assert_int_equal(store_strip_state(key(), &st), SD_RES_SUCCESS);
 	assert_int_equal(st.committed, 7);
@@ -399,10 +399,10 @@ static void test_install(void **state)
 	assert_int_equal(store_strip_abort(key(), 4), SD_RES_SUCCESS);
 	memcpy(want + 8192, fill[0] + 8192, 4096);
 	/* it holds version 2 (pending) already */
-	assert_int_equal(store_strip_install(key(), STRIP, 2, fill[2]),
+	assert_int_equal(store_strip_install(key(), STRIP, 2, fill[2], false),
 			 SD_RES_STALE_OBJ);
 	check_data();
-	assert_int_equal(store_strip_install(key(), STRIP, 3, fill[2]),
+	assert_int_equal(store_strip_install(key(), STRIP, 3, fill[2], false),
 			 SD_RES_SUCCESS);
 	memcpy(want, fill[2], STRIP);
 	check_data();
@@ -411,12 +411,19 @@ static void test_install(void **state)
 	assert_int_equal(st.high, 4);	/* the aborted 4 stays refused */
 	assert_int_equal(st.nr_pending, 0);
 	assert_int_equal(undo_size(), 64);
+	/* a repair replaces the bytes of the version it holds, no older */
+	assert_int_equal(store_strip_install(key(), STRIP, 2, fill[3], true),
+			 SD_RES_STALE_OBJ);
+	assert_int_equal(store_strip_install(key(), STRIP, 3, fill[3], true),
+			 SD_RES_SUCCESS);
+	memcpy(want, fill[3], STRIP);
+	check_data();
 	prepare(4, fill[1], 512, 0, SD_RES_STALE_OBJ);
 	prepare(5, fill[1], 512, 0, SD_RES_SUCCESS);
-	assert_int_equal(store_strip_install(key(), STRIP, 4, fill[0]),
+	assert_int_equal(store_strip_install(key(), STRIP, 4, fill[0], false),
 			 SD_RES_STALE_OBJ);
 	assert_int_equal(store_strip_install(obj_key_rep(OID), STRIP, 9,
-					     fill[0]), SD_RES_INVALID_PARMS);
+					     fill[0], false), SD_RES_INVALID_PARMS);
 	check_data();
 }
 
@@ -431,7 +438,7 @@ static void test_torn_install(void **state)
 
 	prepare(1, fill[0], STRIP, 0, SD_RES_SUCCESS);
 	assert_int_equal(store_strip_commit(key(), 1), SD_RES_SUCCESS);
-	assert_int_equal(store_strip_install(key(), STRIP, 3, fill[2]),
+	assert_int_equal(store_strip_install(key(), STRIP, 3, fill[2], false),
 			 SD_RES_SUCCESS);
 	/* as after its first step: header at version 0, bytes half new */
 	undo_path(p, sizeof(p));
@@ -454,7 +461,7 @@ static void test_torn_install(void **state)
 	/* nothing to build on: rebuilt again, then written */
 	assert_int_equal(store_strip_prepare(key(), STRIP, 4, 3, fill[1], 512,
 					     0), SD_RES_NO_OBJ);
-	assert_int_equal(store_strip_install(key(), STRIP, 3, fill[2]),
+	assert_int_equal(store_strip_install(key(), STRIP, 3, fill[2], false),
 			 SD_RES_SUCCESS);
 	memcpy(want, fill[2], STRIP);
 	check_data();

@@ -321,6 +321,13 @@ static void test_cost(void **state)
 	assert_int_equal(request_cost(&rq, get_sd_op(rq.opcode)), 100);
 	rq.obj.oid = vid_to_vdi_oid(VID);
 	assert_int_equal(request_cost(&rq, get_sd_op(rq.opcode)), 100);
+	/* a check holds every strip twice and the data: 2:2, 2 x 2 + 1 */
+	memset(&rq, 0, sizeof(rq));
+	rq.opcode = SD_OP_EC_CHECK;
+	rq.obj.oid = vid_to_data_oid(VID, 5);
+	assert_int_equal(request_cost(&rq, get_sd_op(rq.opcode)), 5 * OBJ);
+	rq.obj.oid = vid_to_data_oid(PLAIN, 5);
+	assert_int_equal(request_cost(&rq, get_sd_op(rq.opcode)), 0);
 }
 
 /* a coded VDI's state restored is taken if its strips are its copies */

@@ -56,7 +56,7 @@ static void make_strips(void)
 {
 	for (int i = 0; i < 3; i++) {
 		store_remove(key(i));
-		assert_int_equal(store_strip_install(key(i), STRIP, 4, buf),
+		assert_int_equal(store_strip_install(key(i), STRIP, 4, buf, false),
 				 SD_RES_SUCCESS);
 	}
 }
