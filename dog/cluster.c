@@ -132,14 +132,7 @@ static int cluster_format(int argc, char **argv)
 	ret = check_vnode_strategy();
 	if (ret)
 		return ret;
-	if (copt.copy_policy && !ec_preview()) {
-		/* refused rather than stored as D+P full copies */
-		fprintf(stderr, "Erasure coding (-c D:P) is not supported "
-			"yet: give a number of copies\n");
-		return EXIT_FAILURE;
-	}
-	if (copt.copy_policy && ec_zones_short(copt.copies,
-						 copt.copy_policy))
+	if (ec_refused(copt.copies, copt.copy_policy))
 		return EXIT_FAILURE;
 	if (confirm_format())
 		return EXIT_SUCCESS;

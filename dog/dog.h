@@ -92,10 +92,11 @@ int update_node_list(void);
 const struct vnode_ring *dog_ring(void);
 void dog_ring_free(void);
 int nr_storage_zones(void);
-/* KELPIE_EC_PREVIEW=1: coded VDIs for the tests of erasure coding only */
-bool ec_preview(void);
-/* fewer zones than the code has strips: says so, true */
-bool ec_zones_short(int copies, uint8_t policy);
+/*
+ * A code given with -c that cannot be used (without KELPIE_EC_PREVIEW,
+ * or with fewer zones than strips): says why, true
+ */
+bool ec_refused(int copies, uint8_t policy);
 
 /* the epoch history (STAT_CLUSTER), newest first */
 struct epoch_rec {

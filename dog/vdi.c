@@ -181,12 +181,13 @@ static int vdi_create(int argc, char **argv)
 			"together\n");
 		return EXIT_USAGE;
 	}
-	if (vopt.copy_policy && !ec_preview()) {
-		/* refused until every path handles strips */
-		fprintf(stderr, "Erasure coding (-c D:P) is not supported "
-			"yet: give a number of copies\n");
+	if (vopt.copy_policy && vopt.hyper) {
+		fprintf(stderr, "Erasure coding (-c D:P) of hyper volumes is "
+			"not supported yet\n");
 		return EXIT_FAILURE;
 	}
+	if (ec_refused(vopt.copies, vopt.copy_policy))
+		return EXIT_FAILURE;
 	nv.shift = vopt.shift;
 	/* hyper volumes: a B-tree index of 4 MiB objects (objects.md §12) */
 	if (vopt.hyper) {
@@ -211,14 +212,6 @@ static int vdi_create(int argc, char **argv)
 			"-z\n", size_to_str(max, m, sizeof(m)), nv.shift);
 		return EXIT_USAGE;
 	}
-	if (vopt.copy_policy && vopt.hyper) {
-		fprintf(stderr, "Erasure coding (-c D:P) of hyper volumes is "
-			"not supported yet\n");
-		return EXIT_FAILURE;
-	}
-	if (vopt.copy_policy && ec_zones_short(vopt.copies,
-						 vopt.copy_policy))
-		return EXIT_FAILURE;
 	nv.copies = vopt.copies;
 	nv.copy_policy = vopt.copy_policy;
 	ret = new_vdi(&nv, &vid);

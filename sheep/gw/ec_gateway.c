@@ -835,6 +835,30 @@ static void phase_done(struct ec_op *op)
 	}
 }
 
+/* the code, and strip i on nodes[i] for the @n that have a target */
+static int op_setup(struct ec_op *op, uint8_t policy,
+		    const struct sd_node *nodes, int n)
+{
+	op->policy = policy;
+	if (ec_init_policy(&op->code, policy) || n < op->code.d ||
+	    n > op->code.d + op->code.p)
+		return -1;
+	op->d = op->code.d;
+	op->n = op->code.d + op->code.p;
+	op->present = (uint32_t)((UINT64_C(1) << n) - 1);
+	memcpy(op->nodes, nodes, sizeof(nodes[0]) * (size_t)n);
+	return 0;
+}
+
+/* every strip whole, read from every target (a check, a rebuild) */
+static void read_whole(struct ec_op *op)
+{
+	op->ns = op->obj_size / STRIPE;
+	op->slen = op->ns * (uint32_t)op->code.strip;
+	alloc_strips(op);
+	read_all(op);
+}
+
 void gw_ec_start(struct request *req, uint8_t policy,
 		 const struct sd_node *nodes, int n,
 		 void (*done)(struct request *req, uint32_t result))
@@ -848,23 +872,13 @@ void gw_ec_start(struct request *req, uint8_t policy,
 	op->oid = req->rq.obj.oid;
 	op->obj_size = req->obj_size;
 	op->mode = read ? M_READ : M_WRITE;
-	op->policy = policy;
-	if (ec_init_policy(&op->code, policy) || n < op->code.d ||
-	    n > op->code.d + op->code.p) {
+	if (op_setup(op, policy, nodes, n)) {
 		op_finish(op, SD_RES_HALT);
 		return;
 	}
-	op->d = op->code.d;
-	op->n = op->code.d + op->code.p;
-	op->present = (uint32_t)((UINT64_C(1) << n) - 1);
-	memcpy(op->nodes, nodes, sizeof(nodes[0]) * (size_t)n);
 	if (req->rq.opcode == SD_OP_EC_CHECK) {
-		/* every strip whole */
 		op->mode = M_CHECK;
-		op->ns = op->obj_size / STRIPE;
-		op->slen = op->ns * (uint32_t)op->code.strip;
-		alloc_strips(op);
-		read_all(op);
+		read_whole(op);
 		return;
 	}
 	if (!read && !len) {
@@ -895,19 +909,10 @@ void gw_ec_rebuild(uint64_t oid, uint8_t policy, uint32_t obj_size,
 	op->mode = M_REBUILD;
 	op->oid = oid;
 	op->obj_size = obj_size;
-	op->policy = policy;
-	if (ec_init_policy(&op->code, policy) || n < op->code.d ||
-	    n > op->code.d + op->code.p || idx < 0 ||
-	    idx >= op->code.d + op->code.p || obj_size % STRIPE) {
+	if (op_setup(op, policy, nodes, n) || idx < 0 || idx >= op->n ||
+	    obj_size % STRIPE) {
 		op_finish(op, SD_RES_INVALID_PARMS);
 		return;
 	}
-	op->d = op->code.d;
-	op->n = op->code.d + op->code.p;
-	op->present = (uint32_t)((UINT64_C(1) << n) - 1);
-	memcpy(op->nodes, nodes, sizeof(nodes[0]) * (size_t)n);
-	op->ns = obj_size / STRIPE;
-	op->slen = op->ns * (uint32_t)op->code.strip;
-	alloc_strips(op);
-	read_all(op);
+	read_whole(op);
 }

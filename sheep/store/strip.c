@@ -277,6 +277,19 @@ static uint64_t last_version(const struct undo *u)
 	return u->nr ? u->rec[u->nr - 1].v : u->committed;
 }
 
+/* @k, created zero if it is not, with its undo state in @u */
+static int open_strip(struct obj_key k, uint32_t strip_size, struct undo *u)
+{
+	int ret;
+
+	if (store_exist(k) != SD_RES_SUCCESS) {
+		ret = store_create(k, strip_size, NULL, 0, 0, true);
+		if (ret != SD_RES_SUCCESS)
+			return ret;
+	}
+	return undo_load(k, true, u);
+}
+
 static int prepare_locked(struct obj_key k, uint32_t strip_size, uint64_t v,
 			  uint64_t prev, const void *buf, uint32_t len,
 			  uint32_t off)
@@ -285,14 +298,9 @@ static int prepare_locked(struct obj_key k, uint32_t strip_size, uint64_t v,
 	uint8_t *old = NULL;
 	int ret;
 
-	if (store_exist(k) != SD_RES_SUCCESS) {
-		if (prev)
-			return SD_RES_NO_OBJ;	/* nothing to build on */
-		ret = store_create(k, strip_size, NULL, 0, 0, true);
-		if (ret != SD_RES_SUCCESS)
-			return ret;
-	}
-	ret = undo_load(k, true, &u);
+	if (prev && store_exist(k) != SD_RES_SUCCESS)
+		return SD_RES_NO_OBJ;	/* nothing to build on */
+	ret = open_strip(k, strip_size, &u);
 	if (ret != SD_RES_SUCCESS)
 		return ret;
 	ret = SD_RES_STALE_OBJ;		/* prepared or aborted already */
@@ -576,12 +584,7 @@ static int install_locked(struct obj_key k, uint32_t strip_size, uint64_t v,
 	struct undo u;
 	int ret;
 
-	if (store_exist(k) != SD_RES_SUCCESS) {
-		ret = store_create(k, strip_size, NULL, 0, 0, true);
-		if (ret != SD_RES_SUCCESS)
-			return ret;
-	}
-	ret = undo_load(k, true, &u);
+	ret = open_strip(k, strip_size, &u);
 	if (ret != SD_RES_SUCCESS)
 		return ret;
 	ret = SD_RES_STALE_OBJ;		/* it holds v or a newer one */
