@@ -595,11 +595,6 @@ static int open_vdi(const char *name)
 		return EXIT_MISSING;
 	if (read_inode_header(bench.vid, &bench.inode) != SD_RES_SUCCESS)
 		return EXIT_FAILURE;
-	if (bench.inode.copy_policy) {
-		fprintf(stderr, "VDI %s is erasure coded; the benchmark "
-			"supports replicated VDIs only\n", name);
-		return EXIT_FAILURE;
-	}
 	bench.obj_size = inode_obj_size(&bench.inode);
 	if (bopt.bs > bench.obj_size || bench.obj_size % bopt.bs) {
 		fprintf(stderr, "the block size must divide the object size "

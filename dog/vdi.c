@@ -136,19 +136,27 @@ static int default_block_shift(const char *name, uint8_t *shift)
 	return 0;
 }
 
-/* -P: create every data object empty and point the index at it */
+/*
+ * -P: create every data object empty and point the index at it.  A coded
+ * object has no empty form (its strips carry versions and checksums of
+ * their bytes): it is written whole, with zeros.
+ */
 static int preallocate(uint32_t vid)
 {
 	struct vdi_inode in;
-	uint32_t nr, size;
+	uint32_t nr, size, len;
+	void *zeros = NULL;
 	int ret = open_vdi_vid(vid, &in, true);
 
 	if (ret)
 		return ret;
 	nr = inode_nr_objs(&in.h);
 	size = inode_obj_size(&in.h);
+	len = in.h.copy_policy ? size : 0;
+	if (len)
+		zeros = xzalloc(len);
 	for (uint32_t i = 0; i < nr; i++) {
-		if (dog_write_object(vid_to_data_oid(vid, i), 0, NULL, 0, 0,
+		if (dog_write_object(vid_to_data_oid(vid, i), 0, zeros, len, 0,
 				     SD_FLAG_CMD_DIRECT, in.h.nr_copies,
 				     in.h.copy_policy, true) ||
 		    vi_set(in.vi, i, vid)) {
@@ -158,6 +166,7 @@ static int preallocate(uint32_t vid)
 		show_progress((uint64_t)(i + 1) * size,
 			      (uint64_t)nr * size);
 	}
+	free(zeros);
 	free_inode(&in);
 	return ret;
 }
