@@ -142,6 +142,26 @@
  * strip of it exists; INVALID_PARMS for an object that is not coded.
  */
 #define SD_OP_EC_CHECK			0xEF
+/*
+ * Kelpie, a gateway op (dog vdi alter-copy between copies and a code):
+ * data object obj.oid of a VDI under conversion (ALTER_VDI_COPY phases
+ * below) is read whole in the VDI's layout and written whole in the
+ * other one (copying), or its copy in the old layout is removed
+ * (dropping).  INVALID_PARMS if its VDI is not being converted.
+ */
+#define SD_OP_CONVERT_OBJ		0xF0
+/*
+ * ALTER_VDI_COPY's vdi_state.set_bitmap, for a change between copies and
+ * a code (0: between numbers of copies, as Sheepdog): BEGIN records the
+ * new layout (vdi_state.copies, copy_policy) beside the old one and
+ * refuses other writes to the VDI's data; COMMIT makes the new layout
+ * the VDI's, the old one is left to drop; FINISH forgets it; ABORT
+ * forgets a new layout not committed.
+ */
+#define ALTER_CONV_BEGIN		1
+#define ALTER_CONV_COMMIT		2
+#define ALTER_CONV_FINISH		3
+#define ALTER_CONV_ABORT		4
 static inline bool is_strip_op(uint8_t opcode)
 {
 	return opcode >= SD_OP_EC_PREPARE && opcode <= SD_OP_EC_INSTALL;

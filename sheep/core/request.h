@@ -60,6 +60,8 @@ struct request {
 					 * entry (DISCARD_OBJ): refused on
 					 * a hyper volume */
 	bool slot_held;			/* holds its object's write slot */
+	bool conv_layout;		/* in the other layout of its VDI's
+					 * conversion (gw/convert.c) */
 	struct list_head slot_list;	/* in its object's slot (gateway) */
 	uint32_t asked_rec;		/* the recovery that looked for its
 					 * object (its gen), 0: none */

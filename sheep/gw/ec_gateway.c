@@ -123,6 +123,13 @@ static void vcache_set(uint64_t oid, uint64_t next, uint64_t prev)
 		.next = next, .prev = prev };
 }
 
+void gw_ec_forget_vdi(uint32_t vid)
+{
+	for (size_t i = 0; i < VCACHE; i++)
+		if (vcache[i].oid && oid_to_vid(vcache[i].oid) == vid)
+			vcache[i] = (struct vcache_ent){ 0 };
+}
+
 uint8_t gw_ec_policy(uint64_t oid)
 {
 	struct vdi_info *vi;

@@ -14,6 +14,8 @@
 
 /* the code of @oid's VDI if it is a data object of a coded VDI, else 0 */
 uint8_t gw_ec_policy(uint64_t oid);
+/* VDI @vid changes layout: the versions known of its objects go */
+void gw_ec_forget_vdi(uint32_t vid);
 
 /*
  * Run READ_OBJ, WRITE_OBJ or CREATE_AND_WRITE_OBJ @req on the targets

@@ -469,26 +469,54 @@ static void gw_ec(struct request *req, const struct vnode_ring *ring,
 	gw_ec_start(req, policy, nodes, n, gw_finish);
 }
 
+/*
+ * The layout @req goes to: its VDI's copies and code, or for convert.c
+ * the other layout of the VDI's conversion (false when there is none)
+ */
+static bool req_layout(const struct request *req, int *copies,
+		       uint8_t *policy)
+{
+	uint32_t vid = oid_to_vid(req->rq.obj.oid);
+	struct vdi_info *vi;
+
+	if (!req->conv_layout) {
+		*copies = req->rq.obj.copies ? req->rq.obj.copies :
+			  (int)vdi_copies(vid);
+		*policy = gw_ec_policy(req->rq.obj.oid);
+		return true;
+	}
+	vi = vdi_get(vid, false);
+	if (!vi || vi->conv_state == VDI_CONV_NONE)
+		return false;
+	*copies = vi->conv_copies;
+	*policy = vi->conv_policy;
+	return true;
+}
+
 static void gw_start(struct request *req)
 {
 	struct cluster_view *v = current_view();
 	uint64_t oid = req->rq.obj.oid;
 	uint32_t vid = oid_to_vid(oid);
-	int copies = req->rq.obj.copies ? req->rq.obj.copies : vdi_copies(vid);
 	int tgt[SD_MAX_COPIES];
-	int nr;
+	uint8_t policy;
+	int copies, nr;
 
 	if (cstate->status != SD_STATUS_OK) {
 		gw_finish(req, cstate->ctime ? SD_RES_WAIT_FOR_JOIN :
 			  SD_RES_WAIT_FOR_FORMAT);
 		return;
 	}
+	if (!req_layout(req, &copies, &policy)) {
+		gw_finish(req, SD_RES_INVALID_PARMS);	/* aborted */
+		return;
+	}
 	if (req->rq.opcode == SD_OP_REMOVE_OBJ) {
 		/* a coded object's peers remove its strips (ops.c) */
-		req->rq.obj.copy_policy = gw_ec_policy(oid);
-		if (req->rq.obj.copy_policy)
-			copies = ec_policy_data(req->rq.obj.copy_policy) +
-				 ec_policy_parity(req->rq.obj.copy_policy);
+		req->rq.obj.copy_policy = policy;
+		if (policy)
+			copies = ec_policy_data(policy) +
+				 ec_policy_parity(policy);
 	}
 	nr = ring_targets(&v->ring, oid, copies, tgt);
 	if (!nr) {
@@ -501,13 +529,13 @@ static void gw_start(struct request *req)
 		return;
 	}
 	req->obj_size = sd_obj_size(oid, vdi_shift(vid));
-	if (req->rq.opcode == SD_OP_EC_CHECK && !gw_ec_policy(oid)) {
+	if (req->rq.opcode == SD_OP_EC_CHECK && !policy) {
 		gw_finish(req, SD_RES_INVALID_PARMS);	/* not coded */
 		return;
 	}
-	if (gw_ec_policy(oid) && req->rq.opcode != SD_OP_REMOVE_OBJ &&
+	if (policy && req->rq.opcode != SD_OP_REMOVE_OBJ &&
 	    req->rq.opcode != SD_OP_DECREF_OBJ) {
-		gw_ec(req, &v->ring, gw_ec_policy(oid));
+		gw_ec(req, &v->ring, policy);
 		return;
 	}
 	if (req->rq.opcode == SD_OP_READ_OBJ)
@@ -584,7 +612,9 @@ void gateway_submit(struct request *req)
 	if ((op == SD_OP_WRITE_OBJ || op == SD_OP_CREATE_AND_WRITE_OBJ) &&
 	    is_data_obj(oid)) {
 		vi = vdi_get(oid_to_vid(oid), false);
-		if (vi && vi->snapshot) {
+		/* what alter-copy has copied already must stay as it is */
+		if (vi && (vi->snapshot || (!req->conv_layout &&
+				vi->conv_state == VDI_CONV_COPYING))) {
 			req->rp.result = SD_RES_READONLY;
 			request_done(req);
 			return;

@@ -32,6 +32,9 @@ int gw_exec_req(const struct sd_req *rq, void *buf);
 int gw_exec_sync(uint8_t opcode, uint64_t oid, void *buf, uint32_t len,
 		 uint32_t offset, uint8_t copies, uint16_t flags);
 
+/* convert.c: CONVERT_OBJ, one object of dog vdi alter-copy's conversion */
+void gw_convert(struct request *req);
+
 /* flush.c: FLUSH_PEER as a group commit */
 void flush_init(void);
 void flush_submit(struct request *req);

@@ -71,7 +71,11 @@ void queue_request(struct request *req)
 	stat_request_start(req);
 	switch (req->op->type) {
 	case OP_GATEWAY:
-		gateway_submit(req);
+		/* alter-copy's conversion drives the gateway from above it */
+		if (req->rq.opcode == SD_OP_CONVERT_OBJ)
+			gw_convert(req);
+		else
+			gateway_submit(req);
 		return;
 	case OP_PEER:
 		ret = check_peer_epoch(req);

@@ -15,6 +15,7 @@
 #include "core/request.h"
 #include "group/group.h"
 #include "group/vnodes.h"
+#include "gw/ec_gateway.h"
 #include "gw/gw.h"
 #include "net/peer.h"
 #include "ops/md.h"
@@ -824,6 +825,106 @@ static int cluster_alter_copy(const struct sd_req *req, struct sd_rsp *rsp,
  * depend only on the request and the VDI state, which all nodes share,
  * so every node comes to the same answer.
  */
+static bool layout_valid(uint8_t copies, uint8_t policy)
+{
+	struct ec_code c;
+
+	if (!policy)
+		return copies && copies <= SD_MAX_COPIES;
+	return vdi_ec_preview_on() && !ec_init_policy(&c, policy) &&
+	       copies == c.d + c.p;
+}
+
+static void conv_forget(struct vdi_info *vi)
+{
+	vi->conv_state = VDI_CONV_NONE;
+	vi->conv_copies = 0;
+	vi->conv_policy = 0;
+}
+
+/* BEGIN: the new layout beside the old one; writes wait for the switch */
+static int conv_begin(uint32_t vid, struct vdi_info *vi, uint8_t copies,
+		      uint8_t policy)
+{
+	if (!policy && !vi->copy_policy)
+		return SD_RES_INVALID_PARMS;	/* copies to copies: plain */
+	if (policy == vi->copy_policy && (policy ||
+					  copies == vdi_copies(vid)))
+		return SD_RES_INVALID_PARMS;
+	if (vi->snapshot || vi->conv_state == VDI_CONV_DROPPING)
+		return SD_RES_INVALID_PARMS;
+	if (vi->lock_state == LOCK_STATE_LOCKED)
+		return SD_RES_VDI_LOCKED;	/* attached: not while in use */
+	vi->conv_state = VDI_CONV_COPYING;
+	vi->conv_copies = copies;
+	vi->conv_policy = policy;
+	gw_ec_forget_vdi(vid);
+	sd_notice("VDI %" PRIx32 ": converting to %u copies, code %x",
+		  vid, copies, policy);
+	return SD_RES_SUCCESS;
+}
+
+/*
+ * COMMIT: the new layout becomes the VDI's on every node, also on one
+ * that joined after BEGIN (it has no conversion to finish: its gateway
+ * cannot drop the old layout, dog says so)
+ */
+static int conv_commit(uint32_t vid, struct vdi_info *vi, uint8_t copies,
+		       uint8_t policy)
+{
+	uint8_t old_copies = (uint8_t)vdi_copies(vid);
+	uint8_t old_policy = vi->copy_policy;
+
+	if (vi->conv_state == VDI_CONV_COPYING &&
+	    (vi->conv_copies != copies || vi->conv_policy != policy))
+		return SD_RES_INVALID_PARMS;
+	vi->nr_copies = copies;
+	vi->copy_policy = policy;
+	if (vi->conv_state == VDI_CONV_COPYING) {
+		vi->conv_state = VDI_CONV_DROPPING;
+		vi->conv_copies = old_copies;
+		vi->conv_policy = old_policy;
+	}
+	gw_ec_forget_vdi(vid);
+	sd_notice("VDI %" PRIx32 ": %u copies, code %x (were %u, code %x)%s",
+		  vid, copies, policy, old_copies, old_policy,
+		  sys.gateway ? "" : ", recovering");
+	recovery_restart();
+	return SD_RES_SUCCESS;
+}
+
+/* between copies and a code: a phase of dog's conversion */
+static int alter_vdi_layout(const struct sd_req *req, uint32_t vid,
+			    struct vdi_info *vi)
+{
+	uint8_t copies = req->vdi_state.copies;
+	uint8_t policy = req->vdi_state.copy_policy;
+
+	switch (req->vdi_state.set_bitmap) {
+	case ALTER_CONV_BEGIN:
+		if (!layout_valid(copies, policy))
+			return SD_RES_INVALID_PARMS;
+		return conv_begin(vid, vi, copies, policy);
+	case ALTER_CONV_COMMIT:
+		if (!layout_valid(copies, policy))
+			return SD_RES_INVALID_PARMS;
+		return conv_commit(vid, vi, copies, policy);
+	case ALTER_CONV_FINISH:
+		if (vi->conv_state != VDI_CONV_DROPPING)
+			return SD_RES_INVALID_PARMS;
+		conv_forget(vi);
+		return SD_RES_SUCCESS;
+	case ALTER_CONV_ABORT:
+		if (vi->conv_state != VDI_CONV_COPYING)
+			return SD_RES_INVALID_PARMS;
+		conv_forget(vi);
+		sd_notice("VDI %" PRIx32 ": conversion aborted", vid);
+		return SD_RES_SUCCESS;
+	default:
+		return SD_RES_INVALID_PARMS;
+	}
+}
+
 static int cluster_alter_vdi_copy(const struct sd_req *req,
 				  struct sd_rsp *rsp, void *data,
 				  const struct cluster_ctx *ctx)
@@ -833,17 +934,19 @@ static int cluster_alter_vdi_copy(const struct sd_req *req,
 	struct vdi_info *vi;
 	uint8_t old;
 
-	/* byte 33 (the cluster union's copy_policy): replication only */
-	if (req->cluster.copy_policy || req->vdi_state.copy_policy ||
-	    !copies || copies > SD_MAX_COPIES)
-		return SD_RES_INVALID_PARMS;
 	if (!vid || vid >= SD_NR_VDIS || !vdi_test_inuse(vid))
 		return SD_RES_NO_VDI;
 	vi = vdi_get(vid, false);
 	if (!vi || vi->deleted)
 		return SD_RES_NO_VDI;
-	if (vi->copy_policy)
-		return SD_RES_INVALID_PARMS;	/* erasure-coded VDI */
+	if (req->vdi_state.set_bitmap)
+		return alter_vdi_layout(req, vid, vi);
+	/* byte 33 (the cluster union's copy_policy): replication only */
+	if (req->cluster.copy_policy || req->vdi_state.copy_policy ||
+	    !copies || copies > SD_MAX_COPIES)
+		return SD_RES_INVALID_PARMS;
+	if (vi->copy_policy || vi->conv_state)
+		return SD_RES_INVALID_PARMS;	/* coded, or converting */
 	old = (uint8_t)vdi_copies(vid);
 	vi->nr_copies = copies;
 	if (!vi->block_size_shift)
@@ -872,6 +975,7 @@ static const struct sd_op ops[256] = {
 	/* removal is the daemon's (deletion, ledgers): not for clients */
 	[SD_OP_REMOVE_OBJ] = GATEWAY("REMOVE_OBJ", OPV_OBJ | OPV_PEER),
 	[SD_OP_EC_CHECK] = GATEWAY("EC_CHECK", OPV_OBJ | OPV_ADMIN),
+	[SD_OP_CONVERT_OBJ] = GATEWAY("CONVERT_OBJ", OPV_OBJ | OPV_ADMIN),
 	[SD_OP_DISCARD_OBJ] = { .name = "DISCARD_OBJ", .type = OP_LOCAL,
 		.main_fn = local_discard, .checks = OPV_OBJ },
 	[SD_OP_NEW_VDI] = { .name = "NEW_VDI", .type = OP_CLUSTER,

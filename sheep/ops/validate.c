@@ -104,8 +104,10 @@ static bool strip_valid(const struct sd_req *rq)
 	/* inodes and other metadata of an EC VDI are replicated */
 	if (!is_data_obj(oid) || !oid_valid(oid))
 		return false;
-	if (!vi || !policy || vi->copy_policy != policy ||
-	    !code_valid(policy))
+	/* or the code alter-copy converts the VDI to, or from */
+	if (!vi || !policy || !code_valid(policy) ||
+	    (vi->copy_policy != policy &&
+	     (!vi->conv_state || vi->conv_policy != policy)))
 		return false;
 	if (rq->obj.ec_index >= ec_policy_data(policy) +
 				ec_policy_parity(policy))
@@ -203,6 +205,27 @@ static uint64_t ec_cost(const struct sd_req *rq)
 	return (end - start) * (uint64_t)n / (uint64_t)d + (end - start);
 }
 
+/*
+ * A conversion holds the object as read, then the strips of a coded write
+ * (the other layout's code, or the VDI's)
+ */
+static uint64_t convert_cost(const struct sd_req *rq)
+{
+	struct vdi_info *vi = vdi_get(oid_to_vid(rq->obj.oid), false);
+	uint64_t obj = obj_size_of(rq->obj.oid);
+	uint8_t policy;
+	int d;
+
+	if (!vi)
+		return 0;
+	policy = vi->conv_policy ? vi->conv_policy : vi->copy_policy;
+	d = ec_policy_data(policy);
+	if (!policy || !d)
+		return obj;
+	return obj + obj * (uint64_t)(d + ec_policy_parity(policy)) /
+		     (uint64_t)d + obj;
+}
+
 /* a check holds every strip twice (as read, as it should be) and the data */
 static uint64_t ec_check_cost(const struct sd_req *rq)
 {
@@ -237,6 +260,9 @@ uint64_t request_cost(const struct sd_req *rq, const struct sd_op *op)
 		break;
 	case SD_OP_EC_CHECK:
 		cost += ec_check_cost(rq);
+		break;
+	case SD_OP_CONVERT_OBJ:
+		cost += convert_cost(rq);
 		break;
 	case SD_OP_REPAIR_REPLICA:
 		cost += obj_size_of(rq->forw.oid);

@@ -16,7 +16,18 @@ struct vdi_info {
 	uint32_t parent_vid;
 	uint32_t lock_state;
 	struct node_id lock_owner;
+	/*
+	 * dog vdi alter-copy between copies and a code: the other layout
+	 * (the new one while copying, the old one while dropping).  Kept
+	 * in memory only: a restart forgets it, and the inode header says
+	 * which layout the VDI has.
+	 */
+	uint8_t conv_state;		/* VDI_CONV_* */
+	uint8_t conv_copies;
+	uint8_t conv_policy;
 };
+
+enum { VDI_CONV_NONE, VDI_CONV_COPYING, VDI_CONV_DROPPING };
 
 int vdi_init_bitmaps(void);
 /* start-up: rebuild the bitmaps and VDI state from local inodes */

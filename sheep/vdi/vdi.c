@@ -766,8 +766,11 @@ int vdi_notify_del(const struct sd_req *req, struct sd_rsp *rsp, void *data,
 int vdi_lock_main(const struct sd_req *req, struct sd_rsp *rsp, void *data,
 		  const struct cluster_ctx *ctx)
 {
-	struct vdi_info *vi;
+	struct vdi_info *vi = vdi_get(rsp->vdi.vdi_id, false);
 
+	/* alter-copy copies it to its new layout: not to be used meanwhile */
+	if (vi && vi->conv_state == VDI_CONV_COPYING)
+		return SD_RES_VDI_LOCKED;
 	/* the lock is real with `cluster format -l`, or when asked for */
 	if (!(cstate->flags & SD_CLUSTER_FLAG_USE_LOCK) &&
 	    !(req->flags & SD_FLAG_CMD_KLOCK))

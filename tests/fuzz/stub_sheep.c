@@ -88,6 +88,7 @@ WEAK void peer_drop(const struct node_id *nid) { }
 
 /* gw/, recovery/ */
 WEAK void gateway_submit(struct request *req) { }
+WEAK void gw_ec_forget_vdi(uint32_t vid) { }
 WEAK int gateway_fence(uint64_t oid, uint32_t lease_ms,
 		       void (*ready)(void *arg, int res), void *arg)
 { return 0; }
