@@ -8,6 +8,11 @@ contain.  Every read is compared with the model.  The seed is printed first
 so that a failure can be replayed with --seed.
 
 Usage: model_check.py --dog DOG --ports P0,P1,P2 [--ops N] [--seed S]
+                      [--copies C] [--policy C]
+
+--copies C creates every VDI with `-c C` (a number of copies or a code D:P;
+by default the cluster's policy); --policy C checks that every VDI created
+or cloned lists C as its redundancy policy (`dog vdi list -r`, column 9).
 """
 import argparse
 import os
@@ -24,11 +29,13 @@ class Failure(Exception):
 
 
 class Cluster:
-    def __init__(self, dog, ports, rng, log):
+    def __init__(self, dog, ports, rng, log, copies=None, policy=None):
         self.dog = dog
         self.ports = ports
         self.rng = rng
         self.log = log
+        self.copies = copies
+        self.policy = policy
 
     def run(self, args, data=None, port=None, check=True):
         port = port or self.rng.choice(self.ports)
@@ -40,6 +47,16 @@ class Cluster:
             raise Failure('%s: exit %d: %s' % (' '.join(cmd), p.returncode,
                                                p.stderr.decode(errors='replace')))
         return p
+
+    def check_policy(self, name):
+        if self.policy is None:
+            return
+        out = self.run(['vdi', 'list', '-r', name]).stdout.decode()
+        got = [f[8] for f in (l.split() for l in out.splitlines())
+               if len(f) > 8 and f[0] in ('=', 'c') and f[1] == name]
+        if got != [self.policy]:
+            raise Failure('%s: policy %s, want %s'
+                          % (name, ','.join(got) or 'none', self.policy))
 
 
 class Model:
@@ -59,7 +76,9 @@ def op_create(c, m, rng):
     if len(m.vdis) >= 6:
         return False
     name = m.new_name('v')
-    c.run(['vdi', 'create', name, str(SIZE)])
+    copies = ['-c', c.copies] if c.copies else []
+    c.run(['vdi', 'create'] + copies + [name, str(SIZE)])
+    c.check_policy(name)
     m.vdis[name] = bytearray(SIZE)
     return True
 
@@ -131,6 +150,7 @@ def op_clone(c, m, rng):
     name, tag = rng.choice(sorted(m.snaps))
     new = m.new_name('c')
     c.run(['vdi', 'clone', name, new, '-s', tag])
+    c.check_policy(new)
     m.vdis[new] = bytearray(m.snaps[(name, tag)])
     return True
 
@@ -199,13 +219,16 @@ def main():
     ap.add_argument('--ops', type=int, default=2000)
     ap.add_argument('--seed', type=int)
     ap.add_argument('--log', default=os.devnull)
+    ap.add_argument('--copies')
+    ap.add_argument('--policy')
     a = ap.parse_args()
     seed = a.seed if a.seed is not None else random.SystemRandom().randrange(1 << 31)
     print('seed %d' % seed, file=sys.stderr, flush=True)
     rng = random.Random(seed)
     funcs = [f for f, w in OPS for _ in range(w)]
     with open(a.log, 'w') as log:
-        c = Cluster(a.dog, [int(p) for p in a.ports.split(',')], rng, log)
+        c = Cluster(a.dog, [int(p) for p in a.ports.split(',')], rng, log,
+                    a.copies, a.policy)
         m = Model()
         done = 0
         counts = {}
