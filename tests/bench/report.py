@@ -18,9 +18,11 @@
 
 A run's record: section, table, client, target, nodes, copies, nosync,
 baseline, ops, seconds, iops, mbps, lat_us {p50, p99, p99.9}, cpu_s,
-errors, verify_errors, verified_blocks, ok; in the journal section also
-journal ("none" or the size given to sheep -j), in the transport section
-transport ("tcp" or "rdma") and rdma ("device" or "emulation").  Ratios
+errors, verify_errors, verified_blocks, ok; on a cluster formatted
+with an erasure code also code ("D:P", with copies D+P); in the journal
+section also journal ("none" or the size given to sheep -j), in the
+transport section transport ("tcp" or "rdma") and rdma ("device" or
+"emulation").  Ratios
 are throughput (IOPS) over the throughput of the baseline row of the same
 table and client; in the journal table, with -j over without; in the
 transport table, RDMA over TCP.
@@ -85,7 +87,8 @@ LEGEND = (
     "rows of QEMU 5.2's original driver (the client of existing Sheepdog "
     "users) have QEMU 5.2's qemu-img on the raw file as their baseline. "
     "× baseline: IOPS over the IOPS of the baseline row of the same "
-    "client. Targets: kelpie Nn/Cc = N nodes, C copies; -n = sheep "
+    "client. Targets: kelpie Nn/Cc = N nodes, C copies; kelpie Nn/D:P = "
+    "N nodes, an erasure code of D data and P parity strips; -n = sheep "
     "started with -n (no sync).")
 
 
@@ -265,10 +268,15 @@ def fmt(v, digits=0):
     return f"{v:.2f}"
 
 
+def policy_label(r):
+    """3c for 3 copies, 2:1 for an erasure code"""
+    return r["code"] if r.get("code") else f"{r['copies']}c"
+
+
 def target_label(r):
     if r["target"] != "kelpie":
         return r["target"]
-    s = f"kelpie {r['nodes']}n/{r['copies']}c"
+    s = f"kelpie {r['nodes']}n/{policy_label(r)}"
     if r.get("nosync"):
         s += " -n"
     return s
@@ -362,7 +370,8 @@ def render_targets(runs):
                      r.get("target") == "qemu-nbd"), None)
         k = next((r for r in fio if r.get("table") == key and
                   r.get("target") == "kelpie" and r.get("nodes") == 3 and
-                  r.get("copies") == 3 and not r.get("nosync")), None)
+                  r.get("copies") == 3 and not r.get("code") and
+                  not r.get("nosync")), None)
         bv, kv = target_value(base, kind), target_value(k, kind)
         if base is None or k is None:
             continue
