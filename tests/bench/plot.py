@@ -9,8 +9,9 @@ OUTDIR:
     latency-TABLE.png  one per workload table with latency percentiles:
                        p50, p99 and p99.9 of every row (Kelpie and the
                        baseline of each client), log scale, in µs
-    iops-clusters.png  IOPS of every workload per cluster (nodes/copies),
-                       one bar per client, the baselines as dashed lines
+    iops-clusters.png  IOPS of every workload per cluster (nodes/copies,
+                       or nodes/D:P for an erasure code), one bar per
+                       client, the baselines as dashed lines
     scaling.png        total IOPS of the scaling series per cluster size,
                        the one-node IOPS as the reference
     journal.png        the journal section: IOPS of each write workload
@@ -27,7 +28,7 @@ import sys
 
 sys.dont_write_bytecode = True      # no __pycache__ in the source tree
 from report import (TABLES, CLIENT_NAME, JOURNAL_TABLES,  # noqa: E402
-                    target_label)
+                    policy_label, target_label)
 
 # short titles for the small multiples of iops-clusters.png
 SHORT = {
@@ -67,14 +68,16 @@ def io_rows(runs, table):
 
 
 def cluster_label(r):
-    s = f"{r['nodes']}n/{r['copies']}c"
+    s = f"{r['nodes']}n/{policy_label(r)}"
     if r.get("nosync"):
         s += " -n"
     return s
 
 
 def cluster_key(r):
-    return (bool(r.get("nosync")), r["nodes"], r["copies"])
+    # copies is D+P for a code: the code tells 3n/3c and 3n/2:1 apart
+    return (bool(r.get("nosync")), r["nodes"], r["copies"],
+            r.get("code") or "")
 
 
 def fmt_us(v, _pos=None):
@@ -202,8 +205,8 @@ def plot_iops_clusters(plt, ticker, runs, path, dpi):
                          "(baseline)")
     flat[len(tables)].legend(handles, names, loc="center", fontsize=9,
                              frameon=False,
-                             title="x axis: nodes/copies\n"
-                             "(-n: sheep without sync)",
+                             title="x axis: nodes/copies or nodes/D:P "
+                             "(erasure code)\n(-n: sheep without sync)",
                              title_fontsize=9)
     fig.suptitle("IOPS per workload and cluster: Kelpie beside the "
                  "baseline of each client", fontsize=12)

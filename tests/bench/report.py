@@ -8,6 +8,10 @@
         append one run, normalised, to RESULTS (JSON lines)
     report.py scale RESULTS --meta K=V... --dog FILE... [--cpu SECONDS]
         append one scaling run: the sum of several concurrent clients
+    report.py space RESULTS --meta K=V... --vdi BYTES --allocated BYTES
+                 --apparent BYTES [--ok 0|1]
+        append what a filled VDI takes on disk: the bytes allocated (and
+        their apparent size) in every node's store over the VDI's size
     report.py verify RESULTS --meta K=V... (--ok 0|1 | --dog FILE)
         append the outcome of a data verification (with --dog, of a
         read-back by dog benchmark io: its blocks checked and errors)
@@ -18,9 +22,13 @@
 
 A run's record: section, table, client, target, nodes, copies, nosync,
 baseline, ops, seconds, iops, mbps, lat_us {p50, p99, p99.9}, cpu_s,
-errors, verify_errors, verified_blocks, ok; in the journal section also
-journal ("none" or the size given to sheep -j), in the transport section
-transport ("tcp" or "rdma") and rdma ("device" or "emulation").  Ratios
+errors, verify_errors, verified_blocks, ok; on a cluster formatted
+with an erasure code also code ("D:P", with copies D+P); in the journal
+section also journal ("none" or the size given to sheep -j), in the
+transport section transport ("tcp" or "rdma") and rdma ("device" or
+"emulation").  A space record: section "space", nodes, copies, code,
+vdi_bytes, allocated_bytes, apparent_bytes, ratio (allocated over
+vdi_bytes), ok.  Ratios
 are throughput (IOPS) over the throughput of the baseline row of the same
 table and client; in the journal table, with -j over without; in the
 transport table, RDMA over TCP.
@@ -85,7 +93,8 @@ LEGEND = (
     "rows of QEMU 5.2's original driver (the client of existing Sheepdog "
     "users) have QEMU 5.2's qemu-img on the raw file as their baseline. "
     "× baseline: IOPS over the IOPS of the baseline row of the same "
-    "client. Targets: kelpie Nn/Cc = N nodes, C copies; -n = sheep "
+    "client. Targets: kelpie Nn/Cc = N nodes, C copies; kelpie Nn/D:P = "
+    "N nodes, an erasure code of D data and P parity strips; -n = sheep "
     "started with -n (no sync).")
 
 
@@ -233,6 +242,16 @@ def cmd_scale(a):
     return 0
 
 
+def cmd_space(a):
+    rec = parse_meta(a.meta)
+    rec.update({"vdi_bytes": a.vdi, "allocated_bytes": a.allocated,
+                "apparent_bytes": a.apparent,
+                "ratio": a.allocated / a.vdi if a.vdi else None})
+    rec["ok"] = a.ok == "1" and a.vdi > 0 and a.allocated > 0
+    append(a.results, rec)
+    return 0
+
+
 def cmd_verify(a):
     rec = parse_meta(a.meta)
     if a.dog:
@@ -265,10 +284,15 @@ def fmt(v, digits=0):
     return f"{v:.2f}"
 
 
+def policy_label(r):
+    """3c for 3 copies, 2:1 for an erasure code"""
+    return r["code"] if r.get("code") else f"{r['copies']}c"
+
+
 def target_label(r):
     if r["target"] != "kelpie":
         return r["target"]
-    s = f"kelpie {r['nodes']}n/{r['copies']}c"
+    s = f"kelpie {r['nodes']}n/{policy_label(r)}"
     if r.get("nosync"):
         s += " -n"
     return s
@@ -362,7 +386,8 @@ def render_targets(runs):
                      r.get("target") == "qemu-nbd"), None)
         k = next((r for r in fio if r.get("table") == key and
                   r.get("target") == "kelpie" and r.get("nodes") == 3 and
-                  r.get("copies") == 3 and not r.get("nosync")), None)
+                  r.get("copies") == 3 and not r.get("code") and
+                  not r.get("nosync")), None)
         bv, kv = target_value(base, kind), target_value(k, kind)
         if base is None or k is None:
             continue
@@ -528,6 +553,48 @@ def render_scaling(runs):
     return out, {"scaling": table}
 
 
+def render_space(runs):
+    """per cluster, what its filled VDI takes on disk"""
+    rows = [r for r in runs if r.get("section") == "space"]
+    if not rows:
+        return [], {}
+    out = ["### Space on disk: one fully written VDI\n",
+           "| cluster | policy | VDI | allocated in obj/ | × VDI size | "
+           "ideal | apparent size |",
+           "|---|---|--:|--:|--:|--:|--:|"]
+    table = []
+    for r in rows:
+        code = r.get("code")
+        if code:
+            d, p = (int(x) for x in code.split(":"))
+            policy, ideal = f"erasure code {code}", (d + p) / d
+        else:
+            n = r["copies"]
+            policy, ideal = f"{n} cop{'y' if n == 1 else 'ies'}", float(n)
+        label = target_label(r) + ("" if r.get("ok") else " **FAILED**")
+        mib = 1 << 20
+        out.append("| " + " | ".join([
+            label, policy, f"{r['vdi_bytes'] / mib:,.0f} MiB",
+            f"{r['allocated_bytes'] / mib:,.1f} MiB",
+            "–" if r.get("ratio") is None else f"{r['ratio']:.3f}",
+            f"{ideal:.3f}", f"{r['apparent_bytes'] / mib:,.1f} MiB"]) +
+            " |")
+        table.append({"target": label, "nodes": r["nodes"],
+                      "copies": r["copies"], "code": code,
+                      "vdi_bytes": r["vdi_bytes"],
+                      "allocated_bytes": r["allocated_bytes"],
+                      "apparent_bytes": r["apparent_bytes"],
+                      "ratio": r.get("ratio"), "ideal": ideal})
+    out += ["", "Measured right after the VDI was preallocated and "
+            "written once with 4 MiB writes, before the timed runs: the "
+            "bytes allocated (du) in the obj/ directories of all nodes, "
+            "which hold only this VDI (its data objects or strips, their "
+            "checksums, the inode and, for a code, the strips' undo "
+            "files), over the VDI's size.  Ideal: copies, or (D+P)/D for "
+            "a code.", ""]
+    return out, {"space": table}
+
+
 def cmd_render(a):
     runs = []
     with open(a.results) as f:
@@ -543,6 +610,9 @@ def cmd_render(a):
     lines, tables = render_tables(runs)
     out += lines
     tables.update(targets)
+    lines, space = render_space(runs)
+    out += lines
+    tables.update(space)
     lines, scaling = render_scaling(runs)
     out += lines
     tables.update(scaling)
@@ -600,6 +670,13 @@ def main():
     s.add_argument("--meta", nargs="*", default=[])
     s.add_argument("--dog", nargs="+", required=True)
     s.add_argument("--cpu", type=float)
+    s = sub.add_parser("space")
+    s.add_argument("results")
+    s.add_argument("--meta", nargs="*", default=[])
+    s.add_argument("--vdi", type=int, required=True)
+    s.add_argument("--allocated", type=int, required=True)
+    s.add_argument("--apparent", type=int, required=True)
+    s.add_argument("--ok", default="1")
     s = sub.add_parser("verify")
     s.add_argument("results")
     s.add_argument("--meta", nargs="*", default=[])
@@ -613,8 +690,8 @@ def main():
     s.add_argument("--check", action="store_true")
     s.add_argument("--header")
     a = p.parse_args()
-    return {"add": cmd_add, "scale": cmd_scale, "verify": cmd_verify,
-            "render": cmd_render}[a.cmd](a)
+    return {"add": cmd_add, "scale": cmd_scale, "space": cmd_space,
+            "verify": cmd_verify, "render": cmd_render}[a.cmd](a)
 
 
 if __name__ == "__main__":
