@@ -336,10 +336,14 @@ static int clone_object(uint32_t idx, uint32_t from, void *arg)
 		if (dog_read_object(vid_to_data_oid(from, idx), c->buf, len,
 				    0, h->nr_copies, h->copy_policy))
 			return -1;
+	} else if (c->dst.h.copy_policy) {
+		/* a coded object has no empty form: zeros, whole */
+		memset(c->buf, 0, size);
+		len = size;
 	}
 	if (dog_write_object(vid_to_data_oid(c->dst.vid, idx), 0, c->buf,
-			     len, 0, SD_FLAG_CMD_DIRECT, h->nr_copies,
-			     h->copy_policy, true) ||
+			     len, 0, SD_FLAG_CMD_DIRECT, c->dst.h.nr_copies,
+			     c->dst.h.copy_policy, true) ||
 	    vi_set(c->dst.vi, idx, c->dst.vid))
 		return -1;
 	show_progress(((uint64_t)idx + 1) * size,
@@ -401,6 +405,17 @@ static int vdi_clone(int argc, char **argv)
 	nv.base = vopt.no_share ? 0 : src.vid;
 	nv.copies = src.h.nr_copies;
 	nv.copy_policy = src.h.copy_policy;
+	/* Kelpie: -c, a clone of its own redundancy (copy-on-write reads
+	 * the parent's objects in the parent's layout) */
+	if (vopt.copies) {
+		nv.copies = vopt.copies;
+		nv.copy_policy = vopt.copy_policy;
+		if (ec_refused(nv.copies, nv.copy_policy) ||
+		    (nv.copy_policy && reject_hyper(&src, "Erasure coding"))) {
+			ret = EXIT_FAILURE;
+			goto out;
+		}
+	}
 	nv.store_policy = src.h.store_policy;
 	nv.shift = src.h.block_size_shift;
 	ret = new_vdi(&nv, &vid);
@@ -1177,8 +1192,9 @@ static const struct subcommand vdi_cmds[] = {
 	  NULL, CMD_NEED_NODELIST, 2, vdi_create },
 	{ "snapshot", "<vdiname>", "saphrvTR", "create a snapshot", NULL, 0,
 	  1, vdi_snapshot },
-	{ "clone", "<src vdi> <dst vdi>", "sPnaphrvT",
-	  "create a clone of a snapshot", NULL, 0, 2, vdi_clone },
+	{ "clone", "<src vdi> <dst vdi>", "sPnaphrvTc",
+	  "create a clone of a snapshot", NULL, CMD_NEED_NODELIST, 2,
+	  vdi_clone },
 	{ "delete", "<vdiname>", "saphTBIm", "delete an image", NULL, 0, 1,
 	  vdi_delete },
 	{ "rollback", "<vdiname>", "saphfrvTBI",
