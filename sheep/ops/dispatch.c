@@ -13,6 +13,7 @@
 #include "recovery/scrub.h"
 #include "state/cluster.h"
 #include "state/vdi.h"
+#include "store/store.h"
 
 static uint32_t admission(const struct request *req)
 {
@@ -49,7 +50,10 @@ static void peer_io_done(struct request *req)
 
 	if (req->rp.result == SD_RES_EIO &&
 	    (op == SD_OP_READ_PEER || op == SD_OP_WRITE_PEER))
-		scrub_heal(req->rq.obj.oid);
+		scrub_heal(req->rq.obj.oid, OBJ_IDX_REPLICA);
+	/* a strip: the reader decodes around it */
+	if (req->rp.result == SD_RES_EIO && op == SD_OP_EC_READ)
+		scrub_heal(req->rq.obj.oid, req->rq.obj.ec_index);
 
 	if (req->rp.result == SD_RES_NO_OBJ &&
 	    (op == SD_OP_READ_PEER || op == SD_OP_WRITE_PEER ||

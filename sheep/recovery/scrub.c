@@ -8,6 +8,12 @@
  * never undoes a client's write).  Attribute and ledger objects, which
  * dog vdi check does not look at, are covered too.
  *
+ * A strip of an erasure-coded object (doc/erasure-coding.md §5) that fails
+ * is rebuilt whole instead: decoded from the other strips of the current
+ * ring by recovery's strip rebuild, installed at the version they agree
+ * on (a write since then makes the install refuse; the next scrub looks
+ * again).
+ *
  * The first target of an object also compares its copies with each other
  * (reconcile.c): copies that differ without rot, where a write reached
  * some of them and was never acknowledged, are made one.
@@ -22,16 +28,19 @@
  * stays in the background.  Counters live until the daemon stops.
  */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "net.h"
 #include "proto.h"
+#include "ec.h"
 #include "util.h"
 #include "core/core.h"
 #include "core/request.h"
 #include "net/peer.h"
 #include "recovery/reconcile.h"
 #include "recovery/scrub.h"
+#include "recovery/strips.h"
 #include "state/cluster.h"
 #include "state/vdi.h"
 #include "store/store.h"
@@ -44,13 +53,15 @@ static struct {
 	bool listed;		/* oids[] is complete: the scrub may take them */
 	bool active;		/* an object in hand, or the pause after it */
 	bool healing;		/* the object in hand came from heal[] */
-	uint64_t heal[HEAL_QUEUE];
+	struct obj_key heal[HEAL_QUEUE];
 	int nr_heal;
 	uint64_t healed, unhealed;	/* since start-up */
 	struct work list_work;
-	uint64_t *oids;
+	struct obj_key *keys;
 	size_t nr, next, cap;
-	uint64_t oid;
+	struct obj_key key;	/* a replica, or a strip */
+	uint8_t policy;		/* a strip's code */
+	uint64_t version;	/* a strip rebuilt: its version */
 	uint32_t size;
 	void *buf;
 	int res, repaired_blocks, src;
@@ -61,6 +72,18 @@ static struct {
 } sc;
 
 static void scrub_next(void);
+
+/* " strip N" for a strip, "" for a replica (messages) */
+static const char *strip_name(struct obj_key k)
+{
+	static char buf[16];
+
+	if (k.idx == OBJ_IDX_REPLICA)
+		return "";
+	snprintf(buf, sizeof(buf), " strip %u", k.idx);
+	return buf;
+}
+
 
 static void buf_put(void)
 {
@@ -74,8 +97,8 @@ static void buf_put(void)
 static void scrub_finish(void)
 {
 	buf_put();
-	free(sc.oids);
-	sc.oids = NULL;
+	free(sc.keys);
+	sc.keys = NULL;
 	sd_notice("scrub %s: %" PRIu64 " object(s) verified, %" PRIu64
 		  " damaged, %" PRIu64 " repaired, %" PRIu64 " not repaired; "
 		  "%" PRIu64 " with copies that differed, %" PRIu64
@@ -107,19 +130,28 @@ static void object_done(bool repaired)
 
 static void repair_work(struct work *w)
 {
-	sc.res = store_repair(obj_key_rep(sc.oid), sc.buf, sc.size,
-			      &sc.repaired_blocks);
+	if (sc.key.idx != OBJ_IDX_REPLICA) {
+		/* the same version, rebuilt from the other strips */
+		sc.res = store_strip_install(sc.key, sc.size, sc.version,
+					     sc.buf, true);
+		return;
+	}
+	sc.res = store_repair(sc.key, sc.buf, sc.size, &sc.repaired_blocks);
 }
 
 static void repair_done(struct work *w)
 {
 	bool ok = sc.res == SD_RES_SUCCESS;
 
-	if (ok)
+	if (ok && sc.key.idx != OBJ_IDX_REPLICA)
+		sd_notice("scrub: rebuilt object %" PRIx64 "%s at version %"
+			  PRIu64, sc.key.oid, strip_name(sc.key), sc.version);
+	else if (ok)
 		sd_notice("scrub: repaired %d block(s) of object %" PRIx64,
-			  sc.repaired_blocks, sc.oid);
+			  sc.repaired_blocks, sc.key.oid);
 	else
-		sd_err("scrub: cannot repair object %" PRIx64 ": %s", sc.oid,
+		sd_err("scrub: cannot repair object %" PRIx64 "%s: %s",
+		       sc.key.oid, strip_name(sc.key),
 		       sd_strerror((uint32_t)sc.res));
 	sc.res = SD_RES_EIO;		/* it was damaged */
 	object_done(ok);
@@ -150,20 +182,20 @@ static void fetch_from_next(void)
 		return;
 	}
 	ring = &current_view()->ring;
-	n = ring_targets(ring, sc.oid, (int)vdi_copies(oid_to_vid(sc.oid)),
-			 tgt);
+	n = ring_targets(ring, sc.key.oid,
+			 (int)vdi_copies(oid_to_vid(sc.key.oid)), tgt);
 	while (sc.src < n && node_is_self(&ring->nodes[tgt[sc.src]]))
 		sc.src++;
 	if (sc.src >= n) {
 		sd_err("scrub: no good copy of object %" PRIx64 " found",
-		       sc.oid);
+		       sc.key.oid);
 		object_done(false);
 		return;
 	}
 	memset(&sc.pr, 0, sizeof(sc.pr));
 	sd_init_req(&sc.pr.rq, SD_OP_READ_PEER);
 	sc.pr.rq.flags = SD_FLAG_CMD_RECOVERY;
-	sc.pr.rq.obj.oid = sc.oid;
+	sc.pr.rq.obj.oid = sc.key.oid;
 	sc.pr.rq.obj.tgt_epoch = cstate->epoch;
 	sc.pr.rq.data_length = sc.size;
 	sc.pr.rbuf = sc.buf;
@@ -172,11 +204,55 @@ static void fetch_from_next(void)
 	peer_submit(&ring->nodes[tgt[sc.src++]].nid, &sc.pr);
 }
 
+/* ---- a strip: rebuilt whole from the others, at their version ---- */
+
+static void strip_rebuilt(void *arg, uint32_t result, uint64_t v,
+			  uint8_t *strip)
+{
+	if (result != SD_RES_SUCCESS || !v || !strip) {
+		sd_err("scrub: cannot rebuild object %" PRIx64 "%s: %s",
+		       sc.key.oid, strip_name(sc.key), sd_strerror(result));
+		free(strip);
+		object_done(false);
+		return;
+	}
+	/* of the strip's size: it takes the read buffer's place and share */
+	free(sc.buf);
+	sc.buf = strip;
+	sc.version = v;
+	sc.work.fn = repair_work;
+	sc.work.done = repair_done;
+	if (wq_queue(sys.io_wq, &sc.work))
+		object_done(false);
+}
+
+/*
+ * Decoded from the other strips of the current ring (ours, failing its
+ * checksums, counts as lost), then installed at the same version: a
+ * write that came in meanwhile makes the install refuse (STALE_OBJ), the
+ * next scrub looks again.  A strip this node no longer holds is not
+ * repaired: the stale purge removes it.
+ */
+static void strip_repair(void)
+{
+	const struct vnode_ring *ring;
+
+	if (!current_view() || cstate->status != SD_STATUS_OK) {
+		object_done(false);
+		return;
+	}
+	ring = &current_view()->ring;
+	if (strip_index(ring, sc.key.oid, sc.policy) != sc.key.idx ||
+	    strip_rebuild(ring, sc.key.oid, sc.policy, sc.key.idx,
+			  strip_rebuilt, NULL))
+		object_done(false);
+}
+
 /* ---- verify one object ---- */
 
 static void verify_work(struct work *w)
 {
-	sc.res = store_read(obj_key_rep(sc.oid), sc.buf, sc.size, 0);
+	sc.res = store_read(sc.key, sc.buf, sc.size, 0);
 }
 
 static void reconcile_done(int outcome)
@@ -200,9 +276,9 @@ static void verify_done(struct work *w)
 	if (sc.res != SD_RES_NO_OBJ && !sc.healing)	/* not deleted */
 		sc.st.scanned++;
 	if (sc.res == SD_RES_SUCCESS && !sc.healing &&
-	    reconcile_wanted(sc.oid)) {
+	    sc.key.idx == OBJ_IDX_REPLICA && reconcile_wanted(sc.key.oid)) {
 		buf_put();
-		reconcile_start(sc.oid, reconcile_done);
+		reconcile_start(sc.key.oid, reconcile_done);
 		return;
 	}
 	if (sc.res != SD_RES_EIO) {
@@ -211,6 +287,10 @@ static void verify_done(struct work *w)
 	}
 	if (!sc.healing)
 		sc.st.damaged++;
+	if (sc.key.idx != OBJ_IDX_REPLICA) {
+		strip_repair();
+		return;
+	}
 	sc.src = 0;
 	fetch_from_next();
 }
@@ -219,12 +299,12 @@ static void verify_done(struct work *w)
 static void scrub_next(void)
 {
 	if (sc.nr_heal) {
-		sc.oid = sc.heal[0];
+		sc.key = sc.heal[0];
 		memmove(sc.heal, sc.heal + 1, --sc.nr_heal * sizeof(sc.heal[0]));
 		sc.healing = true;
 	} else if (sc.running && sc.listed && !sc.stopping &&
 		   sc.next < sc.nr) {
-		sc.oid = sc.oids[sc.next++];
+		sc.key = sc.keys[sc.next++];
 		sc.healing = false;
 	} else {
 		if (sc.running && sc.listed)	/* list_done comes back */
@@ -233,7 +313,18 @@ static void scrub_next(void)
 		return;
 	}
 	sc.active = true;
-	sc.size = sd_obj_size(sc.oid, vdi_shift(oid_to_vid(sc.oid)));
+	sc.size = sd_obj_size(sc.key.oid, vdi_shift(oid_to_vid(sc.key.oid)));
+	if (sc.key.idx != OBJ_IDX_REPLICA) {
+		sc.policy = strip_policy(sc.key.oid);
+		/* of a VDI no longer coded: left to whoever removes it */
+		if (!sc.policy || sc.key.idx >= ec_policy_data(sc.policy) +
+						ec_policy_parity(sc.policy)) {
+			sc.res = SD_RES_SUCCESS;
+			object_done(false);
+			return;
+		}
+		sc.size /= (uint32_t)ec_policy_data(sc.policy);
+	}
 	/* background work's share of the payload budget, like recovery */
 	sc.buf = xmalloc(sc.size);
 	budget_charge(sc.size);
@@ -247,22 +338,19 @@ static void scrub_next(void)
 
 /* ---- the object list ---- */
 
-static int add_oid(struct obj_key k, void *arg)
+static int add_key(struct obj_key k, void *arg)
 {
-	/* strips are scrubbed against other strips (a later step) */
-	if (k.idx != OBJ_IDX_REPLICA)
-		return 0;
 	if (sc.nr == sc.cap) {
 		sc.cap = sc.cap ? sc.cap * 2 : 1024;
-		sc.oids = xrealloc(sc.oids, sc.cap * sizeof(*sc.oids));
+		sc.keys = xrealloc(sc.keys, sc.cap * sizeof(*sc.keys));
 	}
-	sc.oids[sc.nr++] = k.oid;
+	sc.keys[sc.nr++] = k;
 	return 0;
 }
 
 static void list_work(struct work *w)
 {
-	store_for_each(add_oid, NULL);
+	store_for_each(add_key, NULL);
 }
 
 static void list_done(struct work *w)
@@ -308,14 +396,20 @@ void scrub_get_stat(struct scrub_stat *st)
 	st->unhealed = sc.unhealed;
 }
 
-void scrub_heal(uint64_t oid)
+static bool key_eq(struct obj_key a, struct obj_key b)
 {
+	return a.oid == b.oid && a.idx == b.idx;
+}
+
+void scrub_heal(uint64_t oid, uint8_t idx)
+{
+	struct obj_key k = { .oid = oid, .idx = idx };
 	static uint64_t warned_at;
 
-	if (sys.gateway || (sc.active && sc.oid == oid))
+	if (sys.gateway || (sc.active && key_eq(sc.key, k)))
 		return;
 	for (int i = 0; i < sc.nr_heal; i++)
-		if (sc.heal[i] == oid)
+		if (key_eq(sc.heal[i], k))
 			return;
 	if (sc.nr_heal == HEAL_QUEUE) {
 		if (now_msec() - warned_at > 10000) {
@@ -326,9 +420,10 @@ void scrub_heal(uint64_t oid)
 		return;
 	}
 	/* EIO: rot the checksums caught, or the disk failed the read */
-	sd_notice("object %" PRIx64 " failed its checksums or a read: "
-		  "repairing it from another copy", oid);
-	sc.heal[sc.nr_heal++] = oid;
+	sd_notice("object %" PRIx64 "%s failed its checksums or a read: "
+		  "repairing it from %s", oid, strip_name(k),
+		  idx == OBJ_IDX_REPLICA ? "another copy" : "the other strips");
+	sc.heal[sc.nr_heal++] = k;
 	if (!sc.active)
 		scrub_next();
 }

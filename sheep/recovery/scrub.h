@@ -28,7 +28,10 @@ struct scrub_stat {
 int scrub_start(void);
 void scrub_stop(void);
 void scrub_get_stat(struct scrub_stat *st);
-/* a read or write of @oid failed its checksums: repair it soon */
-void scrub_heal(uint64_t oid);
+/*
+ * a read or write of @oid (strip @idx, OBJ_IDX_REPLICA for a replica)
+ * failed its checksums: repair it soon
+ */
+void scrub_heal(uint64_t oid, uint8_t idx);
 
 #endif
