@@ -192,11 +192,12 @@ static void oid_list_add(struct oid_list *l, uint64_t oid)
 }
 
 /*
- * OIDS_EXIST on one node for @nr oids: print the missing ones and return
- * their count, or -1 if the node could not be asked.
+ * OIDS_EXIST on one node for @nr oids (strip @idx of each if @policy is a
+ * code): print the missing ones and return their count, or -1 if the node
+ * could not be asked.
  */
 static int oids_exist(const struct sd_node *node, const uint64_t *oids,
-		      size_t nr)
+		      size_t nr, uint8_t policy, int idx)
 {
 	char s[NODE_STR_LEN];
 	struct sd_req req;
@@ -210,6 +211,8 @@ static int oids_exist(const struct sd_node *node, const uint64_t *oids,
 	req.flags = SD_FLAG_CMD_WRITE | SD_FLAG_CMD_PIGGYBACK;
 	req.epoch = sd_epoch;
 	req.data_length = len;
+	req.obj.copy_policy = policy;
+	req.obj.ec_index = (uint8_t)idx;
 	node_to_str(node, s, sizeof(s));
 	if (dog_exec_node(&node->nid, &req, buf, len, &rsp)) {
 		missing = -1;
@@ -224,8 +227,12 @@ static int oids_exist(const struct sd_node *node, const uint64_t *oids,
 		goto out;
 	}
 	for (uint32_t i = 0; i < MIN(rsp.data_length, len) / 8; i++) {
-		printf("[%s] oid %016" PRIx64 " is missing.\n", s,
-		       get_le64(buf + 8 * i));
+		if (policy)
+			printf("[%s] oid %016" PRIx64 " copy index %d is "
+			       "missing.\n", s, get_le64(buf + 8 * i), idx);
+		else
+			printf("[%s] oid %016" PRIx64 " is missing.\n", s,
+			       get_le64(buf + 8 * i));
 		missing++;
 	}
 out:
@@ -233,29 +240,40 @@ out:
 	return missing;
 }
 
-static int check_existence(const char *name, const uint64_t *oids,
-			   size_t nr, int copies)
+/*
+ * Every target of each of @nr oids asked whether it has its copy, or with
+ * @policy a code, whether target i has strip i (the oids are data objects
+ * of a coded VDI).  The count of missing ones, or -1 if a node could not
+ * be asked.
+ */
+static int count_missing(const uint64_t *oids, size_t nr, int copies,
+			 uint8_t policy)
 {
-	struct oid_list *per_node;
+	size_t nr_nodes = dog_ring()->nr_nodes;
+	/* per node, and per strip index for a code */
+	size_t nr_lists = nr_nodes * (size_t)(policy ? copies : 1);
+	struct oid_list *lists = xzalloc(sizeof(*lists) * nr_lists);
 	int tgt[SD_MAX_COPIES], lost = 0;
 	bool failed = false;
 
-	per_node = xzalloc(sizeof(*per_node) * dog_ring()->nr_nodes);
 	for (size_t i = 0; i < nr; i++) {
 		int n = ring_targets(dog_ring(), oids[i],
 				     MIN(copies, SD_MAX_COPIES), tgt);
 
 		for (int k = 0; k < n; k++)
-			oid_list_add(&per_node[tgt[k]], oids[i]);
+			oid_list_add(&lists[(size_t)tgt[k] +
+					    (policy ? (size_t)k * nr_nodes : 0)],
+				     oids[i]);
 	}
-	for (size_t node = 0; node < dog_ring()->nr_nodes; node++) {
-		struct oid_list *l = &per_node[node];
+	for (size_t j = 0; j < nr_lists; j++) {
+		struct oid_list *l = &lists[j];
 
 		for (size_t off = 0; off < l->nr; off += OIDS_PER_REQUEST) {
-			int m = oids_exist(ring_node((int)node),
+			int m = oids_exist(ring_node((int)(j % nr_nodes)),
 					   l->oids + off,
 					   MIN(l->nr - off,
-					       (size_t)OIDS_PER_REQUEST));
+					       (size_t)OIDS_PER_REQUEST),
+					   policy, (int)(j / nr_nodes));
 
 			if (m < 0)
 				failed = true;
@@ -264,7 +282,29 @@ static int check_existence(const char *name, const uint64_t *oids,
 		}
 		free(l->oids);
 	}
-	free(per_node);
+	free(lists);
+	return failed && !lost ? -1 : lost;
+}
+
+static int check_existence(const char *name, const uint64_t *oids,
+			   size_t nr, int copies, uint8_t policy)
+{
+	struct oid_list meta = { 0 }, data = { 0 };
+	bool failed = false;
+	int lost = 0, m;
+
+	/* a coded VDI's data objects are strips; its metadata replicas */
+	for (size_t i = 0; i < nr; i++)
+		oid_list_add(policy && is_data_obj(oids[i]) ? &data : &meta,
+			     oids[i]);
+	m = count_missing(meta.oids, meta.nr, copies, 0);
+	failed |= m < 0;
+	lost += m > 0 ? m : 0;
+	m = count_missing(data.oids, data.nr, copies, policy);
+	failed |= m < 0;
+	lost += m > 0 ? m : 0;
+	free(meta.oids);
+	free(data.oids);
 	if (lost) {
 		printf("%s lost %d object(s).\n", name, lost);
 		return EXIT_FAILURE;
@@ -363,11 +403,6 @@ int check_vdi(const char *name, struct vdi_inode *in, bool exist_only)
 			"consistency-checking erasure coded VDI\n");
 		return EXIT_FAILURE;
 	}
-	if (in->h.copy_policy && exist_only) {
-		fprintf(stderr, "Checking only the existence of erasure coded "
-			"VDIs' strips is not supported yet\n");
-		return EXIT_FAILURE;
-	}
 	if (!copies)
 		copies = SD_DEFAULT_COPIES;
 
@@ -377,7 +412,8 @@ int check_vdi(const char *name, struct vdi_inode *in, bool exist_only)
 		return EXIT_FAILURE;
 	}
 	if (exist_only) {
-		ret = check_existence(name, l.oids, l.nr, copies);
+		ret = check_existence(name, l.oids, l.nr, copies,
+				      in->h.copy_policy);
 		free(l.oids);
 		return ret;
 	}

@@ -59,6 +59,7 @@
 #define SD_OP_DECREF_OBJ		0xC1
 #define SD_OP_DECREF_PEER		0xC2
 #define SD_OP_REPAIR_REPLICA		0xC5
+/* Kelpie: with obj.copy_policy set, strip obj.ec_index of each oid */
 #define SD_OP_OIDS_EXIST		0xC6
 #define SD_OP_READ_DEL_VDIS		0xC9
 #define SD_OP_GET_RECOVERY		0xCA

@@ -177,16 +177,22 @@ static int local_get_obj_list(struct request *req)
 }
 
 /* which of the oids in the payload are missing here? */
+/*
+ * OIDS_EXIST; Kelpie: with obj.copy_policy set, strip obj.ec_index of each
+ * oid (dog vdi check -e on a coded VDI)
+ */
 static int local_oids_exist(struct request *req)
 {
 	uint32_t n = req->rq.data_length / 8, missing = 0;
+	uint8_t idx = req->rq.obj.copy_policy ? req->rq.obj.ec_index :
+		      OBJ_IDX_REPLICA;
 	uint8_t *p = req->data;
 
 	for (uint32_t i = 0; i < n; i++) {
-		uint64_t oid = get_le64(p + 8 * i);
+		struct obj_key k = { .oid = get_le64(p + 8 * i), .idx = idx };
 
-		if (store_exist(obj_key_rep(oid)) != SD_RES_SUCCESS)
-			put_le64(p + 8 * missing++, oid);
+		if (store_exist(k) != SD_RES_SUCCESS)
+			put_le64(p + 8 * missing++, k.oid);
 	}
 	req->rp.data_length = missing * 8;
 	return missing ? SD_RES_NO_OBJ : SD_RES_SUCCESS;
