@@ -765,9 +765,8 @@ static int snapshot_load(int argc, char **argv)
 	if (find_rec(argv[1], argv[0], &h, &r) ||
 	    read_trunk(argv[1], &r, &ents, &nr))
 		return EXIT_FAILURE;
-	if (h.policy) {
-		fprintf(stderr, "The snapshot's cluster used erasure coding, "
-			"which Kelpie does not support yet\n");
+	/* a cluster whose new VDIs were coded needs the zones for it */
+	if (h.policy && ec_refused(h.copies, h.policy)) {
 		free(ents);
 		return EXIT_FAILURE;
 	}
@@ -790,8 +789,8 @@ const struct subcommand cluster_snapshot_cmds[] = {
 	{ "list", "<dir>", "r", "list the snapshots in <dir>", NULL, 0, 1,
 	  snapshot_list },
 	{ "load", "<tag|index> <dir>", NULL,
-	  "format the cluster and load a snapshot into it", NULL, 0, 2,
-	  snapshot_load },
+	  "format the cluster and load a snapshot into it", NULL,
+	  CMD_NEED_NODELIST, 2, snapshot_load },
 	{ "show", "<tag|index> <dir>", NULL,
 	  "list the VDIs of a snapshot", NULL, 0, 2, snapshot_show },
 	{ NULL },

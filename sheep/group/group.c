@@ -755,8 +755,13 @@ int group_format(const struct sd_req *req, const char *store)
 	recover_pending = false;
 	config_save();
 	publish_view();
-	sd_notice("cluster formatted: %u copies, store %s", cs->copies,
-		  cs->store);
+	if (cs->copy_policy)
+		sd_notice("cluster formatted: erasure code %d:%d, store %s",
+			  ec_policy_data(cs->copy_policy),
+			  ec_policy_parity(cs->copy_policy), cs->store);
+	else
+		sd_notice("cluster formatted: %u copies, store %s",
+			  cs->copies, cs->store);
 	return SD_RES_SUCCESS;
 }
 
