@@ -396,24 +396,10 @@ int nr_storage_zones(void)
 	return dog_ring()->nr_zones;
 }
 
-/* KELPIE_EC_PREVIEW=1: coded VDIs for the tests of erasure coding only */
-static bool ec_preview(void)
-{
-	const char *e = getenv("KELPIE_EC_PREVIEW");
-
-	return e && !strcmp(e, "1");
-}
-
 bool ec_refused(int copies, uint8_t policy)
 {
 	if (!policy)
 		return false;
-	if (!ec_preview()) {
-		/* rather than stored as D+P full copies */
-		fprintf(stderr, "Erasure coding (-c D:P) is not supported "
-			"yet: give a number of copies\n");
-		return true;
-	}
 	/* every strip on a zone of its own (then P zones may fail) */
 	if (nr_storage_zones() >= copies)
 		return false;

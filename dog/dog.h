@@ -92,10 +92,7 @@ int update_node_list(void);
 const struct vnode_ring *dog_ring(void);
 void dog_ring_free(void);
 int nr_storage_zones(void);
-/*
- * A code given with -c that cannot be used (without KELPIE_EC_PREVIEW,
- * or with fewer zones than strips): says why, true
- */
+/* a code given with -c for fewer zones than it has strips: says so, true */
 bool ec_refused(int copies, uint8_t policy);
 
 /* the epoch history (STAT_CLUSTER), newest first */

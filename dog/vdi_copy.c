@@ -5,7 +5,7 @@
  * the inode header first, then ALTER_VDI_COPY makes every sheep record it
  * and recover again in the current epoch, which adds or drops the
  * replicas.  Between copies and a code (Kelpie), the objects change form,
- * so dog converts them one by one (doc/erasure-coding.md §8): BEGIN (the
+ * so dog converts them one by one (doc/erasure-coding.md §5b): BEGIN (the
  * VDI takes no writes and no lock meanwhile), each object copied to the
  * new layout (CONVERT_OBJ), the header, COMMIT (the new layout is the
  * VDI's), each object's old form removed, FINISH.  Until COMMIT the old

@@ -837,7 +837,7 @@ static bool layout_valid(uint8_t copies, uint8_t policy)
 
 	if (!policy)
 		return copies && copies <= SD_MAX_COPIES;
-	return vdi_ec_preview_on() && !ec_init_policy(&c, policy) &&
+	return !ec_init_policy(&c, policy) &&
 	       copies == c.d + c.p;
 }
 
@@ -1165,8 +1165,7 @@ static bool format_code_ok(const struct sd_req *req)
 {
 	struct ec_code c;
 
-	return vdi_ec_preview_on() &&
-	       !ec_init_policy(&c, req->cluster.copy_policy) &&
+	return !ec_init_policy(&c, req->cluster.copy_policy) &&
 	       req->cluster.copies == c.d + c.p;
 }
 
@@ -1183,14 +1182,15 @@ static int cluster_make_fs(const struct sd_req *req, struct sd_rsp *rsp,
 	/* only the plain layout exists: "tree" is refused, not faked */
 	if (strcmp(store, "plain"))
 		return SD_RES_NO_STORE;
+	if (req->cluster.copy_policy && !format_code_ok(req))
+		return SD_RES_INVALID_PARMS;
 	/*
-	 * VID recycling and the disk-full check are not implemented, nor
-	 * erasure coding outside its tests: a cluster formatted with them
-	 * would claim a policy it does not follow.
+	 * VID recycling and the disk-full check are not implemented: a
+	 * cluster formatted with them would claim a policy it does not
+	 * follow
 	 */
-	if ((req->cluster.copy_policy && !format_code_ok(req)) ||
-	    (req->cluster.flags & (SD_CLUSTER_FLAG_RECYCLE_VID |
-				   SD_CLUSTER_FLAG_AVOID_DISKFULL)))
+	if (req->cluster.flags & (SD_CLUSTER_FLAG_RECYCLE_VID |
+				  SD_CLUSTER_FLAG_AVOID_DISKFULL))
 		return SD_RES_NO_SUPPORT;
 	return group_format(req, store);
 }

@@ -86,7 +86,7 @@ static bool vdi_state_valid(const struct sd_req *rq)
 		return false;
 	/*
 	 * A code, in a coded VDI's state restored (cluster snapshot load):
-	 * its strips are the copies.  (ALTER_VDI_COPY refuses codes.)
+	 * its strips are the copies
 	 */
 	if (policy && (!code_valid(policy) || rq->vdi_state.copies !=
 		       ec_policy_data(policy) + ec_policy_parity(policy)))

@@ -494,30 +494,20 @@ out:
 	return ret;
 }
 
-bool vdi_ec_preview_on(void)
-{
-	const char *e = getenv("KELPIE_EC_PREVIEW");
-
-	return e && !strcmp(e, "1");
-}
-
 /*
- * A new coded VDI (its own code, or the cluster's when it names no
- * copies), for the tests of erasure coding's steps only
+ * The code of a new coded VDI (its own, or the cluster's when it names no
+ * copies) must be one the codec has, with D+P copies; hyper volumes are
+ * not coded
  */
-static bool ec_preview(const struct sd_req *rq)
+static bool code_ok(const struct sd_req *rq)
 {
+	uint8_t copies = rq->vdi.copies ? rq->vdi.copies : cstate->copies;
 	uint8_t policy = rq->vdi.copies ? rq->vdi.copy_policy :
 			 cstate->copy_policy;
-	uint8_t copies = rq->vdi.copies ? rq->vdi.copies : cstate->copies;
 	struct ec_code c;
 
-	if (!vdi_ec_preview_on() || ec_init_policy(&c, policy) ||
-	    copies != c.d + c.p || rq->vdi.store_policy)
-		return false;
-	sd_warn("erasure-coding preview: a %d:%d VDI (vdi check, the scrub "
-		"and backups do not handle strips yet)", c.d, c.p);
-	return true;
+	return !ec_init_policy(&c, policy) && copies == c.d + c.p &&
+	       !rq->vdi.store_policy;
 }
 
 /*
@@ -572,15 +562,10 @@ int vdi_new_work(struct request *req)
 		return SD_RES_VDI_EXIST;
 	if (ret != SD_RES_NO_VDI)
 		return ret;
-	/*
-	 * Erasure coding is not complete (doc/erasure-coding.md): refused,
-	 * but for the tests of its steps (KELPIE_EC_PREVIEW).  (Snapshots
-	 * keep what their VDI has.)
-	 */
+	/* a code (doc/erasure-coding.md); snapshots keep their VDI's */
 	if ((rq->vdi.copies ? rq->vdi.copy_policy :
-	     !rq->vdi.base_vdi_id && cstate->copy_policy) &&
-	    !ec_preview(rq))
-		return SD_RES_NO_SUPPORT;
+	     !rq->vdi.base_vdi_id && cstate->copy_policy) && !code_ok(rq))
+		return SD_RES_INVALID_PARMS;
 	if (rq->vdi.base_vdi_id)
 		return vdi_clone(req, &lk, rq->vdi.base_vdi_id);
 	memset(&h, 0, sizeof(h));

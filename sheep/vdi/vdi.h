@@ -7,8 +7,6 @@
 
 /* work parts, on the cluster worker */
 int vdi_new_work(struct request *req);
-/* KELPIE_EC_PREVIEW=1: coded VDIs for the tests of erasure coding only */
-bool vdi_ec_preview_on(void);
 int vdi_lookup_work(struct request *req);
 int vdi_attr_work(struct request *req);
 int vdi_del_work(struct request *req);

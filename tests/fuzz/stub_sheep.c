@@ -101,7 +101,6 @@ WEAK void scrub_get_stat(struct scrub_stat *st) { memset(st, 0, sizeof(*st)); }
 WEAK void recovery_start(uint32_t old_epoch) { }
 WEAK void recovery_reset(void) { }
 WEAK void recovery_expect(bool expected) { }
-WEAK bool vdi_ec_preview_on(void) { return false; }
 WEAK int ec_init_policy(struct ec_code *c, uint8_t policy) { return -1; }
 WEAK void recovery_restart(void) { }
 WEAK void recovery_resume(void) { }
