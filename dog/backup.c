@@ -61,6 +61,7 @@
 #include <unistd.h>
 #include "dog.h"
 #include "proto.h"
+#include "vindex.h"
 #include "util.h"
 #include "vdi.h"
 
@@ -158,11 +159,10 @@ static int emit_record(struct out_stream *o, uint32_t idx, uint32_t off,
 }
 
 /* object @idx of @in into @buf, zeros if unallocated */
-static int read_block(const struct vdi_inode *in, uint32_t idx, uint8_t *buf,
-		      uint32_t size)
+/* object @idx of @in, owned by @owner (0: unallocated, zeros) */
+static int read_block(const struct vdi_inode *in, uint32_t owner,
+		      uint32_t idx, uint8_t *buf, uint32_t size)
 {
-	uint32_t owner = in && idx < in->nr ? in->index[idx] : 0;
-
 	if (!owner) {
 		memset(buf, 0, size);
 		return 0;
@@ -204,7 +204,57 @@ static int check_snapshot(const struct vdi_inode *in, const char *what)
 		fprintf(stderr, "The %s VDI is not a snapshot\n", what);
 		return EXIT_FAILURE;
 	}
-	return reject_hyper(in, "Backing up");
+	return 0;
+}
+
+struct backup_ctx {
+	struct vdi_inode *to, *from;	/* from: NULL for a full backup */
+	struct out_stream *o;
+	uint8_t *a, *b;
+	uint32_t size;
+	bool sheepdog;
+};
+
+/* index @idx, owned by @tv in the target: a record if it changed */
+static int backup_entry(uint32_t idx, uint32_t tv, void *arg)
+{
+	struct backup_ctx *c = arg;
+	uint32_t fv = 0, off, len;
+
+	if (c->from && c->from->vi && vi_get(c->from->vi, idx, &fv))
+		return -1;
+	/* the same object (or none) on both sides: nothing changed */
+	if (tv == fv)
+		return 0;
+	if (idx == BACKUP_END_IDX) {
+		fprintf(stderr, "The last object of a 16 PiB volume cannot "
+			"be backed up (its index marks the stream's end)\n");
+		return -1;
+	}
+	if (read_block(c->to, tv, idx, c->a, c->size) ||
+	    read_block(c->from, fv, idx, c->b, c->size))
+		return -1;
+	if (diff_range(c->a, c->b, c->size, &off, &len) &&
+	    emit_record(c->o, idx, off, c->a + off, len, c->sheepdog))
+		return -1;
+	show_progress((uint64_t)(idx + 1) * c->size,
+		      (uint64_t)inode_nr_objs(&c->to->h) * c->size);
+	return 0;
+}
+
+/*
+ * Every index that may have changed: a flat index entry by entry (an entry
+ * cleared since the base is a change too), a hyper volume's allocated
+ * entries (a B-tree entry is never cleared)
+ */
+static int backup_entries(struct backup_ctx *c)
+{
+	if (c->to->h.store_policy)
+		return vi_for_each(c->to->vi, backup_entry, c) ? -1 : 0;
+	for (uint32_t i = 0; i < c->to->nr; i++)
+		if (backup_entry(i, c->to->index[i], c))
+			return -1;
+	return 0;
 }
 
 int vdi_backup(int argc, char **argv)
@@ -268,22 +318,10 @@ int vdi_backup(int argc, char **argv)
 	size = inode_obj_size(&to.h);
 	a = xmalloc(size);
 	b = xmalloc(size);
-	for (uint32_t i = 0; i < to.nr; i++) {
-		uint32_t fv = vopt.from_set && i < from.nr ? from.index[i] : 0;
-		uint32_t off, len;
-
-		/* the same object (or none) on both sides: nothing changed */
-		if (to.index[i] == fv)
-			continue;
-		if (read_block(&to, i, a, size) ||
-		    read_block(vopt.from_set ? &from : NULL, i, b, size))
-			goto out;
-		if (diff_range(a, b, size, &off, &len) &&
-		    emit_record(&o, i, off, a + off, len, sheepdog))
-			goto out;
-		show_progress((uint64_t)(i + 1) * size,
-			      (uint64_t)to.nr * size);
-	}
+	if (backup_entries(&(struct backup_ctx){
+		    .to = &to, .from = vopt.from_set ? &from : NULL, .o = &o,
+		    .a = a, .b = b, .size = size, .sheepdog = sheepdog }))
+		goto out;
 	memset(end, 0, sizeof(end));
 	put_le32(end, BACKUP_END_IDX);
 	if (!sheepdog) {
@@ -394,7 +432,8 @@ static int read_header(struct in_stream *s, struct backup_hdr *bh,
 	if (bh->shift < SD_MIN_BLOCK_SIZE_SHIFT ||
 	    bh->shift > KELPIE_MAX_BLOCK_SIZE_SHIFT)
 		return bad_stream("invalid object size");
-	if (bh->vdi_size > ((uint64_t)1 << bh->shift) * SD_INODE_DATA_INDEX)
+	/* a hyper volume's may pass what a flat index addresses */
+	if (bh->vdi_size > SD_MAX_VDI_SIZE)
 		return bad_stream("invalid VDI size");
 	return 0;
 }
@@ -455,14 +494,15 @@ static int read_records(struct in_stream *s, const struct backup_hdr *bh,
 			goto out;
 		}
 		if (target) {
-			if (idx >= target->nr) {
+			if (idx >= inode_nr_objs(&target->h)) {
 				bad_stream("a record lies beyond the VDI");
 				goto out;
 			}
 			if (write_chunk(target, idx, data, len, off))
 				goto out;
 			show_progress((uint64_t)(idx + 1) * size,
-				      (uint64_t)target->nr * size);
+				      (uint64_t)inode_nr_objs(&target->h) *
+				      size);
 		}
 		prev = idx;
 		nr++;
@@ -620,9 +660,6 @@ int vdi_restore(int argc, char **argv)
 		return EXIT_FAILURE;
 	}
 	ret = open_vdi_vid(vid, &snap, false);
-	if (ret)
-		return ret;
-	ret = reject_hyper(&snap, "Restoring");
 	if (ret)
 		return ret;
 

@@ -36,6 +36,8 @@
 #include "net.h"
 #include "proto.h"
 #include "util.h"
+#include "vdi.h"
+#include "vindex.h"
 
 #define LOG_MAGIC	0xfee1c001
 #define LOG_VERSION	1
@@ -427,6 +429,53 @@ static int save_vdi(struct save_ctx *c, uint32_t vid,
 	return 0;
 }
 
+/* a hyper volume: its leaf objects and the data objects its B-tree names */
+struct hyper_save {
+	struct save_ctx *c;
+	uint32_t vid;
+	const struct sd_inode_header *h;
+	uint64_t nr;
+};
+
+static int save_hyper_leaf(uint64_t oid, void *arg)
+{
+	struct hyper_save *hs = arg;
+
+	return save_object(hs->c, oid, hs->h, false) < 0 ? -1 : 0;
+}
+
+static int save_hyper_data(uint32_t idx, uint32_t owner, void *arg)
+{
+	struct hyper_save *hs = arg;
+	uint64_t oid = vid_to_data_oid(owner, idx);
+
+	progress(hs->c, (uint32_t)((uint64_t)idx * 1000 / hs->nr), 1000);
+	if (save_object(hs->c, oid, hs->h, false) < 0)
+		return -1;
+	if (owner != hs->vid)
+		idset_add(&hs->c->ref_vids, owner);
+	return 0;
+}
+
+static int save_hyper(struct save_ctx *c, uint32_t vid,
+		      const struct sd_inode_header *h)
+{
+	struct hyper_save hs = { .c = c, .vid = vid, .h = h,
+				 .nr = inode_nr_objs(h) ? inode_nr_objs(h) : 1 };
+	struct vdi_inode in;
+	int ret;
+
+	/* the inode carries the root; no ledgers: no reference counting */
+	if (save_object(c, vid_to_vdi_oid(vid), h, false) < 0 ||
+	    open_vdi_vid(vid, &in, true))
+		return -1;
+	idset_add(&c->saved_vids, vid);
+	ret = vi_for_each_leaf(in.vi, save_hyper_leaf, &hs) ||
+	      vi_for_each(in.vi, save_hyper_data, &hs) ? -1 : 0;
+	free_inode(&in);
+	return ret;
+}
+
 static void count_vdi(uint32_t vid, const struct sd_inode_header *h,
 		      const uint32_t *index, uint32_t nr, void *data)
 {
@@ -442,13 +491,8 @@ static void visit_save(uint32_t vid, const struct sd_inode_header *h,
 
 	if (c->err || !selected(c, h->name))
 		return;
-	if (h->store_policy) {
-		fprintf(stderr, "VDI %s is a hyper volume: not supported\n",
-			h->name);
-		c->err = 1;
-		return;
-	}
-	if (save_vdi(c, vid, h, index, nr))
+	if (h->store_policy ? save_hyper(c, vid, h) :
+	    save_vdi(c, vid, h, index, nr))
 		c->err = 1;
 	c->vdis_done++;
 }
@@ -485,6 +529,30 @@ static int check_tag(const char *tag)
 	return 0;
 }
 
+/*
+ * The inodes of deleted VDIs (kept, nameless, while their vids are in
+ * use): a name is looked up from its hash to the first free vid, so a
+ * deleted VDI left out would cut off the VDIs of the same hash after it
+ */
+static int save_deleted(struct save_ctx *c)
+{
+	uint8_t *inuse = vdi_bitmap_alloc(), *deleted = vdi_bitmap_alloc();
+	struct sd_inode_header h;
+	uint32_t len;
+	int ret = read_vdi_bitmaps(inuse, deleted, &len);
+
+	for (uint32_t vid = 1; !ret && vid < len * 8; vid++) {
+		if (!(inuse[vid / 8] & deleted[vid / 8] & (1U << (vid % 8))))
+			continue;
+		if (read_inode_header(vid, &h) == SD_RES_SUCCESS &&
+		    save_object(c, vid_to_vdi_oid(vid), &h, true) < 0)
+			ret = -1;
+	}
+	vdi_bitmap_free(inuse);
+	vdi_bitmap_free(deleted);
+	return ret;
+}
+
 static int snapshot_save(int argc, char **argv)
 {
 	struct save_ctx c = {
@@ -510,7 +578,8 @@ static int snapshot_save(int argc, char **argv)
 		ret = EXIT_FAILURE;
 		goto out;
 	}
-	if (parse_vdi(visit_save, true, &c) || c.err || save_referenced(&c))
+	if (parse_vdi(visit_save, true, &c) || c.err || save_referenced(&c) ||
+	    (!c.nr_names && save_deleted(&c)))
 		goto out;
 	show_progress(1, 1);
 	buf = trunk_encode(c.ents, c.nr_ents, &len);
