@@ -507,12 +507,16 @@ static void robj_give_up(struct robj *ro)
 	struct recovery *rw = ro->rw;
 
 	/* a request may ask for what never existed */
-	if (ro->ondemand)
+	if (ro->ondemand && is_strip(ro))
 		sd_debug("no copy of %016" PRIx64 " (strip %u) found anywhere",
 			 ro->oid, ro->idx);
-	else
+	else if (ro->ondemand)
+		sd_debug("no copy of %016" PRIx64 " found anywhere", ro->oid);
+	else if (is_strip(ro))
 		sd_err("no copy of %016" PRIx64 " (strip %u) found anywhere",
 		       ro->oid, ro->idx);
+	else
+		sd_err("no copy of %016" PRIx64 " found anywhere", ro->oid);
 	rw->inflight--;
 	robj_done(ro);
 	rec_pump(rw);
