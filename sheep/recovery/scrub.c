@@ -62,6 +62,10 @@ static struct {
 	struct obj_key key;	/* a replica, or a strip */
 	uint8_t policy;		/* a strip's code */
 	uint64_t version;	/* a strip rebuilt: its version */
+	struct strip_state local;	/* a strip's, as verified */
+	bool behind;		/* a sound strip that missed a version */
+	struct state_ask *asks;	/* the other strips' states */
+	int nr_asks, asks_pending;
 	uint32_t size;
 	void *buf;
 	int res, repaired_blocks, src;
@@ -142,6 +146,18 @@ static void repair_work(struct work *w)
 static void repair_done(struct work *w)
 {
 	bool ok = sc.res == SD_RES_SUCCESS;
+
+	if (sc.behind) {
+		/* not rot: a strip the others' newer version passed by */
+		if (ok)
+			sc.st.reconciled++;
+		sd_notice("scrub: strip %u of object %" PRIx64 " was behind: "
+			  "%s at version %" PRIu64, sc.key.idx, sc.key.oid,
+			  ok ? "rebuilt" : "not rebuilt", sc.version);
+		sc.res = SD_RES_SUCCESS;
+		object_done(false);
+		return;
+	}
 
 	if (ok && sc.key.idx != OBJ_IDX_REPLICA)
 		sd_notice("scrub: rebuilt object %" PRIx64 "%s at version %"
@@ -253,6 +269,99 @@ static void strip_repair(void)
 static void verify_work(struct work *w)
 {
 	sc.res = store_read(sc.key, sc.buf, sc.size, 0);
+	if (sc.res == SD_RES_SUCCESS && sc.key.idx != OBJ_IDX_REPLICA &&
+	    store_strip_state(sc.key, &sc.local) != SD_RES_SUCCESS)
+		sc.local.nr_pending = 1;	/* unknown: not compared */
+}
+
+/* ---- a sound strip: is it of the version the others hold? ---- */
+
+struct state_ask {
+	struct peer_req pr;
+	uint8_t buf[EC_STATE_LEN];
+	uint64_t committed;	/* 0: unknown, or a write in flight */
+};
+
+/*
+ * The newest version at least D of the other strips have committed with
+ * nothing pending; ours behind it (and nothing pending here either) is a
+ * strip that missed a write: rebuilt at that version like a rotten one
+ */
+static void states_done(void)
+{
+	int d = ec_policy_data(sc.policy), n = 0;
+	uint64_t v = 0;
+
+	for (int i = 0; i < sc.nr_asks; i++) {
+		uint64_t c = sc.asks[i].committed;
+
+		n = 0;
+		for (int k = 0; k < sc.nr_asks; k++)
+			n += c && sc.asks[k].committed == c;
+		if (n >= d && c > v)
+			v = c;
+	}
+	free(sc.asks);
+	sc.asks = NULL;
+	if (!v || sc.local.nr_pending || sc.local.committed >= v) {
+		object_done(false);
+		return;
+	}
+	sc.st.diverged++;
+	sc.behind = true;
+	strip_repair();
+}
+
+static void state_answered(struct peer_req *pr, int result)
+{
+	struct state_ask *a = container_of(pr, struct state_ask, pr);
+	struct strip_state st;
+
+	if (result == SD_RES_SUCCESS &&
+	    !strip_state_get(a->buf, pr->rp.data_length, &st) &&
+	    !st.nr_pending)
+		a->committed = st.committed;
+	if (!--sc.asks_pending)
+		states_done();
+}
+
+static void ask_states(void)
+{
+	const struct vnode_ring *ring;
+	int tgt[SD_MAX_COPIES], n;
+
+	if (!current_view() || cstate->status != SD_STATUS_OK) {
+		object_done(false);
+		return;
+	}
+	ring = &current_view()->ring;
+	n = strip_targets(ring, sc.key.oid, sc.policy, tgt);
+	if (n <= sc.key.idx || !node_is_self(&ring->nodes[tgt[sc.key.idx]])) {
+		object_done(false);	/* not ours any more: the purge's */
+		return;
+	}
+	sc.asks = xzalloc(sizeof(*sc.asks) * (size_t)n);
+	sc.nr_asks = n;
+	sc.asks_pending = n - 1;
+	for (int i = 0; i < n; i++) {
+		struct state_ask *a = &sc.asks[i];
+
+		if (i == sc.key.idx)
+			continue;
+		sd_init_req(&a->pr.rq, SD_OP_EC_STATE);
+		a->pr.rq.flags = SD_FLAG_CMD_RECOVERY;
+		a->pr.rq.epoch = cstate->epoch;
+		a->pr.rq.data_length = EC_STATE_LEN;
+		a->pr.rq.obj.oid = sc.key.oid;
+		a->pr.rq.obj.ec_index = (uint8_t)i;
+		a->pr.rq.obj.copy_policy = sc.policy;
+		a->pr.rbuf = a->buf;
+		a->pr.rbuf_len = sizeof(a->buf);
+		a->pr.done = state_answered;
+		peer_submit(&ring->nodes[tgt[i]].nid, &a->pr);
+	}
+	if (!sc.asks_pending)
+		states_done();
 }
 
 static void reconcile_done(int outcome)
@@ -279,6 +388,11 @@ static void verify_done(struct work *w)
 	    sc.key.idx == OBJ_IDX_REPLICA && reconcile_wanted(sc.key.oid)) {
 		buf_put();
 		reconcile_start(sc.key.oid, reconcile_done);
+		return;
+	}
+	if (sc.res == SD_RES_SUCCESS && sc.key.idx != OBJ_IDX_REPLICA &&
+	    !sc.healing) {
+		ask_states();
 		return;
 	}
 	if (sc.res != SD_RES_EIO) {
@@ -313,6 +427,7 @@ static void scrub_next(void)
 		return;
 	}
 	sc.active = true;
+	sc.behind = false;
 	sc.size = sd_obj_size(sc.key.oid, vdi_shift(oid_to_vid(sc.key.oid)));
 	if (sc.key.idx != OBJ_IDX_REPLICA) {
 		sc.policy = strip_policy(sc.key.oid);

@@ -37,12 +37,8 @@ uint8_t strip_policy(uint64_t oid)
 	return vi ? vi->copy_policy : 0;
 }
 
-/*
- * The targets of @oid's strips in @ring: D+P, or fewer (down to D) when
- * the ring has fewer zones (the last strips have none); -1 below D
- */
-static int targets(const struct vnode_ring *ring, uint64_t oid,
-		   uint8_t policy, int *tgt)
+int strip_targets(const struct vnode_ring *ring, uint64_t oid,
+		  uint8_t policy, int *tgt)
 {
 	int n = ec_policy_data(policy) + ec_policy_parity(policy);
 
@@ -57,13 +53,13 @@ bool strips_all_placed(const struct vnode_ring *ring, uint64_t oid,
 {
 	int tgt[SD_MAX_COPIES];
 
-	return targets(ring, oid, policy, tgt) ==
+	return strip_targets(ring, oid, policy, tgt) ==
 	       ec_policy_data(policy) + ec_policy_parity(policy);
 }
 
 int strip_index(const struct vnode_ring *ring, uint64_t oid, uint8_t policy)
 {
-	int tgt[SD_MAX_COPIES], n = targets(ring, oid, policy, tgt);
+	int tgt[SD_MAX_COPIES], n = strip_targets(ring, oid, policy, tgt);
 
 	if (n < 0)
 		return STRIP_NO_RING;
@@ -76,7 +72,7 @@ int strip_index(const struct vnode_ring *ring, uint64_t oid, uint8_t policy)
 int strip_rebuild(const struct vnode_ring *ring, uint64_t oid, uint8_t policy,
 		  int idx, strip_rebuilt_fn done, void *arg)
 {
-	int tgt[SD_MAX_COPIES], n = targets(ring, oid, policy, tgt);
+	int tgt[SD_MAX_COPIES], n = strip_targets(ring, oid, policy, tgt);
 	struct sd_node nodes[SD_MAX_COPIES];
 	uint32_t size = sd_obj_size(oid, vdi_shift(oid_to_vid(oid)));
 

@@ -20,6 +20,13 @@ uint8_t strip_policy(uint64_t oid);
  */
 #define STRIP_NO_RING	(-2)
 int strip_index(const struct vnode_ring *ring, uint64_t oid, uint8_t policy);
+/*
+ * The targets of @oid's strips in @ring (strip i on ring node tgt[i]):
+ * D+P, or fewer (down to D) when the ring has fewer zones (the last strips
+ * have none); -1 below D
+ */
+int strip_targets(const struct vnode_ring *ring, uint64_t oid,
+		  uint8_t policy, int *tgt);
 /* whether every strip of @oid has a target in @ring */
 bool strips_all_placed(const struct vnode_ring *ring, uint64_t oid,
 		       uint8_t policy);
