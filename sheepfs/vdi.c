@@ -13,7 +13,10 @@
  * entry, writes overwrite an object the VDI owns, or create it (copying
  * from a parent snapshot's object first) and then set the index entry.
  * Creations of one index are serialised: a writer that finds the index
- * being created waits for it and then overwrites.
+ * being created waits for it and then overwrites.  A hyper volume's index
+ * is its B-tree (lib/vindex.c over this process's connections, used under
+ * the file's lock): entries are looked up and set through it, the root
+ * and leaf objects it changes written before the creation returns.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -21,11 +24,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "btree.h"
 #include "inode.h"
 #include "net.h"
 #include "proto.h"
 #include "sheepfs.h"
 #include "util.h"
+#include "vindex.h"
 
 #define TABLE_TTL_MS		1000	/* directory table lifetime */
 #define VDI_BITMAP_SIZE		(SD_NR_VDIS / 8)
@@ -190,6 +195,7 @@ struct inode_img {
 	struct sd_inode_header h;
 	uint32_t *index;
 	uint32_t nr;
+	uint8_t *root;		/* a hyper volume's index area instead */
 };
 
 static uint32_t read_index(struct inode_img *img)
@@ -210,7 +216,88 @@ static uint32_t read_index(struct inode_img *img)
 	return ret;
 }
 
-/* the header and (for flat VDIs, with @with_index) the index of @vid */
+/* a hyper volume's B-tree root, the inode's index area */
+static int load_root(struct inode_img *img)
+{
+	uint32_t ret;
+
+	if (img->h.store_policy != 1 ||
+	    img->h.block_size_shift != SD_DEFAULT_BLOCK_SIZE_SHIFT)
+		return -EOPNOTSUPP;	/* a layout this sheepfs does not know */
+	img->root = xmalloc(BT_NODE_SIZE);
+	ret = obj_read(vid_to_vdi_oid(img->vid), img->root, BT_NODE_SIZE,
+		       SD_INODE_INDEX_OFFSET, img->h.nr_copies, 0);
+	if (ret != SD_RES_SUCCESS) {
+		free(img->root);
+		img->root = NULL;
+		return sd_res_to_errno(ret);
+	}
+	return 0;
+}
+
+static void img_free(struct inode_img *img)
+{
+	free(img->index);
+	free(img->root);
+	img->index = NULL;
+	img->root = NULL;
+}
+
+/* ---- a hyper volume's B-tree index through this process's requests ---- */
+
+struct hyper_io {
+	uint32_t vid;
+	uint8_t copies;
+};
+
+static int hnode_read(void *arg, uint64_t oid, uint8_t *buf)
+{
+	const struct hyper_io *h = arg;
+
+	return obj_read(oid, buf, BT_NODE_SIZE, 0, h->copies, 0) ==
+	       SD_RES_SUCCESS ? 0 : -1;
+}
+
+static int hnode_write(void *arg, uint64_t oid, const uint8_t *buf,
+		       uint32_t off, uint32_t len, bool create)
+{
+	const struct hyper_io *h = arg;
+	struct obj_write w = {
+		.oid = oid, .off = off, .flags = SD_FLAG_CMD_DIRECT,
+		.copies = h->copies, .create = create,
+	};
+
+	return obj_write(&w, buf, len) == SD_RES_SUCCESS ? 0 : -1;
+}
+
+static int hinode_write(void *arg, const uint8_t *buf, uint32_t off,
+			uint32_t len)
+{
+	const struct hyper_io *h = arg;
+
+	return inode_write(h->vid, h->copies, buf, len, off) ==
+	       SD_RES_SUCCESS ? 0 : -1;
+}
+
+/* the index of @img's hyper volume (its root taken over); @h must live as
+ * long as the index */
+static struct vdi_index *hyper_open(struct inode_img *img,
+				    struct hyper_io *h)
+{
+	struct vi_io io = {
+		{ hnode_read, hnode_write, h }, hinode_write, h,
+	};
+	struct vdi_index *vi;
+
+	h->vid = img->vid;
+	h->copies = img->h.nr_copies;
+	vi = vi_open_btree(img->vid, img->root, img->h.btree_counter, &io);
+	img->root = NULL;
+	return vi;
+}
+
+/* the header and (with @with_index) the index of @vid: a flat array, or a
+ * hyper volume's root */
 static int load_inode(uint32_t vid, struct inode_img *img, bool with_index)
 {
 	uint32_t ret;
@@ -222,8 +309,10 @@ static int load_inode(uint32_t vid, struct inode_img *img, bool with_index)
 		return sd_res_to_errno(ret);
 	if (!img->h.name[0])
 		return -ENOENT;		/* deleted meanwhile */
-	if (!with_index || img->h.store_policy)
+	if (!with_index)
 		return 0;
+	if (img->h.store_policy)
+		return load_root(img);
 	img->nr = nr_index(img->h.vdi_size, obj_shift(&img->h));
 	img->index = xzalloc((size_t)MAX(img->nr, 1U) * 4);
 	ret = read_index(img);
@@ -549,7 +638,9 @@ struct svdi {
 	uint8_t copy_policy;
 	uint32_t obj_size;
 	uint32_t *index;
-	uint32_t nr_index;
+	uint32_t nr_index;		/* entries (a hyper volume: objects) */
+	struct vdi_index *vi;		/* a hyper volume's, else NULL */
+	struct hyper_io hio;		/* for vi */
 	uint32_t *busy;			/* indices being created */
 	size_t nr_busy;
 	size_t cap_busy;
@@ -594,6 +685,8 @@ static void svdi_free(struct svdi *v)
 	pthread_mutex_destroy(&v->lock);
 	pthread_cond_destroy(&v->cond);
 	free(v->index);
+	if (v->vi)
+		vi_close(v->vi);
 	free(v->busy);
 	free(v);
 }
@@ -644,6 +737,22 @@ static void set_geometry(struct svdi *v, const struct sd_inode_header *h)
  */
 static void install(struct svdi *v, struct inode_img *img)
 {
+	if (v->vi) {
+		vi_close(v->vi);
+		v->vi = NULL;
+	}
+	if (img->root) {
+		/* what this process set is in the stored tree already */
+		free(v->index);
+		v->index = NULL;
+		v->nr_index = (uint32_t)MIN(inode_nr_objs(img->h.vdi_size,
+							  SD_DEFAULT_BLOCK_SIZE_SHIFT),
+					    (uint64_t)UINT32_MAX);
+		v->vi = hyper_open(img, &v->hio);
+		v->vid = img->vid;
+		set_geometry(v, &img->h);
+		return;
+	}
 	if (v->index && v->vid == img->vid) {
 		for (uint32_t i = 0; i < MIN(v->nr_index, img->nr); i++)
 			if (v->index[i] == v->vid)
@@ -670,8 +779,6 @@ int vdi_open(const char *fname, bool write, struct svdi **out)
 		return ret;
 	if (ent.snapshot && write)
 		return -EROFS;
-	if (ent.store_policy)
-		return -EOPNOTSUPP;	/* hyper volumes */
 	vid = ent.vid;
 	/* the table may be a second old: a snapshot changes the vid */
 	if (!ent.snapshot) {
@@ -682,15 +789,11 @@ int vdi_open(const char *fname, bool write, struct svdi **out)
 	ret = load_inode(vid, &img, true);
 	if (ret)
 		return ret;
-	if (img.h.store_policy) {
-		free(img.index);
-		return -EOPNOTSUPP;
-	}
 	v = reg_get(&ent);
 	pthread_mutex_lock(&v->lock);
 	install(v, &img);
 	pthread_mutex_unlock(&v->lock);
-	free(img.index);
+	img_free(&img);
 	table_set_size(fname, vid, img.h.vdi_size);
 	*out = v;
 	return 0;
@@ -708,8 +811,8 @@ static int follow_current(struct svdi *v, uint32_t old)
 
 	if (lookup_current(v->name, &vid) != SD_RES_SUCCESS || vid == old)
 		return -1;
-	if (load_inode(vid, &img, true) || img.h.store_policy) {
-		free(img.index);
+	if (load_inode(vid, &img, true)) {
+		img_free(&img);
 		return -1;
 	}
 	sd_notice("%s: now VDI %" PRIx32 " (was %" PRIx32 ")", v->name, vid,
@@ -718,23 +821,38 @@ static int follow_current(struct svdi *v, uint32_t old)
 	if (v->vid == old)
 		install(v, &img);
 	pthread_mutex_unlock(&v->lock);
-	free(img.index);
+	img_free(&img);
 	return 0;
 }
 
 /* ---- reads ---- */
+
+/* the owner of @idx (under v->lock): 0, or -1 (a hyper volume's read) */
+static int entry_get(struct svdi *v, uint32_t idx, uint32_t *owner)
+{
+	*owner = 0;
+	if (idx >= v->nr_index)
+		return 0;
+	if (v->vi)
+		return vi_get(v->vi, idx, owner);
+	*owner = v->index[idx];
+	return 0;
+}
 
 static int read_chunk(struct svdi *v, uint32_t idx, char *buf, uint32_t len,
 		      uint32_t ooff)
 {
 	uint32_t owner;
 	uint8_t copies, policy;
+	int ret;
 
 	pthread_mutex_lock(&v->lock);
-	owner = idx < v->nr_index ? v->index[idx] : 0;
+	ret = entry_get(v, idx, &owner);
 	copies = v->nr_copies;
 	policy = v->copy_policy;
 	pthread_mutex_unlock(&v->lock);
+	if (ret)
+		return -EIO;
 	if (!owner) {
 		memset(buf, 0, len);
 		return 0;
@@ -833,10 +951,13 @@ static uint32_t set_index(uint32_t vid, uint8_t copies, uint32_t idx)
 			   inode_index_offset(idx));
 }
 
-/* create object @idx (copying the parent's) and point the index at it */
+/*
+ * Create object @idx (copying the parent's) and point a flat index at it
+ * (@flat; a hyper volume's entry is set by the caller, under the lock)
+ */
 static uint32_t create_chunk(struct obj_write *w, uint32_t owner,
 			     uint32_t vid, uint32_t idx, const char *buf,
-			     uint32_t len)
+			     uint32_t len, bool flat)
 {
 	uint32_t ret;
 
@@ -848,7 +969,7 @@ static uint32_t create_chunk(struct obj_write *w, uint32_t owner,
 	w->flags = 0;
 	w->cow_oid = owner ? vid_to_data_oid(owner, idx) : 0;
 	ret = obj_write(w, buf, len);
-	if (ret == SD_RES_SUCCESS)
+	if (ret == SD_RES_SUCCESS && flat)
 		ret = set_index(vid, w->copies, idx);
 	return ret;
 }
@@ -859,6 +980,7 @@ static uint32_t try_write_chunk(struct svdi *v, uint32_t idx, const char *buf,
 {
 	struct obj_write w = { .off = ooff };
 	uint32_t owner, vid, ret;
+	bool flat;
 
 	pthread_mutex_lock(&v->lock);
 	for (;;) {
@@ -866,11 +988,15 @@ static uint32_t try_write_chunk(struct svdi *v, uint32_t idx, const char *buf,
 			pthread_mutex_unlock(&v->lock);
 			return SD_RES_NO_SPACE;
 		}
-		owner = v->index[idx];
+		if (entry_get(v, idx, &owner)) {
+			pthread_mutex_unlock(&v->lock);
+			return SD_RES_EIO;
+		}
 		if (owner == v->vid || !busy_has(v, idx))
 			break;
 		pthread_cond_wait(&v->cond, &v->lock);
 	}
+	flat = !v->vi;
 	vid = *used = v->vid;
 	w.oid = vid_to_data_oid(vid, idx);
 	w.flags = sfs_sync_writes ? 0 : SD_FLAG_CMD_CACHE;
@@ -883,11 +1009,16 @@ static uint32_t try_write_chunk(struct svdi *v, uint32_t idx, const char *buf,
 	if (owner == vid)
 		ret = obj_write(&w, buf, len);
 	else
-		ret = create_chunk(&w, owner, vid, idx, buf, len);
+		ret = create_chunk(&w, owner, vid, idx, buf, len, flat);
 
 	pthread_mutex_lock(&v->lock);
 	if (owner != vid) {
-		if (ret == SD_RES_SUCCESS && v->vid == vid)
+		if (ret == SD_RES_SUCCESS && !flat)
+			/* a snapshot meanwhile: the writer follows it, again */
+			ret = v->vid != vid || !v->vi ? SD_RES_READONLY :
+			      vi_set(v->vi, idx, vid) ? SD_RES_EIO :
+			      SD_RES_SUCCESS;
+		else if (ret == SD_RES_SUCCESS && v->vid == vid)
 			v->index[idx] = vid;
 		busy_del(v, idx);
 	}
@@ -971,7 +1102,12 @@ static void grow_open(const char *fname, uint32_t vid, uint64_t size)
 	v = reg_find(fname);
 	if (v) {
 		pthread_mutex_lock(&v->lock);
-		if (v->vid == vid && size > v->size) {
+		if (v->vid == vid && size > v->size && v->vi) {
+			v->nr_index = (uint32_t)MIN(inode_nr_objs(size,
+						SD_DEFAULT_BLOCK_SIZE_SHIFT),
+						    (uint64_t)UINT32_MAX);
+			v->size = size;
+		} else if (v->vid == vid && size > v->size) {
 			uint32_t nr = nr_index(size, (uint32_t)__builtin_ctz(
 					       v->obj_size));
 
@@ -1105,7 +1241,7 @@ int vdi_unlink(const char *fname)
 	if (ret)
 		return ret;
 	r = img.index ? clear_index(&img) : SD_RES_SUCCESS;
-	free(img.index);
+	img_free(&img);
 	if (r == SD_RES_SUCCESS)
 		r = del_vdi(&ent);
 	table_invalidate();
