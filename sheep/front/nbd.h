@@ -76,6 +76,23 @@ void nbd_io_submit(struct nbd_io *io);
 void nbd_list_vdis(void (*entry)(const char *name, void *arg),
 		   void (*done)(void *arg), void *arg);
 
+/* nbd_hyper.c: a hyper volume's index for an export (event loop) */
+struct nbd_hyper;
+/* every allocated entry of hyper volume @vid, then @done (NULL on failure) */
+void nbd_hyper_load(uint32_t vid,
+		    void (*done)(void *arg, struct nbd_hyper *h, uint32_t res),
+		    void *arg);
+/* the vid owning data index @idx, 0 if unallocated */
+uint32_t nbd_hyper_get(const struct nbd_hyper *h, uint32_t idx);
+/*
+ * Map @idx to @vid in the stored tree of volume @vid (the one written to
+ * now), then in memory; @done with SD_RES_*.  Changes run one at a time.
+ */
+void nbd_hyper_set(struct nbd_hyper *h, uint32_t idx, uint32_t vid,
+		   void (*done)(void *arg, uint32_t res), void *arg);
+/* with no change in flight */
+void nbd_hyper_free(struct nbd_hyper *h);
+
 /* nbd.c */
 int nbd_configure(const char *spec);
 int nbd_init(const char *default_addr);

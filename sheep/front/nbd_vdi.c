@@ -23,6 +23,11 @@
  * When a write finds its VDI turned into a snapshot (SD_RES_READONLY), the
  * export re-looks up the VDI by name, takes over its lock and resends the
  * write, which becomes a copy-on-write of the snapshot's object, like QEMU.
+ *
+ * A hyper volume's index is its B-tree (nbd_hyper.c): entries come from a
+ * map of the allocated ones, a creation's entry is set in the tree before
+ * the write is acknowledged, and as an entry cannot be cleared, TRIM does
+ * nothing and WRITE_ZEROES writes zeros.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -57,6 +62,7 @@ struct nbd_export {
 	uint8_t shift;
 	uint32_t nr_objs;
 	uint32_t *index;		/* host order, nr_objs entries */
+	struct nbd_hyper *hyper;	/* a hyper volume's index instead */
 	bool readonly;			/* a snapshot */
 	bool locked;			/* we hold LOCK_VDI on vid */
 	bool reloading;
@@ -230,7 +236,14 @@ static void export_free(struct nbd_export *ex)
 	list_del(&ex->list);
 	timer_del(&ex->ready_timer);
 	free(ex->index);
+	nbd_hyper_free(ex->hyper);
 	free(ex);
+}
+
+/* the vid owning object @idx of the export, 0 if unallocated */
+static uint32_t entry_get(const struct nbd_export *ex, uint32_t idx)
+{
+	return ex->hyper ? nbd_hyper_get(ex->hyper, idx) : ex->index[idx];
 }
 
 void nbd_export_close(struct nbd_export *ex)
@@ -395,6 +408,14 @@ static void open_index_done(struct request *r)
 	open_finish(o, res);
 }
 
+static void open_hyper_done(void *arg, struct nbd_hyper *h, uint32_t res)
+{
+	struct open_ctx *o = arg;
+
+	o->ex->hyper = h;
+	open_finish(o, res);
+}
+
 static uint32_t check_header(struct open_ctx *o,
 			     const struct sd_inode_header *h)
 {
@@ -404,14 +425,17 @@ static uint32_t check_header(struct open_ctx *o,
 
 	if (!h->name[0])
 		return SD_RES_NO_VDI;
-	if (h->store_policy)
-		return SD_RES_NO_SUPPORT;	/* hyper volume */
+	/* a hyper volume of 4 MiB objects, short of 2^32 of them */
+	if (h->store_policy && (h->store_policy != 1 ||
+				shift != SD_DEFAULT_BLOCK_SIZE_SHIFT ||
+				inode_nr_objs(h->vdi_size, shift) > UINT32_MAX))
+		return SD_RES_NO_SUPPORT;
 	if (is_snapshot_export(o) != !!h->snap_ctime)
 		return is_snapshot_export(o) ? SD_RES_NO_TAG : SD_RES_NO_VDI;
 	if (shift < SD_MIN_BLOCK_SIZE_SHIFT ||
 	    shift > KELPIE_MAX_BLOCK_SIZE_SHIFT)
 		return SD_RES_INVALID_PARMS;
-	if (h->vdi_size > inode_max_size(shift))
+	if (!h->store_policy && h->vdi_size > inode_max_size(shift))
 		return SD_RES_NO_SUPPORT;
 	ex->size = h->vdi_size;
 	ex->shift = shift;
@@ -434,6 +458,10 @@ static void open_header_done(struct request *r)
 	free_request(r);
 	if (res != SD_RES_SUCCESS || !ex->nr_objs) {
 		open_finish(o, res);
+		return;
+	}
+	if (h.store_policy) {
+		nbd_hyper_load(ex->vid, open_hyper_done, o);
 		return;
 	}
 	ex->index = xzalloc((size_t)ex->nr_objs * 4);
@@ -532,7 +560,8 @@ static void reload_header_done(struct request *r)
 
 	if (res == SD_RES_SUCCESS) {
 		inode_header_decode(&h, r->data);
-		if (h.snap_ctime || h.store_policy || h.vdi_size != ex->size ||
+		if (h.snap_ctime || !h.store_policy != !ex->hyper ||
+		    h.vdi_size != ex->size ||
 		    strncmp(h.name, ex->name, SD_MAX_VDI_LEN))
 			res = SD_RES_NO_VDI;
 	}
@@ -623,7 +652,7 @@ static void read_done(struct request *r)
 	req_put(r, true);
 	/* unmapped meanwhile: read what the index names now */
 	if (res == SD_RES_NO_OBJ &&
-	    sub->io->ex->index[sub->idx] != sub->vid &&
+	    entry_get(sub->io->ex, sub->idx) != sub->vid &&
 	    sub->retries++ < NBD_SUB_RETRIES) {
 		sub_read(sub);
 		return;
@@ -634,7 +663,7 @@ static void read_done(struct request *r)
 static void sub_read(struct nbd_sub *sub)
 {
 	struct nbd_export *ex = sub->io->ex;
-	uint32_t vid = ex->index[sub->idx];
+	uint32_t vid = entry_get(ex, sub->idx);
 	struct request *r;
 
 	if (!vid) {
@@ -656,20 +685,19 @@ static bool raced_snapshot(struct nbd_export *ex, uint32_t vid)
 	return !ex->readonly && vid == ex->vid && vi && vi->snapshot;
 }
 
-static void index_done(struct request *r)
+static void index_result(struct nbd_sub *sub, uint32_t res)
 {
-	struct nbd_sub *sub = r->caller;
 	struct nbd_export *ex = sub->io->ex;
-	uint32_t res = r->rp.result;
 
-	free_request(r);
 	if (res != SD_RES_SUCCESS) {
 		sd_err("NBD export %s: index entry %" PRIu32 ": %s", ex->name,
 		       sub->idx, sd_strerror(res));
 		sub_done(sub, sd_to_nbd_error(res));
 		return;
 	}
-	ex->index[sub->idx] = sub->new_entry;
+	/* (a hyper volume's map has it already) */
+	if (!ex->hyper)
+		ex->index[sub->idx] = sub->new_entry;
 	if (raced_snapshot(ex, sub->vid) &&
 	    sub->retries++ < NBD_SUB_RETRIES) {
 		/* redo against the new current VDI */
@@ -681,13 +709,36 @@ static void index_done(struct request *r)
 	sub_done(sub, 0);
 }
 
+static void index_done(struct request *r)
+{
+	struct nbd_sub *sub = r->caller;
+	uint32_t res = r->rp.result;
+
+	free_request(r);
+	index_result(sub, res);
+}
+
+static void hyper_index_done(void *arg, uint32_t res)
+{
+	index_result(arg, res);
+}
+
 static void index_write(struct nbd_sub *sub, uint32_t entry)
 {
 	struct nbd_export *ex = sub->io->ex;
-	struct request *r = req_new(SD_OP_WRITE_OBJ, 4, NULL, index_done, sub);
+	struct request *r;
 
+	sub->old_entry = entry_get(ex, sub->idx);
+	sub->new_entry = entry;
+	sub->vid = ex->vid;
+	if (ex->hyper) {
+		/* never 0: a B-tree entry is not cleared (no SUB_UNMAP) */
+		nbd_hyper_set(ex->hyper, sub->idx, entry, hyper_index_done,
+			      sub);
+		return;
+	}
+	r = req_new(SD_OP_WRITE_OBJ, 4, NULL, index_done, sub);
 	put_le32(r->data, entry);
-	sub->old_entry = ex->index[sub->idx];
 	sub->new_entry = entry;
 	sub->vid = ex->vid;
 	obj_args(r, vid_to_vdi_oid(ex->vid), inode_index_offset(sub->idx),
@@ -770,7 +821,7 @@ static void sub_locked(struct nbd_sub *sub)
 		list_add_tail(&sub->list, &ex->reload_waiters);
 		return;
 	}
-	cur = ex->index[sub->idx];
+	cur = entry_get(ex, sub->idx);
 	switch (sub->kind) {
 	case SUB_UNMAP:
 		if (!cur)
@@ -822,14 +873,16 @@ static void io_start_next(struct nbd_io *io)
 		kind = SUB_WRITE;
 		break;
 	case NBD_CMD_TRIM:
-		if (!whole) {
-			io->cursor += len;	/* partial objects: ignored */
+		/* partial objects, and a hyper volume's: ignored */
+		if (!whole || ex->hyper) {
+			io->cursor += len;
 			return;
 		}
 		kind = SUB_UNMAP;
 		break;
 	default:
-		if (whole && !(io->flags & NBD_CMD_FLAG_NO_HOLE)) {
+		if (whole && !(io->flags & NBD_CMD_FLAG_NO_HOLE) &&
+		    !ex->hyper) {
 			kind = SUB_UNMAP;
 		} else {
 			kind = SUB_ZERO;
