@@ -3,8 +3,9 @@
  * The index of a hyper volume for an NBD export (doc/hyper-volumes.md §1):
  * the export reads entries on the event loop, so every allocated entry is
  * kept in memory (a hash of index -> vid, loaded when the export opens,
- * at most NBD_HYPER_MAX_ENTRIES of them); the stored B-tree is walked and
- * changed by lib/vindex.c on a thread of its own with blocking gateway
+ * at most NBD_HYPER_MAX_ENTRIES of them, a map of up to 64 MiB); the
+ * stored B-tree is walked and changed by lib/vindex.c on a thread of its
+ * own with blocking gateway
  * calls, one change at a time, in the order of §2 (leaf objects, then the
  * inode's root range and btree_counter).  A B-tree entry is never cleared,
  * so the map only grows.  The tree written is the one of the vid the
@@ -26,7 +27,7 @@
 #include "gw/gw.h"
 #include "vdi/hyper.h"
 
-#define NBD_HYPER_MAX_ENTRIES	(1U << 24)	/* 64 TiB allocated */
+#define NBD_HYPER_MAX_ENTRIES	(1U << 22)	/* 16 TiB of objects */
 #define NBD_HYPER_QUEUE		1024
 
 struct hmap {
@@ -265,9 +266,13 @@ static void set_done(struct work *w)
 	h->cur = NULL;
 	if (res == SD_RES_SUCCESS && hmap_put(&h->map, op->idx, op->vid))
 		res = SD_RES_NO_MEM;	/* stored; the next open refuses */
+	set_next(h);
+	/*
+	 * Last: the command this ends may close the export, and free @h
+	 * with it (only with nothing else in flight, so nothing queued)
+	 */
 	op->done(op->arg, res);
 	free(op);
-	set_next(h);
 }
 
 static void set_next(struct nbd_hyper *h)
