@@ -160,6 +160,45 @@ static int convert_vdi(struct vdi_inode *in, const char *name,
 	return EXIT_SUCCESS;
 }
 
+/*
+ * The level asked for is the VDI's already: finish what an interrupted
+ * change between copies and a code left.  A copy to another layout is
+ * abandoned (the VDI takes writes again); after its switch, the objects'
+ * old forms are dropped.  1 if there was something, 0 if not, -1 if the
+ * old forms could not all be dropped.
+ */
+static int finish_interrupted(struct vdi_inode *in, const char *name)
+{
+	struct sd_req req;
+	struct sd_rsp rsp;
+	uint32_t i = 0;
+
+	if (alter_phase(in, ALTER_CONV_ABORT, 0, 0) == SD_RES_SUCCESS) {
+		fprintf(stderr, "An interrupted change of %s's redundancy "
+			"level was abandoned: %s takes writes again.\n", name,
+			name);
+		return 1;
+	}
+	while (i < in->nr && !in->index[i])
+		i++;
+	if (i == in->nr)
+		return 0;
+	/* refused unless the old layout is still to be dropped */
+	sd_init_req(&req, SD_OP_CONVERT_OBJ);
+	req.obj.oid = vid_to_data_oid(in->vid, i);
+	if (dog_exec(&req, NULL, 0, &rsp) || rsp.result != SD_RES_SUCCESS)
+		return 0;
+	if (convert_objects(in) != SD_RES_SUCCESS) {
+		fprintf(stderr, "Some old copies of %s's objects are still "
+			"left on disk\n", name);
+		return -1;
+	}
+	alter_phase(in, ALTER_CONV_FINISH, 0, 0);
+	fprintf(stderr, "The old copies an interrupted change of %s's "
+		"redundancy level left were removed.\n", name);
+	return 1;
+}
+
 static int confirm_change(const char *name, const char *from, const char *to)
 {
 	char msg[512];
@@ -240,9 +279,11 @@ int vdi_alter_copy(int argc, char **argv)
 	copies_to_str(copies, policy, to, sizeof(to));
 	convert = policy || in.h.copy_policy;
 	if (in.h.copy_policy == policy && (policy || in.h.nr_copies == copies)) {
-		fprintf(stderr, "%s's redundancy level is already set to %s, "
-			"nothing changed.\n", name, to);
-		ret = EXIT_FAILURE;
+		ret = in.h.store_policy ? 0 : finish_interrupted(&in, name);
+		if (!ret)
+			fprintf(stderr, "%s's redundancy level is already set "
+				"to %s, nothing changed.\n", name, to);
+		ret = ret > 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 		goto out;
 	}
 	if (convert && reject_hyper(&in, "Erasure coding")) {
