@@ -739,8 +739,6 @@ static void index_write(struct nbd_sub *sub, uint32_t entry)
 	}
 	r = req_new(SD_OP_WRITE_OBJ, 4, NULL, index_done, sub);
 	put_le32(r->data, entry);
-	sub->new_entry = entry;
-	sub->vid = ex->vid;
 	obj_args(r, vid_to_vdi_oid(ex->vid), inode_index_offset(sub->idx),
 		 write_flags(sub->io));
 	/*
