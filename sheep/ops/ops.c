@@ -176,10 +176,10 @@ static int local_get_obj_list(struct request *req)
 	return SD_RES_SUCCESS;
 }
 
-/* which of the oids in the payload are missing here? */
 /*
- * OIDS_EXIST; Kelpie: with obj.copy_policy set, strip obj.ec_index of each
- * oid (dog vdi check -e on a coded VDI)
+ * Which of the oids in the payload are missing here?  Kelpie: with
+ * obj.copy_policy set, strip obj.ec_index of each (dog vdi check -e on a
+ * coded VDI; validate.c checks the index against the code)
  */
 static int local_oids_exist(struct request *req)
 {
@@ -823,14 +823,7 @@ static int cluster_alter_copy(const struct sd_req *req, struct sd_rsp *rsp,
 	return SD_RES_SUCCESS;
 }
 
-/*
- * ALTER_VDI_COPY (protocol.md §8.3): a VDI's number of copies changes.
- * dog has written the new count into the inode header already; every
- * node records it in its VDI state and recovers again in the current
- * epoch, which adds or drops replicas (cluster.md §7.1).  The checks
- * depend only on the request and the VDI state, which all nodes share,
- * so every node comes to the same answer.
- */
+/* copies, or a code whose strips are the copies (a VDI's, a cluster's) */
 static bool layout_valid(uint8_t copies, uint8_t policy)
 {
 	struct ec_code c;
@@ -931,6 +924,14 @@ static int alter_vdi_layout(const struct sd_req *req, uint32_t vid,
 	}
 }
 
+/*
+ * ALTER_VDI_COPY (protocol.md §8.3): a VDI's number of copies changes.
+ * dog has written the new count into the inode header already; every
+ * node records it in its VDI state and recovers again in the current
+ * epoch, which adds or drops replicas (cluster.md §7.1).  The checks
+ * depend only on the request and the VDI state, which all nodes share,
+ * so every node comes to the same answer.
+ */
 static int cluster_alter_vdi_copy(const struct sd_req *req,
 				  struct sd_rsp *rsp, void *data,
 				  const struct cluster_ctx *ctx)
@@ -1082,7 +1083,7 @@ static const struct sd_op ops[256] = {
 		.checks = OPV_INTERNAL },
 	[SD_OP_OIDS_EXIST] = { .name = "OIDS_EXIST", .type = OP_LOCAL,
 		.force = true, .work_fn = local_oids_exist,
-		.checks = OPV_PAYLOAD },
+		.checks = OPV_PAYLOAD | OPV_EXIST },
 	[SD_OP_REPAIR_REPLICA] = { .name = "REPAIR_REPLICA",
 		.type = OP_LOCAL, .main_fn = repair_replica,
 		.checks = OPV_PEER },
@@ -1160,15 +1161,6 @@ const struct sd_op *get_sd_op(uint8_t opcode)
 
 /* ---- cluster op main parts that touch the whole node ---- */
 
-/* a cluster whose new VDIs are coded: its strips are the copies */
-static bool format_code_ok(const struct sd_req *req)
-{
-	struct ec_code c;
-
-	return !ec_init_policy(&c, req->cluster.copy_policy) &&
-	       req->cluster.copies == c.d + c.p;
-}
-
 static int cluster_make_fs(const struct sd_req *req, struct sd_rsp *rsp,
 			   void *data, const struct cluster_ctx *ctx)
 {
@@ -1182,7 +1174,8 @@ static int cluster_make_fs(const struct sd_req *req, struct sd_rsp *rsp,
 	/* only the plain layout exists: "tree" is refused, not faked */
 	if (strcmp(store, "plain"))
 		return SD_RES_NO_STORE;
-	if (req->cluster.copy_policy && !format_code_ok(req))
+	if (req->cluster.copy_policy &&
+	    !layout_valid(req->cluster.copies, req->cluster.copy_policy))
 		return SD_RES_INVALID_PARMS;
 	/*
 	 * VID recycling and the disk-full check are not implemented: a

@@ -131,6 +131,16 @@ static bool strip_valid(const struct sd_req *rq)
 	       (uint64_t)rq->obj.offset + rq->data_length <= strip;
 }
 
+/* OIDS_EXIST of strips (dog vdi check -e): a code, one of its strips */
+static bool exist_valid(const struct sd_req *rq)
+{
+	uint8_t policy = rq->obj.copy_policy;
+
+	return !policy || (code_valid(policy) &&
+			   rq->obj.ec_index < ec_policy_data(policy) +
+					      ec_policy_parity(policy));
+}
+
 static uint32_t check_origin(const struct sd_op *op, enum req_origin from,
 			     bool admin_ok)
 {
@@ -170,6 +180,8 @@ uint32_t validate_request(const struct sd_req *rq, const struct sd_op *op,
 	if ((op->checks & OPV_VDI_STATE) && !vdi_state_valid(rq))
 		return SD_RES_INVALID_PARMS;
 	if ((op->checks & OPV_STRIP) && !strip_valid(rq))
+		return SD_RES_INVALID_PARMS;
+	if ((op->checks & OPV_EXIST) && !exist_valid(rq))
 		return SD_RES_INVALID_PARMS;
 	return SD_RES_SUCCESS;
 }

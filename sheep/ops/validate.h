@@ -36,6 +36,8 @@
  * code, a version (but for EC_STATE), a range within the strip
  */
 #define OPV_STRIP	(1 << 10)
+/* OIDS_EXIST: a code named (obj.copy_policy) and its strip index below D+P */
+#define OPV_EXIST	(1 << 11)
 
 /* who sent a request */
 enum req_origin {

@@ -7,7 +7,8 @@
  * wrong size; served from members: prepare, read (with the version the
  * bytes are of), state (through its wire format and back), commit,
  * abort.  The state decoder refuses replies
- * that cannot be one.
+ * that cannot be one.  OIDS_EXIST of strips names a strip of a code; a VDI
+ * that alter-copy converts takes strips of the code it converts to.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -357,6 +358,51 @@ static void test_vdi_state(void **state)
 					  FROM_CLIENT, true), SD_RES_SUCCESS);
 }
 
+/* OIDS_EXIST names a strip only of a code that exists, below its D+P */
+static void test_exist(void **state)
+{
+	struct sd_req rq;
+
+	memset(&rq, 0, sizeof(rq));
+	rq.opcode = SD_OP_OIDS_EXIST;
+	rq.flags = SD_FLAG_CMD_WRITE;
+	rq.data_length = 8;
+	rq.obj.ec_index = 200;		/* ignored without a code */
+	assert_int_equal(check(&rq), SD_RES_SUCCESS);
+	rq.obj.copy_policy = POLICY;
+	rq.obj.ec_index = 3;
+	assert_int_equal(check(&rq), SD_RES_SUCCESS);
+	rq.obj.ec_index = 4;		/* 2:2 has strips 0 to 3 */
+	assert_int_equal(check(&rq), SD_RES_INVALID_PARMS);
+	rq.obj.ec_index = 0;
+	rq.obj.copy_policy = 0x30;	/* no parity: no code */
+	assert_int_equal(check(&rq), SD_RES_INVALID_PARMS);
+}
+
+/*
+ * While alter-copy converts a replicated VDI to a code, its peers take
+ * strips of that code (and no other), and once it is over no longer
+ */
+static void test_converting(void **state)
+{
+	struct vdi_info *vi = vdi_get(PLAIN, false);
+	struct sd_req rq = req(SD_OP_EC_STATE, 1, 1, 0, EC_STATE_LEN);
+
+	rq.obj.oid = vid_to_data_oid(PLAIN, 5);
+	assert_int_equal(check(&rq), SD_RES_INVALID_PARMS);
+	vi->conv_state = VDI_CONV_COPYING;
+	vi->conv_copies = 4;
+	vi->conv_policy = POLICY;
+	assert_int_equal(check(&rq), SD_RES_SUCCESS);
+	rq.obj.copy_policy = 0x11;	/* 2:1, not the code converted to */
+	assert_int_equal(check(&rq), SD_RES_INVALID_PARMS);
+	rq.obj.copy_policy = POLICY;
+	vi->conv_state = VDI_CONV_NONE;
+	vi->conv_copies = 0;
+	vi->conv_policy = 0;
+	assert_int_equal(check(&rq), SD_RES_INVALID_PARMS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -365,6 +411,8 @@ int main(void)
 		cmocka_unit_test(test_state_decoder),
 		cmocka_unit_test(test_cost),
 		cmocka_unit_test(test_vdi_state),
+		cmocka_unit_test(test_exist),
+		cmocka_unit_test(test_converting),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
