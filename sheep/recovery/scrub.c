@@ -173,31 +173,43 @@ static void repair_done(struct work *w)
 	object_done(ok);
 }
 
-static void fetch_from_next(void);
-
-static void fetch_done(struct peer_req *pr, int result)
+/* sc.buf holds what to repair from (a copy, or a rebuilt strip) */
+static void queue_repair(void)
 {
-	if (result != SD_RES_SUCCESS) {
-		fetch_from_next();
-		return;
-	}
 	sc.work.fn = repair_work;
 	sc.work.done = repair_done;
 	if (wq_queue(sys.io_wq, &sc.work))
 		object_done(false);
 }
 
+/* the ring to repair from; NULL (the object done) while it is changing */
+static const struct vnode_ring *settled_ring(void)
+{
+	if (!current_view() || cstate->status != SD_STATUS_OK) {
+		object_done(false);
+		return NULL;
+	}
+	return &current_view()->ring;
+}
+
+static void fetch_from_next(void);
+
+static void fetch_done(struct peer_req *pr, int result)
+{
+	if (result != SD_RES_SUCCESS)
+		fetch_from_next();
+	else
+		queue_repair();
+}
+
 /* the other targets of the object in the current ring, in turn */
 static void fetch_from_next(void)
 {
-	const struct vnode_ring *ring;
+	const struct vnode_ring *ring = settled_ring();
 	int tgt[SD_MAX_COPIES], n;
 
-	if (!current_view() || cstate->status != SD_STATUS_OK) {
-		object_done(false);
+	if (!ring)
 		return;
-	}
-	ring = &current_view()->ring;
 	n = ring_targets(ring, sc.key.oid,
 			 (int)vdi_copies(oid_to_vid(sc.key.oid)), tgt);
 	while (sc.src < n && node_is_self(&ring->nodes[tgt[sc.src]]))
@@ -236,10 +248,7 @@ static void strip_rebuilt(void *arg, uint32_t result, uint64_t v,
 	free(sc.buf);
 	sc.buf = strip;
 	sc.version = v;
-	sc.work.fn = repair_work;
-	sc.work.done = repair_done;
-	if (wq_queue(sys.io_wq, &sc.work))
-		object_done(false);
+	queue_repair();
 }
 
 /*
@@ -251,13 +260,10 @@ static void strip_rebuilt(void *arg, uint32_t result, uint64_t v,
  */
 static void strip_repair(void)
 {
-	const struct vnode_ring *ring;
+	const struct vnode_ring *ring = settled_ring();
 
-	if (!current_view() || cstate->status != SD_STATUS_OK) {
-		object_done(false);
+	if (!ring)
 		return;
-	}
-	ring = &current_view()->ring;
 	if (strip_index(ring, sc.key.oid, sc.policy) != sc.key.idx ||
 	    strip_rebuild(ring, sc.key.oid, sc.policy, sc.key.idx,
 			  strip_rebuilt, NULL))
@@ -327,14 +333,11 @@ static void state_answered(struct peer_req *pr, int result)
 
 static void ask_states(void)
 {
-	const struct vnode_ring *ring;
+	const struct vnode_ring *ring = settled_ring();
 	int tgt[SD_MAX_COPIES], n;
 
-	if (!current_view() || cstate->status != SD_STATUS_OK) {
-		object_done(false);
+	if (!ring)
 		return;
-	}
-	ring = &current_view()->ring;
 	n = strip_targets(ring, sc.key.oid, sc.policy, tgt);
 	if (n <= sc.key.idx || !node_is_self(&ring->nodes[tgt[sc.key.idx]])) {
 		object_done(false);	/* not ours any more: the purge's */
