@@ -3,7 +3,8 @@
  * The life cycle of a request: allocation against the payload budget,
  * store work on the bounded I/O pool (with a backlog when the pool is
  * full) and completion.  Everything here runs on the main loop except
- * op->work_fn, which runs on an I/O worker.
+ * op->work_fn, which runs on an I/O worker; op->try_fn spares a read the
+ * page cache holds that hand-off (two thread switches).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +127,14 @@ static void io_work(struct work *w)
 	req->rp.result = req->op->work_fn(req);
 }
 
+static void io_finish(struct request *req)
+{
+	if (req->io_done)
+		req->io_done(req);
+	else
+		request_done(req);
+}
+
 static void io_done(struct work *w)
 {
 	struct request *req = container_of(w, struct request, work);
@@ -137,14 +146,22 @@ static void io_done(struct work *w)
 		list_del(&next->list);
 		submit_io(next);
 	}
-	if (req->io_done)
-		req->io_done(req);
-	else
-		request_done(req);
+	io_finish(req);
+}
+
+static void tried_done(struct timer *t)
+{
+	io_finish(container_of(t, struct request, retry_timer));
 }
 
 void submit_io(struct request *req)
 {
+	if (req->op && req->op->try_fn && req->op->try_fn(req)) {
+		/* finished from the loop, never on the submitter's stack */
+		req->retry_timer.fn = tried_done;
+		timer_add(sys.loop, &req->retry_timer, 0);
+		return;
+	}
 	req->work.fn = io_work;
 	req->work.done = io_done;
 	if (wq_queue(sys.io_wq, &req->work))

@@ -39,6 +39,12 @@ struct sd_op {
 	int (*main_fn)(struct request *req);
 	/* peer / local op on an I/O worker, or cluster work part */
 	int (*work_fn)(struct request *req);
+	/*
+	 * work_fn's work on the main thread, tried first when it can be
+	 * done there without blocking (a read the page cache holds): true
+	 * when done (rp.result set), false to queue work_fn
+	 */
+	bool (*try_fn)(struct request *req);
 	/* cluster op main part, on every node in total order */
 	int (*cluster_fn)(const struct sd_req *req, struct sd_rsp *rsp,
 			  void *data, const struct cluster_ctx *ctx);
@@ -91,7 +97,10 @@ struct request *alloc_payload_request(uint32_t data_len);
 void free_request(struct request *req);
 /* the response is final: count it and call req->complete */
 void request_done(struct request *req);
-/* run op->work_fn on the I/O pool, back-pressured when the pool is full */
+/*
+ * run op->work_fn on the I/O pool, back-pressured when the pool is full,
+ * unless op->try_fn does the work at once on the main thread
+ */
 void submit_io(struct request *req);
 
 /*

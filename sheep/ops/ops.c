@@ -203,6 +203,22 @@ static int peer_work(struct request *req)
 	return store_exec(&req->rq, req->data, &req->rp, req->obj_size);
 }
 
+/* READ_PEER on the main loop when the page cache holds it all */
+static bool peer_read_try(struct request *req)
+{
+	const struct sd_req *rq = &req->rq;
+
+	/* recovery's reads may need the stale area: a worker's */
+	if (rq->flags & SD_FLAG_CMD_WILDCARD)
+		return false;
+	if (!store_read_nowait(obj_key_rep(rq->obj.oid), req->data,
+			       rq->data_length, rq->obj.offset))
+		return false;
+	req->rp.result = SD_RES_SUCCESS;
+	req->rp.data_length = rq->data_length;
+	return true;
+}
+
 /* ---- REPAIR_REPLICA: copy an object from another node to here ---- */
 
 struct repair {
@@ -1036,7 +1052,9 @@ static const struct sd_op ops[256] = {
 		.checks = OPV_PEER },
 	[SD_OP_CREATE_AND_WRITE_PEER] = PEER("CREATE_AND_WRITE_PEER",
 					     OBJ_WRITE),
-	[SD_OP_READ_PEER] = PEER("READ_PEER", OBJ_IO),
+	[SD_OP_READ_PEER] = { .name = "READ_PEER", .type = OP_PEER,
+		.work_fn = peer_work, .try_fn = peer_read_try,
+		.checks = OPV_PEER | OBJ_IO },
 	[SD_OP_WRITE_PEER] = PEER("WRITE_PEER", OBJ_WRITE),
 	[SD_OP_REMOVE_PEER] = PEER("REMOVE_PEER", OPV_OBJ),
 	[SD_OP_FLUSH_PEER] = PEER("FLUSH_PEER", 0),

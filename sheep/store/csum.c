@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include "sheepdog_proto.h"
 #include "internal_proto.h"
@@ -250,12 +251,24 @@ out:
 }
 
 /*
+ * One preadv2 with @rwf (RWF_NOWAIT: only what the page cache holds, a
+ * short count otherwise), or the whole range with xpread when @rwf is 0.
+ */
+static ssize_t pread_rwf(int fd, void *buf, size_t n, uint64_t off, int rwf)
+{
+	struct iovec v = { .iov_base = buf, .iov_len = n };
+
+	return rwf ? preadv2(fd, &v, 1, (off_t)off, rwf) :
+		     xpread(fd, buf, n, (off_t)off);
+}
+
+/*
  * Read @len bytes at @off of the object (of @size data bytes) in @fd into
  * @buf, verifying every block they touch.  @quiet: a mismatch is not yet
- * reported (a first, unlocked try).
+ * reported (a first, unlocked try).  @rwf: flags of preadv2.
  */
 static int read_verified(int fd, uint64_t oid, uint32_t size, void *buf,
-			 uint32_t len, uint32_t off, bool quiet)
+			 uint32_t len, uint32_t off, bool quiet, int rwf)
 {
 	uint32_t b0 = off / CSUM_BLOCK, b1, nb;
 	uint64_t start = (uint64_t)b0 * CSUM_BLOCK, end;
@@ -275,10 +288,10 @@ static int read_verified(int fd, uint64_t oid, uint32_t size, void *buf,
 	data = (start == off && end == (uint64_t)off + len) ? buf :
 	       xmalloc(end - start);
 	t = xmalloc((size_t)nb * 8);
-	n = xpread(fd, data, end - start, start);
+	n = pread_rwf(fd, data, end - start, start, rwf);
 	if (n != (ssize_t)(end - start) ||
-	    xpread(fd, t, (size_t)nb * 8, (uint64_t)size + b0 * 8ULL) !=
-	    (ssize_t)nb * 8) {
+	    pread_rwf(fd, t, (size_t)nb * 8, (uint64_t)size + b0 * 8ULL,
+		      rwf) != (ssize_t)nb * 8) {
 		ret = SD_RES_EIO;
 		goto out;
 	}
@@ -315,14 +328,26 @@ out:
 int csum_read(int fd, uint64_t oid, uint32_t size, void *buf, uint32_t len,
 	      uint32_t off)
 {
-	int ret = read_verified(fd, oid, size, buf, len, off, true);
+	int ret = read_verified(fd, oid, size, buf, len, off, true, 0);
 
 	if (ret != SD_RES_EIO)
 		return ret;
 	pthread_mutex_lock(lock_of(oid));
-	ret = read_verified(fd, oid, size, buf, len, off, false);
+	ret = read_verified(fd, oid, size, buf, len, off, false, 0);
 	pthread_mutex_unlock(lock_of(oid));
 	return ret;
+}
+
+/*
+ * csum_read from the event loop: SD_RES_SUCCESS only when every byte was
+ * in the page cache and verified.  Whatever else (a page on disk, a
+ * mismatch, perhaps a writer's half-done update) is csum_read's to do
+ * and report, on a worker; nothing here is counted or logged.
+ */
+int csum_read_nowait(int fd, uint64_t oid, uint32_t size, void *buf,
+		     uint32_t len, uint32_t off)
+{
+	return read_verified(fd, oid, size, buf, len, off, true, RWF_NOWAIT);
 }
 
 /*

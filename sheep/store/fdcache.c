@@ -143,6 +143,24 @@ struct fdc_ent *fdc_get(struct obj_key k, const char *path)
 	return fdc_get_once(k, path);
 }
 
+struct fdc_ent *fdc_lookup(struct obj_key k)
+{
+	struct fdc_ent *e;
+	struct stat st;
+
+	pthread_mutex_lock(&fdc_lock);
+	e = *find(k);
+	if (e)
+		e->refs++;
+	pthread_mutex_unlock(&fdc_lock);
+	/* unlinked behind our back: the opening path sorts that out */
+	if (e && (fstat(e->fd, &st) || !st.st_nlink)) {
+		fdc_put(e);
+		return NULL;
+	}
+	return e;
+}
+
 int fdc_fd(const struct fdc_ent *e)
 {
 	return e->fd;

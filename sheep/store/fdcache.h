@@ -10,6 +10,11 @@ struct fdc_ent;
 
 /* the open fd of @k at @path; NULL with errno set on failure */
 struct fdc_ent *fdc_get(struct obj_key k, const char *path);
+/*
+ * The fd of @k if the cache holds it, never opening one (for a read from
+ * the event loop, which must not block); NULL if not cached.
+ */
+struct fdc_ent *fdc_lookup(struct obj_key k);
 int fdc_fd(const struct fdc_ent *e);
 /* the object's data size, cached with its fd (0: not known yet) */
 uint32_t fdc_size(const struct fdc_ent *e);

@@ -188,6 +188,23 @@ out:
 	return ret;
 }
 
+bool store_read_nowait(struct obj_key k, void *buf, uint32_t len,
+		       uint32_t off)
+{
+	struct fdc_ent *e = fdc_lookup(k);
+	uint32_t size;
+	bool done;
+
+	if (!e)
+		return false;
+	size = fdc_size(e);	/* 0 until a worker has read the trailer */
+	done = size && (uint64_t)off + len <= size &&
+	       csum_read_nowait(fdc_fd(e), k.oid, size, buf, len, off) ==
+	       SD_RES_SUCCESS;
+	fdc_put(e);
+	return done;
+}
+
 int store_write(struct obj_key k, const void *buf, uint32_t len,
 		uint32_t off, bool sync)
 {

@@ -78,6 +78,13 @@ void store_journal_close(void);
 bool store_journaled(void);
 uint64_t journal_checkpoints(void);
 int store_read(struct obj_key k, void *buf, uint32_t len, uint32_t off);
+/*
+ * store_read on the event loop, done only when it cannot block: the
+ * object's file is open in the fd cache and every byte it needs is in
+ * the page cache.  false: nothing was served, do store_read on a worker.
+ */
+bool store_read_nowait(struct obj_key k, void *buf, uint32_t len,
+		       uint32_t off);
 /* @sync: make the data durable before returning (no SD_FLAG_CMD_CACHE) */
 int store_write(struct obj_key k, const void *buf, uint32_t len,
 		uint32_t off, bool sync);

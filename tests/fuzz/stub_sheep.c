@@ -115,6 +115,8 @@ WEAK int recovery_complete_main(const struct sd_req *req, struct sd_rsp *rsp,
 /* store/ */
 WEAK int store_read(struct obj_key k, void *buf, uint32_t len, uint32_t off)
 { return SD_RES_NO_OBJ; }
+WEAK bool store_read_nowait(struct obj_key k, void *buf, uint32_t len,
+			    uint32_t off) { return false; }
 WEAK int store_write(struct obj_key k, const void *buf, uint32_t len,
 		     uint32_t off, bool sync) { return SD_RES_EIO; }
 WEAK int store_create(struct obj_key k, uint32_t obj_size, const void *buf,

@@ -7,7 +7,8 @@
  * stale area keeps one copy per object (the newest) and a sparse object
  * written whole keeps its holes; per-block checksums catch a flipped byte,
  * survive unaligned writes and a crash between CRC and data, and are added
- * to a store written without them.  Two strips and the replica of one oid
+ * to a store written without them.  The event loop's read serves only
+ * what the page cache holds, verified.  Two strips and the replica of one oid
  * are three files, written, read, listed, removed and made stale apart;
  * names the store never writes are skipped by every listing.
  */
@@ -459,6 +460,69 @@ static void test_csum_detects_flip(void **state)
 	assert_int_equal(store_remove(obj_key_rep(oid)), 0);
 }
 
+/* the page cache of @oid's file dropped (written back first) */
+static void evict(uint64_t oid)
+{
+	char p[200];
+	int fd;
+
+	obj_file(p, sizeof(p), oid);
+	fd = open(p, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(fdatasync(fd), 0);
+	assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	close(fd);
+}
+
+/*
+ * store_read_nowait (the event loop's read) serves only what the page
+ * cache holds of a file the fd cache has open, verified; a page on disk
+ * or a mismatch is left to store_read, which reports the rot (the
+ * loop's try neither counts nor logs it).
+ */
+static void test_read_nowait(void **state)
+{
+	const uint64_t oid = OID + 14;
+	uint8_t x = 0xaa ^ 0x10;
+	uint64_t seen;
+
+	assert_int_equal(store_create(obj_key_rep(oid), OBJ, a, OBJ, 0, false),
+			 0);
+	assert_int_equal(store_write(obj_key_rep(oid), b, 4096, 8192, false),
+			 0);
+	/* a worker's read opens the file and learns its size */
+	assert_int_equal(store_read(obj_key_rep(oid), got, 4096, 0), 0);
+	memset(got, 0, OBJ);
+	assert_true(store_read_nowait(obj_key_rep(oid), got, 3 * 4096, 4096));
+	assert_memory_equal(got, a, 4096);
+	assert_memory_equal(got + 4096, b, 4096);
+	assert_memory_equal(got + 8192, a, 4096);
+	/* unaligned, inside one block */
+	assert_true(store_read_nowait(obj_key_rep(oid), got, 100, 8192 + 7));
+	assert_memory_equal(got, b, 100);
+	/* past the end: the worker's (sparse objects read zeros there) */
+	assert_false(store_read_nowait(obj_key_rep(oid), got, 4096, OBJ));
+	/* not in the page cache: would block */
+	evict(oid);
+	assert_false(store_read_nowait(obj_key_rep(oid), got, 4096, 4096));
+	assert_int_equal(store_read(obj_key_rep(oid), got, 4096, 4096), 0);
+	assert_memory_equal(got, a, 4096);
+	assert_true(store_read_nowait(obj_key_rep(oid), got, 4096, 4096));
+	/* rot: not served, not counted; the worker's read reports it */
+	poke(oid, 4096 + 9, &x, 1);
+	seen = store_nr_mismatches();
+	assert_false(store_read_nowait(obj_key_rep(oid), got, 4096, 4096));
+	assert_int_equal(store_nr_mismatches(), seen);
+	assert_int_equal(store_read(obj_key_rep(oid), got, 4096, 4096),
+			 SD_RES_EIO);
+	assert_int_equal(store_nr_mismatches(), seen + 1);
+	/* removed: the fd cache forgets it */
+	assert_int_equal(store_remove(obj_key_rep(oid)), 0);
+	assert_false(store_read_nowait(obj_key_rep(oid), got, 4096, 0));
+	/* never opened */
+	assert_false(store_read_nowait(obj_key_rep(oid + 1), got, 4096, 0));
+}
+
 /* unaligned writes keep the CRCs of the blocks they touch right */
 static void test_csum_unaligned_writes(void **state)
 {
@@ -857,6 +921,7 @@ int main(void)
 		cmocka_unit_test(test_sparse_create_keeps_holes),
 		cmocka_unit_test(test_csum_detects_flip),
 		cmocka_unit_test(test_csum_unaligned_writes),
+		cmocka_unit_test(test_read_nowait),
 		cmocka_unit_test(test_csum_crash_between_crc_and_data),
 		cmocka_unit_test(test_csum_upgrade),
 		cmocka_unit_test(test_repair_blocks),
