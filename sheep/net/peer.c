@@ -22,6 +22,9 @@ enum peer_rx { RX_HDR, RX_DATA, RX_SKIP };
 /* after an RDMA connection that never answered: TCP for this long */
 #define RDMA_FALLBACK_MS	60000
 
+/* responses are matched to requests by id: a hash, not a list walk */
+#define ID_BUCKETS	64
+
 struct peer {
 	struct node_id nid;
 	struct xconn *xc;		/* NULL while not connected */
@@ -30,6 +33,7 @@ struct peer {
 	uint64_t tcp_until;		/* no RDMA before (monotonic ms) */
 	struct list_head sendq;		/* not yet (fully) written */
 	struct list_head inflight;	/* written, awaiting response */
+	struct peer_req *byid[ID_BUCKETS];	/* inflight, by id */
 	/* with a cluster key: held until the challenge is answered */
 	bool authing;
 	struct list_head held;
@@ -55,6 +59,7 @@ static void peer_fail_all(struct peer *p, int result)
 	/* a done() may submit again: fail only what was here */
 	list_splice_tail_init(&p->sendq, &failed);
 	list_splice_tail_init(&p->inflight, &failed);
+	memset(p->byid, 0, sizeof(p->byid));
 	list_splice_tail_init(&p->held, &failed);
 	p->authing = false;
 	p->rx = NULL;
@@ -74,14 +79,19 @@ static void peer_close(struct peer *p)
 	peer_fail_all(p, SD_RES_NETWORK_ERROR);
 }
 
+/* where the inflight request @id is linked (*result NULL: none) */
+static struct peer_req **id_slot(struct peer *p, uint32_t id)
+{
+	struct peer_req **s = &p->byid[id % ID_BUCKETS];
+
+	while (*s && (*s)->rq.id != id)
+		s = &(*s)->id_next;
+	return s;
+}
+
 static struct peer_req *find_inflight(struct peer *p, uint32_t id)
 {
-	struct peer_req *pr;
-
-	list_for_each_entry(pr, &p->inflight, list)
-		if (pr->rq.id == id)
-			return pr;
-	return NULL;
+	return *id_slot(p, id);
 }
 
 static void read_header(struct peer *p)
@@ -96,6 +106,7 @@ static void rx_complete(struct peer *p)
 
 	p->rx = NULL;
 	list_del(&pr->list);
+	*id_slot(p, pr->rq.id) = pr->id_next;
 	pr->rp.data_length = p->rx_len;
 	read_header(p);
 	pr->done(pr, pr->rp.result);
@@ -194,6 +205,8 @@ static void msg_sent(struct xmsg *m, int err)
 		return;		/* failed with the connection */
 	list_del(&pr->list);
 	list_add_tail(&pr->list, &p->inflight);
+	pr->id_next = p->byid[pr->rq.id % ID_BUCKETS];
+	p->byid[pr->rq.id % ID_BUCKETS] = pr;
 }
 
 static struct peer *peer_get(const struct node_id *nid)

@@ -34,6 +34,7 @@ struct peer_req {
 	uint8_t hdr[SD_REQ_SIZE];
 	struct xmsg msg;
 	void *priv_peer;
+	struct peer_req *id_next;	/* in its peer's id hash */
 };
 
 /* @pr->rq is filled by the caller; id and epoch are assigned here */
