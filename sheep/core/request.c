@@ -135,6 +135,29 @@ static void io_finish(struct request *req)
 		request_done(req);
 }
 
+/* one of the two ends of a write the journal finishes later */
+static void swait_part_done(struct request *req)
+{
+	if (--req->swait_parts)
+		return;
+	req->rp.result = (uint32_t)req->swait_res;
+	io_finish(req);
+}
+
+static void swait_on_loop(struct loop_call *c)
+{
+	swait_part_done(container_of(c, struct request, swait_call));
+}
+
+/* on the journal's sync thread */
+static void swait_done(struct store_wait *w, int result)
+{
+	struct request *req = container_of(w, struct request, swait);
+
+	req->swait_res = result;
+	event_loop_call(sys.loop, &req->swait_call);
+}
+
 static void io_done(struct work *w)
 {
 	struct request *req = container_of(w, struct request, work);
@@ -146,7 +169,10 @@ static void io_done(struct work *w)
 		list_del(&next->list);
 		submit_io(next);
 	}
-	io_finish(req);
+	if (req->rp.result == STORE_PENDING)
+		swait_part_done(req);
+	else
+		io_finish(req);
 }
 
 static void tried_done(struct timer *t)
@@ -162,6 +188,9 @@ void submit_io(struct request *req)
 		timer_add(sys.loop, &req->retry_timer, 0);
 		return;
 	}
+	req->swait.done = swait_done;
+	req->swait_call.fn = swait_on_loop;
+	req->swait_parts = 2;
 	req->work.fn = io_work;
 	req->work.done = io_done;
 	if (wq_queue(sys.io_wq, &req->work))

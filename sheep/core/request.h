@@ -14,6 +14,7 @@
 #include "list.h"
 #include "work.h"
 #include "core/core.h"
+#include "store/store.h"
 
 /* a main_fn that will complete the request later */
 #define SD_RES_ASYNC		0x10000
@@ -78,6 +79,15 @@ struct request {
 	int nr_retries;
 	uint32_t gw_result;
 	struct timer retry_timer;
+	/*
+	 * a durable write the journal finishes later (work_fn returned
+	 * STORE_PENDING): the end of the work and the sync's report, on
+	 * the loop in either order; the second finishes the request
+	 */
+	struct store_wait swait;
+	struct loop_call swait_call;
+	int swait_res;
+	uint8_t swait_parts;
 	/* store work done: NULL to finish the request (request_done) */
 	void (*io_done)(struct request *req);
 	/* called on the main thread when the response is final */

@@ -200,7 +200,14 @@ static int local_oids_exist(struct request *req)
 
 static int peer_work(struct request *req)
 {
-	return store_exec(&req->rq, req->data, &req->rp, req->obj_size);
+	const struct sd_req *rq = &req->rq;
+
+	/* with the journal, its sync may come later: no worker waits */
+	if (rq->opcode == SD_OP_WRITE_PEER && !(rq->flags & SD_FLAG_CMD_CACHE))
+		return store_write_durable(obj_key_rep(rq->obj.oid), req->data,
+					   rq->data_length, rq->obj.offset,
+					   &req->swait);
+	return store_exec(rq, req->data, &req->rp, req->obj_size);
 }
 
 /* READ_PEER on the main loop when the page cache holds it all */

@@ -8,7 +8,11 @@
  * writers share one fdatasync of the journal (group commit): one appends
  * and syncs, the others that appended meanwhile wait for that sync or the
  * next.  A sync covers every record appended before it started, because
- * records are appended in order under the lock.
+ * records are appended in order under the lock.  A writer that can wait
+ * without its thread (journal_write_async, the peer writes of the I/O
+ * pool) and finds a sync under way leaves its record to the sync
+ * thread, which runs the next sync for every such record and reports
+ * them: the pool's workers never sit in a sync while others queue.
  *
  * The journal is one file, written once with zeros at its size: a 64-byte
  * header {"KELPIEJ3", le32 version 3, le32 0, le64 0, le64 size} and two
@@ -78,6 +82,11 @@ struct jent {
 };
 
 static pthread_mutex_t jlock = PTHREAD_MUTEX_INITIALIZER;
+/* the sync thread: the writes waiting for a sync (store_wait), in order */
+static pthread_cond_t js_cond = PTHREAD_COND_INITIALIZER;
+static pthread_t js_thread;
+static bool js_running, js_stop;
+static LIST_HEAD(js_waiters);
 static pthread_cond_t jcond = PTHREAD_COND_INITIALIZER;
 static int jfd = -1;
 static uint64_t jsize, hsize, jpos, jgen;
@@ -310,11 +319,9 @@ static int append_locked(uint8_t type, struct obj_key k, const void *data,
 	return SD_RES_SUCCESS;
 }
 
-/* return once a sync that started after our append has finished */
-static int commit_locked(void)
+/* return once sync number @want has finished */
+static int sync_until_locked(uint64_t want)
 {
-	uint64_t want = sync_started + 1;
-
 	while (sync_done < want) {
 		uint64_t mine;
 		int r;
@@ -337,6 +344,55 @@ static int commit_locked(void)
 	return sync_failed >= want ? SD_RES_EIO : SD_RES_SUCCESS;
 }
 
+/* return once a sync that started after our append has finished */
+static int commit_locked(void)
+{
+	return sync_until_locked(sync_started + 1);
+}
+
+/* the waiters whose sync has finished, told outside the lock */
+static void wake_waiters_locked(void)
+{
+	struct store_wait *w, *n;
+	LIST_HEAD(done);
+
+	list_for_each_entry_safe(w, n, &js_waiters, list)
+		if (w->want <= sync_done) {
+			list_del(&w->list);
+			list_add_tail(&w->list, &done);
+		}
+	pthread_mutex_unlock(&jlock);
+	list_for_each_entry_safe(w, n, &done, list) {
+		list_del(&w->list);
+		w->done(w, sync_failed >= w->want ? SD_RES_EIO :
+						    SD_RES_SUCCESS);
+	}
+	pthread_mutex_lock(&jlock);
+}
+
+/*
+ * The sync thread: one sync for every write that waits (they are in
+ * order, so the last one's sync covers all), then tell them.  It leaves
+ * only with no write waiting.
+ */
+static void *syncer(void *arg)
+{
+	pthread_mutex_lock(&jlock);
+	for (;;) {
+		if (list_empty(&js_waiters)) {
+			if (js_stop)
+				break;
+			pthread_cond_wait(&js_cond, &jlock);
+			continue;
+		}
+		sync_until_locked(list_entry(js_waiters.prev,
+					     struct store_wait, list)->want);
+		wake_waiters_locked();
+	}
+	pthread_mutex_unlock(&jlock);
+	return NULL;
+}
+
 int journal_write(struct obj_key k, const void *buf, uint32_t len,
 		  uint32_t off)
 {
@@ -355,6 +411,32 @@ int journal_write(struct obj_key k, const void *buf, uint32_t len,
 	ret = append_locked(R_WRITE, k, buf, len, off);
 	if (ret == SD_RES_SUCCESS)
 		ret = commit_locked();
+	pthread_mutex_unlock(&jlock);
+	return ret;
+}
+
+/*
+ * At depth 1 (no sync under way, nobody waiting) the writer's own thread
+ * syncs at once, as journal_write: no hand-off.  Otherwise the record
+ * joins the group of the sync thread's next sync.
+ */
+int journal_write_async(struct obj_key k, const void *buf, uint32_t len,
+			uint32_t off, struct store_wait *w)
+{
+	int ret;
+
+	if ((uint64_t)R_HDR + len > hsize - H_HDR || !js_running)
+		return journal_write(k, buf, len, off);
+	pthread_mutex_lock(&jlock);
+	ret = append_locked(R_WRITE, k, buf, len, off);
+	if (ret == SD_RES_SUCCESS && !syncing && list_empty(&js_waiters)) {
+		ret = commit_locked();
+	} else if (ret == SD_RES_SUCCESS) {
+		w->want = sync_started + 1;
+		list_add_tail(&w->list, &js_waiters);
+		pthread_cond_signal(&js_cond);
+		ret = STORE_PENDING;
+	}
 	pthread_mutex_unlock(&jlock);
 	return ret;
 }
@@ -695,6 +777,11 @@ int journal_open(const char *dir, uint64_t size,
 		goto fail;
 	}
 	cp_running = true;
+	js_stop = false;
+	if (pthread_create(&js_thread, NULL, syncer, NULL))
+		sd_warn("no journal sync thread: writes wait for their sync");
+	else
+		js_running = true;
 	sd_notice("journal %s: %" PRIu64 " bytes", path, size);
 	return 0;
 fail:
@@ -704,6 +791,13 @@ fail:
 
 void journal_close(void)
 {
+	pthread_mutex_lock(&jlock);
+	js_stop = true;			/* after the writes that wait */
+	pthread_cond_signal(&js_cond);
+	pthread_mutex_unlock(&jlock);
+	if (js_running)
+		pthread_join(js_thread, NULL);
+	js_running = false;
 	pthread_mutex_lock(&jlock);
 	cp_stop = true;
 	pthread_cond_broadcast(&cp_cond);

@@ -205,8 +205,9 @@ bool store_read_nowait(struct obj_key k, void *buf, uint32_t len,
 	return done;
 }
 
-int store_write(struct obj_key k, const void *buf, uint32_t len,
-		uint32_t off, bool sync)
+/* @w: a durable write may finish later (store_write_durable) */
+static int write_obj(struct obj_key k, const void *buf, uint32_t len,
+		     uint32_t off, bool sync, struct store_wait *w)
 {
 	struct fdc_ent *e;
 	uint32_t size;
@@ -223,12 +224,25 @@ int store_write(struct obj_key k, const void *buf, uint32_t len,
 	if (!sync || journal_on())
 		dirty_add(k);		/* before the write is acknowledged */
 	if (sync && journal_on())
-		ret = journal_write(k, buf, len, off);
+		ret = w ? journal_write_async(k, buf, len, off, w) :
+			  journal_write(k, buf, len, off);
 	else if (sync && fdatasync(fdc_fd(e)))
 		ret = store_err_to_res(errno);
 out:
 	fdc_put(e);
 	return ret;
+}
+
+int store_write(struct obj_key k, const void *buf, uint32_t len,
+		uint32_t off, bool sync)
+{
+	return write_obj(k, buf, len, off, sync, NULL);
+}
+
+int store_write_durable(struct obj_key k, const void *buf, uint32_t len,
+			uint32_t off, struct store_wait *w)
+{
+	return write_obj(k, buf, len, off, true, w);
 }
 
 static int store_sync_obj(struct obj_key k)

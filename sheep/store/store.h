@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "list.h"
 
 /*
  * What the store keys an object by (doc/erasure-coding.md §1): its oid and
@@ -85,6 +86,28 @@ int store_read(struct obj_key k, void *buf, uint32_t len, uint32_t off);
  */
 bool store_read_nowait(struct obj_key k, void *buf, uint32_t len,
 		       uint32_t off);
+/* not a wire code: store_write_durable will report through its wait */
+#define STORE_PENDING	0x10001
+/*
+ * A durable write that may finish later (store_write_durable): @done is
+ * called once, on the journal's sync thread, when the write is durable
+ * (SD_RES_SUCCESS) or cannot be (SD_RES_EIO).
+ */
+struct store_wait {
+	void (*done)(struct store_wait *w, int result);
+	/* the journal's */
+	uint64_t want;
+	struct list_head list;
+};
+/*
+ * store_write with @sync, for a caller that need not block a thread for
+ * the sync: with the journal, a write whose record has to wait for a
+ * sync of the journal (one is under way for other writes) returns
+ * STORE_PENDING and @w->done reports the end; otherwise it is durable, or
+ * has failed, on return, as with store_write.
+ */
+int store_write_durable(struct obj_key k, const void *buf, uint32_t len,
+			uint32_t off, struct store_wait *w);
 /* @sync: make the data durable before returning (no SD_FLAG_CMD_CACHE) */
 int store_write(struct obj_key k, const void *buf, uint32_t len,
 		uint32_t off, bool sync);

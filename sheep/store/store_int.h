@@ -108,6 +108,13 @@ bool journal_on(void);
 /* append a write of an object already written (unsynced) and commit */
 int journal_write(struct obj_key k, const void *buf, uint32_t len,
 		  uint32_t off);
+/*
+ * The same, but when a sync of the journal is under way for others, not
+ * waiting for the next one: STORE_PENDING, and the sync thread calls
+ * @w->done once a sync that started after this append has finished.
+ */
+int journal_write_async(struct obj_key k, const void *buf, uint32_t len,
+			uint32_t off, struct store_wait *w);
 /* before an object is removed, replaced or moved: no replay into a later */
 int journal_forget(struct obj_key k);
 /* tests: keep the checkpoint thread from retiring a full half */

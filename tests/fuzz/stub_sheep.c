@@ -48,6 +48,7 @@ WEAK struct work_queue *wq_create(const char *name, int nr_threads,
 { return NULL; }
 WEAK int wq_queue(struct work_queue *wq, struct work *w) { return -1; }
 WEAK void timer_add(struct event_loop *loop, struct timer *t, uint64_t ms) { }
+WEAK void event_loop_call(struct event_loop *loop, struct loop_call *c) { }
 WEAK void timer_del(struct timer *t) { }
 WEAK int event_add(struct event_loop *loop, int fd, uint32_t events,
 		   event_fn fn, void *data) { return -1; }
@@ -115,6 +116,9 @@ WEAK int recovery_complete_main(const struct sd_req *req, struct sd_rsp *rsp,
 /* store/ */
 WEAK int store_read(struct obj_key k, void *buf, uint32_t len, uint32_t off)
 { return SD_RES_NO_OBJ; }
+WEAK int store_write_durable(struct obj_key k, const void *buf, uint32_t len,
+			    uint32_t off, struct store_wait *w)
+{ return SD_RES_EIO; }
 WEAK bool store_read_nowait(struct obj_key k, void *buf, uint32_t len,
 			    uint32_t off) { return false; }
 WEAK int store_write(struct obj_key k, const void *buf, uint32_t len,

@@ -10,8 +10,10 @@
  * checkpoint whose object syncs fail is retried, writers that need its
  * half get EIO meanwhile, and none is lost; a strip's records come back
  * into that strip, and a journal of version 2 (records without the strip
- * index) is still replayed.  fdatasync() and syncfs() of the object
- * files are interposed: they fail while objects_fail is set.
+ * index) is still replayed; a durable write that finds a sync under way
+ * is reported by the sync thread, after a later sync.  fdatasync() and
+ * syncfs() of the object files are interposed: they fail while
+ * objects_fail is set; the journal's are held or fail on demand.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -44,28 +47,60 @@ static char base[] = "/tmp/kelpie-test-journal.XXXXXX";
 static uint8_t *a, *b, *c, *got;
 static volatile bool objects_fail;
 
-/* an fd of an object file (not the journal) while objects_fail is set */
-static bool fail_fd(int fd)
+/* the path of open @fd into @path (PATH_MAX bytes); false if unknown */
+static bool fd_path(int fd, char *path)
 {
-	char link[64], path[PATH_MAX], obj[PATH_MAX];
+	char link[64];
 	ssize_t n;
 
-	if (!objects_fail)
-		return false;
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	n = readlink(link, path, sizeof(path) - 1);
+	n = readlink(link, path, PATH_MAX - 1);
 	if (n <= 0)
 		return false;
 	path[n] = 0;
+	return true;
+}
+
+/* an fd of an object file (not the journal) while objects_fail is set */
+static bool fail_fd(int fd)
+{
+	char path[PATH_MAX], obj[PATH_MAX];
+
+	if (!objects_fail || !fd_path(fd, path))
+		return false;
 	snprintf(obj, sizeof(obj), "%s/obj", base);
 	return !strncmp(path, obj, strlen(obj));
 }
+
+/* the journal's fd */
+static bool is_journal(int fd)
+{
+	char path[PATH_MAX], j[PATH_MAX];
+
+	if (!fd_path(fd, path))
+		return false;
+	snprintf(j, sizeof(j), "%s/journal", base);
+	return !strcmp(path, j);
+}
+
+/* syncs of the journal wait while held, fail while journal_fail is set */
+static volatile bool journal_held, journal_in_sync, journal_fail;
 
 int fdatasync(int fd)
 {
 	if (fail_fd(fd)) {
 		errno = EIO;
 		return -1;
+	}
+	if (is_journal(fd)) {
+		journal_in_sync = true;
+		while (journal_held)
+			usleep(1000);
+		journal_in_sync = false;
+		if (journal_fail) {
+			errno = EIO;
+			return -1;
+		}
 	}
 	return (int)syscall(SYS_fdatasync, fd);
 }
@@ -555,6 +590,94 @@ static void test_version2_replayed(void **state)
 	assert_int_equal(store_remove(obj_key_rep(OID)), 0);
 }
 
+/*
+ * A durable write that finds a sync of the journal under way does not
+ * wait for the next one on its thread (STORE_PENDING): the sync thread
+ * reports it once a later sync has finished, and not before; its record
+ * is replayed after a crash like any other.  A write with nothing under
+ * way syncs at once on its own thread.  A failed sync reports EIO.
+ */
+struct waiter {
+	struct store_wait w;
+	volatile int result;		/* -1: not yet */
+};
+
+static void waiter_done(struct store_wait *w, int result)
+{
+	((struct waiter *)w)->result = result;
+}
+
+static void *first_writer(void *arg)
+{
+	struct waiter *f = arg;
+
+	f->result = store_write_durable(obj_key_rep(OID), b, 4096, 0, &f->w);
+	return NULL;
+}
+
+static bool wait_result(struct waiter *x)
+{
+	for (int i = 0; i < 5000 && x->result < 0; i++)
+		usleep(1000);
+	return x->result >= 0;
+}
+
+static void test_async_durable_writes(void **state)
+{
+	struct waiter f = { .w.done = waiter_done, .result = -1 };
+	struct waiter x = { .w.done = waiter_done, .result = -1 };
+	struct waiter y = { .w.done = waiter_done, .result = -1 };
+	pthread_t t;
+
+	assert_int_equal(store_create(obj_key_rep(OID), OBJ, a, OBJ, 0, true),
+			 0);
+	/* nothing under way: synced at once, on this thread */
+	assert_int_equal(store_write_durable(obj_key_rep(OID), c, 4096,
+					     4096, &x.w), SD_RES_SUCCESS);
+	assert_int_equal(x.result, -1);
+	/* a first writer inside the sync of the journal */
+	journal_held = true;
+	assert_int_equal(pthread_create(&t, NULL, first_writer, &f), 0);
+	for (int i = 0; i < 5000 && !journal_in_sync; i++)
+		usleep(1000);
+	assert_true(journal_in_sync);
+	/* the second does not wait for it */
+	assert_int_equal(store_write_durable(obj_key_rep(OID), c, 4096, 8192,
+					     &x.w), STORE_PENDING);
+	usleep(50000);
+	assert_int_equal(x.result, -1);		/* not durable yet */
+	journal_held = false;
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(f.result, SD_RES_SUCCESS);
+	assert_true(wait_result(&x));
+	assert_int_equal(x.result, SD_RES_SUCCESS);
+	/* a crash loses both from the object file: the replay has them */
+	lose(OID, a, 4096, 0);
+	lose(OID, a, 4096, 8192);
+	restart();
+	assert_int_equal(store_read(obj_key_rep(OID), got, 3 * 4096, 0), 0);
+	assert_memory_equal(got, b, 4096);
+	assert_memory_equal(got + 4096, c, 4096);
+	assert_memory_equal(got + 8192, c, 4096);
+	/* a sync that fails: the waiting write hears EIO */
+	f.result = -1;
+	journal_held = true;
+	assert_int_equal(pthread_create(&t, NULL, first_writer, &f), 0);
+	for (int i = 0; i < 5000 && !journal_in_sync; i++)
+		usleep(1000);
+	assert_int_equal(store_write_durable(obj_key_rep(OID), a, 4096, 8192,
+					     &y.w), STORE_PENDING);
+	journal_fail = true;
+	journal_held = false;
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(f.result, SD_RES_EIO);
+	assert_true(wait_result(&y));
+	assert_int_equal(y.result, SD_RES_EIO);
+	journal_fail = false;
+	restart();
+	assert_int_equal(store_remove(obj_key_rep(OID)), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -569,6 +692,7 @@ int main(void)
 		cmocka_unit_test(test_checkpoint_retried),
 		cmocka_unit_test(test_strip_replayed),
 		cmocka_unit_test(test_version2_replayed),
+		cmocka_unit_test(test_async_durable_writes),
 	};
 
 	return cmocka_run_group_tests_name("journal", tests, setup, teardown);
