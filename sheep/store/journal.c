@@ -358,14 +358,15 @@ static void wake_waiters_locked(void)
 
 	list_for_each_entry_safe(w, n, &js_waiters, list)
 		if (w->want <= sync_done) {
+			w->result = sync_failed >= w->want ? SD_RES_EIO :
+							     SD_RES_SUCCESS;
 			list_del(&w->list);
 			list_add_tail(&w->list, &done);
 		}
 	pthread_mutex_unlock(&jlock);
 	list_for_each_entry_safe(w, n, &done, list) {
 		list_del(&w->list);
-		w->done(w, sync_failed >= w->want ? SD_RES_EIO :
-						    SD_RES_SUCCESS);
+		w->done(w, w->result);
 	}
 	pthread_mutex_lock(&jlock);
 }

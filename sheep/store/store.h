@@ -97,6 +97,7 @@ struct store_wait {
 	void (*done)(struct store_wait *w, int result);
 	/* the journal's */
 	uint64_t want;
+	int result;
 	struct list_head list;
 };
 /*
