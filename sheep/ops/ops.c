@@ -56,8 +56,9 @@ static int remove_strips(uint64_t oid, uint8_t policy)
 	return ret;
 }
 
+/* @w: where a durable write that finishes later reports (STORE_PENDING) */
 static int store_exec(const struct sd_req *rq, void *data, struct sd_rsp *rp,
-	       uint32_t obj_size)
+		      uint32_t obj_size, struct store_wait *w)
 {
 	bool sync = !(rq->flags & SD_FLAG_CMD_CACHE);
 	/*
@@ -85,8 +86,12 @@ static int store_exec(const struct sd_req *rq, void *data, struct sd_rsp *rp,
 			rp->data_length = rq->data_length;
 		return ret;
 	case SD_OP_WRITE_PEER:
+		/* with the journal, its sync may come later: no worker waits */
+		if (sync)
+			return store_write_durable(k, data, rq->data_length,
+						   rq->obj.offset, w);
 		return store_write(k, data, rq->data_length, rq->obj.offset,
-				   sync);
+				   false);
 	case SD_OP_CREATE_AND_WRITE_PEER:
 		return store_create(k, obj_size, data, rq->data_length,
 				    rq->obj.offset, sync);
@@ -200,14 +205,8 @@ static int local_oids_exist(struct request *req)
 
 static int peer_work(struct request *req)
 {
-	const struct sd_req *rq = &req->rq;
-
-	/* with the journal, its sync may come later: no worker waits */
-	if (rq->opcode == SD_OP_WRITE_PEER && !(rq->flags & SD_FLAG_CMD_CACHE))
-		return store_write_durable(obj_key_rep(rq->obj.oid), req->data,
-					   rq->data_length, rq->obj.offset,
-					   &req->swait);
-	return store_exec(rq, req->data, &req->rp, req->obj_size);
+	return store_exec(&req->rq, req->data, &req->rp, req->obj_size,
+			  &req->swait);
 }
 
 /*
