@@ -9,7 +9,8 @@
  *   - xconn_recv() asks for exactly @len bytes into @buf; when they have
  *     arrived, ops->recv_done() runs (on the loop thread).  While no
  *     receive is posted, nothing is read: that is how an owner applies
- *     back-pressure.  A receive into a NULL buffer discards @len bytes.
+ *     back-pressure (TCP may have read up to 32 KiB ahead while the last
+ *     one was posted).  A receive into a NULL buffer discards @len bytes.
  *   - xconn_send() queues a message (a header and a scatter list of up to
  *     XMSG_MAX_IOV buffers in all); messages go out whole and in order.
  *     msg->done(msg, 0) runs once it is written, or msg->done(msg, -1)

@@ -3,7 +3,7 @@
  * Transport tests (sheep/net/tcp.c, net/transport.h) on the real event
  * loop: messages of several buffers, large enough to be written in pieces,
  * received as a header and then a payload; discarded receives; back-
- * pressure; replies and their done() in order; closing from callbacks;
+ * pressure; receives served from the read-ahead stage; replies and their done() in order; closing from callbacks;
  * hang-ups and failed connects; the listener's connection limit.
  * Every scenario runs one loop with a timer as a safety net.
  */
@@ -587,6 +587,69 @@ static void test_backpressure(void **state)
 }
 
 /*
+ * Read-ahead: small receives are served from one read() of what the
+ * socket holds.  Six messages (small, empty, a dropped payload, one larger
+ * than the stage, small again) are all in the socket before the server
+ * posts its first receive; after each message the server posts the next
+ * one only from a timer, when the socket holds nothing more to wake the
+ * loop: the staged bytes must still arrive, in order and intact.
+ */
+static struct end st_cl, st_sv;
+static struct tmsg st_req[6];
+static struct timer st_timer;
+static const size_t st_len[6] = { 100, 0, 3000, 40000, 10, 200 };
+
+static void st_post(struct timer *t)
+{
+	xconn_recv(st_sv.c, &st_sv.hdr, sizeof(st_sv.hdr));
+}
+
+static void st_server_got(struct end *e)
+{
+	if (e->nr_msgs == 6)
+		stop();
+	else
+		timer_add(loop, &st_timer, 0);
+}
+
+static void test_staged_receives(void **state)
+{
+	struct xlistener *l;
+	int port;
+
+	memset(&st_cl, 0, sizeof(st_cl));
+	memset(&st_sv, 0, sizeof(st_sv));
+	st_sv.got_msg = st_server_got;
+	st_sv.discard_mask = 1u << 2;
+	l = listen_local(4, accept_idle, &st_sv, &port);
+	end_start(&st_cl, connect_local(port), false);
+	for (uint32_t i = 0; i < 6; i++) {
+		tmsg_init(&st_req[i], &st_cl, i);
+		if (st_len[i])
+			tmsg_add(&st_req[i], st_len[i]);
+		xconn_send(st_cl.c, &st_req[i].m);
+	}
+	memset(&st_timer, 0, sizeof(st_timer));
+	st_timer.fn = st_post;
+	/* long enough for all of it to reach the server's socket */
+	timer_add(loop, &st_timer, 200);
+	run_loop();
+
+	assert_false(st_sv.bad);
+	assert_int_equal(st_sv.nr_msgs, 6);
+	for (uint32_t i = 0; i < 6; i++) {
+		assert_int_equal(st_sv.seqs[i], i);
+		assert_done_once(&st_req[i], 0);
+	}
+	timer_del(&st_timer);
+	xlistener_close(l);
+	end_free(&st_cl);
+	end_free(&st_sv);
+	for (int i = 0; i < 6; i++)
+		tmsg_free(&st_req[i]);
+}
+
+/*
  * Closing from inside recv_done with sends queued: they get done(-1) in
  * order, a send made from one of those done() too (last), and the
  * owner's closed() is not called.  The client drains what was written
@@ -916,6 +979,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unix_discard, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_backpressure, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_staged_receives, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_close_in_recv_done,
 						setup, teardown),
