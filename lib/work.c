@@ -12,7 +12,8 @@ struct work_queue {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct list_head q;
-	size_t nr_queued;	/* queued or running */
+	/* queued or running: raised under the lock, lowered without it */
+	size_t nr_queued;
 	size_t capacity;
 	int nr_threads;
 	int stop;
@@ -45,9 +46,8 @@ static void *worker(void *arg)
 
 		w->fn(w);
 
-		pthread_mutex_lock(&wq->lock);
-		wq->nr_queued--;
-		pthread_mutex_unlock(&wq->lock);
+		/* before done() may queue again; one lock per item, not two */
+		__atomic_sub_fetch(&wq->nr_queued, 1, __ATOMIC_RELEASE);
 		if (w->done) {
 			w->call.fn = work_done_on_loop;
 			event_loop_call(wq->loop, &w->call);
@@ -89,11 +89,13 @@ struct work_queue *wq_create(const char *name, int nr_threads,
 int wq_queue(struct work_queue *wq, struct work *w)
 {
 	pthread_mutex_lock(&wq->lock);
-	if (wq->nr_queued >= wq->capacity) {
+	/* a worker may lower it meanwhile: the check errs on the safe side */
+	if (__atomic_load_n(&wq->nr_queued, __ATOMIC_ACQUIRE) >=
+	    wq->capacity) {
 		pthread_mutex_unlock(&wq->lock);
 		return -1;
 	}
-	wq->nr_queued++;
+	__atomic_add_fetch(&wq->nr_queued, 1, __ATOMIC_RELAXED);
 	list_add_tail(&w->list, &wq->q);
 	pthread_cond_signal(&wq->cond);
 	pthread_mutex_unlock(&wq->lock);
@@ -102,12 +104,7 @@ int wq_queue(struct work_queue *wq, struct work *w)
 
 size_t wq_pending(struct work_queue *wq)
 {
-	size_t n;
-
-	pthread_mutex_lock(&wq->lock);
-	n = wq->nr_queued;
-	pthread_mutex_unlock(&wq->lock);
-	return n;
+	return __atomic_load_n(&wq->nr_queued, __ATOMIC_RELAXED);
 }
 
 void wq_destroy(struct work_queue *wq)
