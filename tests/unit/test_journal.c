@@ -11,7 +11,8 @@
  * half get EIO meanwhile, and none is lost; a strip's records come back
  * into that strip, and a journal of version 2 (records without the strip
  * index) is still replayed; a durable write that finds a sync under way
- * is reported by the sync thread, after a later sync.  fdatasync() and
+ * is reported by the sync thread, after a later sync, also across a
+ * forget of its object and a checkpoint of its half.  fdatasync() and
  * syncfs() of the object files are interposed: they fail while
  * objects_fail is set; the journal's are held or fail on demand.
  */
@@ -678,6 +679,70 @@ static void test_async_durable_writes(void **state)
 	assert_int_equal(store_remove(obj_key_rep(OID)), 0);
 }
 
+/*
+ * Writes wait for the sync thread while the journal's sync is held; a
+ * forget of their object (it is synced, then its records are ignored by
+ * a replay) and a checkpoint (their half is full) run meanwhile.  Every
+ * waiting write is reported once, successful, and its data is there
+ * after a restart.
+ */
+#define NR_WAIT	200		/* records of two halves, not of three */
+
+static struct waiter ws[NR_WAIT];
+
+static void *forget_writer(void *arg)
+{
+	*(int *)arg = journal_forget(obj_key_rep(OID));
+	return NULL;
+}
+
+static void test_waiters_across_forget_and_checkpoint(void **state)
+{
+	struct waiter f = { .w.done = waiter_done, .result = -1 };
+	uint64_t cps = journal_checkpoints();
+	int forgot = -1;
+	pthread_t t, tf;
+
+	assert_int_equal(store_create(obj_key_rep(OID), OBJ, a, OBJ, 0, true),
+			 0);
+	journal_held = true;
+	assert_int_equal(pthread_create(&t, NULL, first_writer, &f), 0);
+	for (int i = 0; i < 5000 && !journal_in_sync; i++)
+		usleep(1000);
+	assert_true(journal_in_sync);
+	for (int i = 0; i < NR_WAIT; i++) {
+		ws[i] = (struct waiter){ .w.done = waiter_done, .result = -1 };
+		assert_int_equal(store_write_durable(obj_key_rep(OID),
+						     i % 2 ? b : c, 4096,
+						     (uint32_t)i * 4096,
+						     &ws[i].w), STORE_PENDING);
+	}
+	/* the first half filled: its checkpoint waits for the held sync */
+	assert_int_equal(pthread_create(&tf, NULL, forget_writer, &forgot), 0);
+	usleep(50000);
+	for (int i = 0; i < NR_WAIT; i++)
+		assert_int_equal(ws[i].result, -1);
+	assert_int_equal(forgot, -1);
+	journal_held = false;
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(pthread_join(tf, NULL), 0);
+	assert_int_equal(f.result, SD_RES_SUCCESS);
+	assert_int_equal(forgot, SD_RES_SUCCESS);
+	for (int i = 0; i < NR_WAIT; i++) {
+		assert_true(wait_result(&ws[i]));
+		assert_int_equal(ws[i].result, SD_RES_SUCCESS);
+	}
+	for (int i = 0; i < 5000 && journal_checkpoints() == cps; i++)
+		usleep(1000);
+	assert_true(journal_checkpoints() > cps);
+	restart();
+	assert_int_equal(store_read(obj_key_rep(OID), got, NR_WAIT * 4096, 0),
+			 0);
+	for (int i = 0; i < NR_WAIT; i++)
+		assert_memory_equal(got + i * 4096, i % 2 ? b : c, 4096);
+	assert_int_equal(store_remove(obj_key_rep(OID)), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -693,6 +758,7 @@ int main(void)
 		cmocka_unit_test(test_strip_replayed),
 		cmocka_unit_test(test_version2_replayed),
 		cmocka_unit_test(test_async_durable_writes),
+		cmocka_unit_test(test_waiters_across_forget_and_checkpoint),
 	};
 
 	return cmocka_run_group_tests_name("journal", tests, setup, teardown);
