@@ -135,6 +135,7 @@ static void take_snapshot(struct metrics_snap *m)
 	stat_read(&m->st);
 	budget_read(&m->budget_used, &m->budget_limit);
 	m->io_queue = wq_pending(sys.io_wq);
+	m->loop_served = request_loop_served();
 	m->io_queue_max = SD_IO_QUEUE;
 	m->clients = client_count();
 	m->nbd_conns = nbd_conn_count();
@@ -369,6 +370,9 @@ static void format_traffic(struct out *o, const struct metrics_snap *m)
 	gauge(o, "kelpie_io_queue_capacity",
 	      "Store operations the I/O pool queues at most.",
 	      m->io_queue_max);
+	counter(o, "kelpie_reads_on_loop_total",
+		"Reads from other sheep served on the event loop from the "
+		"page cache, without the I/O pool.", m->loop_served);
 	gauge(o, "kelpie_client_connections",
 	      "Connections on the Sheepdog port (dog, QEMU, other sheep).",
 	      m->clients);

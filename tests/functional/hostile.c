@@ -19,6 +19,11 @@
  *	N requests the server refuses at once (unknown opcode), then a reset
  *	(SO_LINGER 0) before reading anything: the server's replies meet a
  *	connection that is gone.
+ *   hostile HOST PORT readclose REPS N OID EPOCH
+ *	REPS connections that each send N pipelined READ_PEER of 4 KiB in
+ *	one write and close at once, every other one with a reset: the
+ *	replies of reads served in the same loop turn meet a connection
+ *	that is gone.  Prints "sent REPS".
  *   hostile HOST PORT flood N OP OID [FLAGS DLEN [COW_OID]]
  *	N pipelined requests on one connection, all answers read; prints
  *	"N answers: R1=COUNT ...".
@@ -280,6 +285,35 @@ static int cmd_burst(int n)
 	return 0;
 }
 
+static int cmd_readclose(int reps, int n, uint64_t oid, uint32_t epoch)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	uint8_t *b = calloc((size_t)n, HDR);
+	int sent = 0;
+
+	if (!b)
+		return 2;
+	for (int i = 0; i < n; i++) {
+		header(b + i * HDR, 0xa4, 0, (uint32_t)i + 1, 4096);
+		put(b + i * HDR + 4, 4, epoch);
+		put(b + i * HDR + 16, 8, oid);
+	}
+	for (int r = 0; r < reps; r++) {
+		int fd = dial(1);
+
+		if (fd < 0)
+			break;
+		if (!write_all(fd, b, (size_t)n * HDR))
+			sent++;
+		if (r % 2)
+			setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		close(fd);
+	}
+	free(b);
+	printf("sent %d\n", sent);
+	return 0;
+}
+
 static int cmd_flood(int argc, char **argv)
 {
 	int n = atoi(argv[0]), fd = dial(60), counts[256] = { 0 }, got = 0;
@@ -340,6 +374,10 @@ int main(int argc, char **argv)
 				  atoi(argv[7]));
 	if (!strcmp(argv[3], "burst") && argc == 5)
 		return cmd_burst(atoi(argv[4]));
+	if (!strcmp(argv[3], "readclose") && argc == 8)
+		return cmd_readclose(atoi(argv[4]), atoi(argv[5]),
+				     strtoull(argv[6], NULL, 0),
+				     (uint32_t)strtoul(argv[7], NULL, 0));
 	if (!strcmp(argv[3], "flood") && argc >= 7)
 		return cmd_flood(argc - 4, argv + 4);
 usage:
