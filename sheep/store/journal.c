@@ -93,6 +93,13 @@ static uint64_t jsize, hsize, jpos, jgen;
 /* group commit: syncs started and finished; the last one that failed */
 static uint64_t sync_started, sync_done, sync_failed;
 static bool syncing;
+/*
+ * Writes to the file (records, half headers) so far, and how many of
+ * them a finished sync covers: equal, nothing written is waiting for a
+ * sync.  The half a record written with RWF_DSYNC goes to, or -1.
+ */
+static uint64_t nr_appended, nr_durable;
+static int dsync_half = -1;
 /* the half written now; per half: its generation, 0 when retired */
 static int active;
 static uint64_t half_gen[2];
@@ -286,8 +293,12 @@ static int switch_half_locked(void)
 		pthread_cond_wait(&cp_cond, &jlock);
 	if (cp_busy[other])
 		return SD_RES_EIO;
+	/* a late record must not land in the half begun anew */
+	while (dsync_half == other)
+		pthread_cond_wait(&jcond, &jlock);
 	if (write_half_header(jfd, other, jgen + 1))
 		return SD_RES_EIO;
+	nr_appended++;
 	jgen++;
 	half_gen[other] = jgen;
 	cp_busy[active] = true;
@@ -315,15 +326,66 @@ static int append_locked(uint8_t type, struct obj_key k, const void *data,
 	if (pwritev(jfd, iov, 2, (off_t)jpos) != (ssize_t)(R_HDR + len))
 		return SD_RES_EIO;
 	jpos += R_HDR + len;
+	nr_appended++;
 	mark_locked(k);
 	return SD_RES_SUCCESS;
+}
+
+/*
+ * Depth 1: no sync under way and everything written before is durable,
+ * so the record goes out with RWF_DSYNC, one system call that writes and
+ * syncs it (a replay that reaches it has all before it).  It counts as
+ * sync number N like an fdatasync: a record appended meanwhile waits for
+ * N + 1.  False if the record does not fit in the active half (the
+ * caller appends it, switching halves).
+ */
+static bool dsync_record_locked(struct obj_key k, const void *data,
+				uint32_t len, uint32_t off, int *ret)
+{
+	uint8_t h[R_HDR];
+	struct iovec iov[2] = {
+		{ h, R_HDR }, { (void *)data, len },
+	};
+	uint64_t pos = jpos, mine, covers;
+	ssize_t n;
+
+	if (syncing || nr_durable != nr_appended ||
+	    jpos + R_HDR + len > half_start(active) + hsize)
+		return false;
+	rec_header(h, R_WRITE, k, len, off, data);
+	jpos += R_HDR + len;
+	mark_locked(k);
+	covers = ++nr_appended;
+	dsync_half = active;
+	syncing = true;
+	mine = ++sync_started;
+	pthread_mutex_unlock(&jlock);
+	n = pwritev2(jfd, iov, 2, (off_t)pos, RWF_DSYNC);
+	/*
+	 * Failed: the writer hears EIO, but the slot must hold the record,
+	 * not a hole at which a replay would stop before later records.
+	 */
+	if (n != (ssize_t)(R_HDR + len) &&
+	    pwritev(jfd, iov, 2, (off_t)pos) != (ssize_t)(R_HDR + len))
+		sd_err("journal: cannot write a record: %m");
+	pthread_mutex_lock(&jlock);
+	dsync_half = -1;
+	syncing = false;
+	sync_done = mine;
+	if (n != (ssize_t)(R_HDR + len))
+		sync_failed = mine;
+	else if (covers > nr_durable)
+		nr_durable = covers;
+	pthread_cond_broadcast(&jcond);
+	*ret = n == (ssize_t)(R_HDR + len) ? SD_RES_SUCCESS : SD_RES_EIO;
+	return true;
 }
 
 /* return once sync number @want has finished */
 static int sync_until_locked(uint64_t want)
 {
 	while (sync_done < want) {
-		uint64_t mine;
+		uint64_t mine, covers;
 		int r;
 
 		if (syncing) {
@@ -332,6 +394,7 @@ static int sync_until_locked(uint64_t want)
 		}
 		syncing = true;
 		mine = ++sync_started;
+		covers = nr_appended;
 		pthread_mutex_unlock(&jlock);
 		r = fdatasync(jfd);
 		pthread_mutex_lock(&jlock);
@@ -339,6 +402,8 @@ static int sync_until_locked(uint64_t want)
 		sync_done = mine;
 		if (r)
 			sync_failed = mine;
+		else if (covers > nr_durable)
+			nr_durable = covers;
 		pthread_cond_broadcast(&jcond);
 	}
 	return sync_failed >= want ? SD_RES_EIO : SD_RES_SUCCESS;
@@ -409,9 +474,11 @@ int journal_write(struct obj_key k, const void *buf, uint32_t len,
 		return ret == SD_RES_SUCCESS ? jst->sync_obj(k) : ret;
 	}
 	pthread_mutex_lock(&jlock);
-	ret = append_locked(R_WRITE, k, buf, len, off);
-	if (ret == SD_RES_SUCCESS)
-		ret = commit_locked();
+	if (!dsync_record_locked(k, buf, len, off, &ret)) {
+		ret = append_locked(R_WRITE, k, buf, len, off);
+		if (ret == SD_RES_SUCCESS)
+			ret = commit_locked();
+	}
 	pthread_mutex_unlock(&jlock);
 	return ret;
 }
@@ -429,6 +496,11 @@ int journal_write_async(struct obj_key k, const void *buf, uint32_t len,
 	if ((uint64_t)R_HDR + len > hsize - H_HDR || !js_running)
 		return journal_write(k, buf, len, off);
 	pthread_mutex_lock(&jlock);
+	if (list_empty(&js_waiters) &&
+	    dsync_record_locked(k, buf, len, off, &ret)) {
+		pthread_mutex_unlock(&jlock);
+		return ret;
+	}
 	ret = append_locked(R_WRITE, k, buf, len, off);
 	if (ret == SD_RES_SUCCESS && !syncing && list_empty(&js_waiters)) {
 		ret = commit_locked();
@@ -468,6 +540,7 @@ static int restart_halves_locked(void)
 	if (write_half_header(jfd, 1, 0) || write_half_header(jfd, 0, jgen) ||
 	    fdatasync(jfd))
 		return SD_RES_EIO;
+	nr_durable = nr_appended;
 	clear_locked();
 	half_gen[0] = jgen;
 	half_gen[1] = 0;

@@ -12,9 +12,12 @@
  * into that strip, and a journal of version 2 (records without the strip
  * index) is still replayed; a durable write that finds a sync under way
  * is reported by the sync thread, after a later sync, also across a
- * forget of its object and a checkpoint of its half.  fdatasync() and
+ * forget of its object and a checkpoint of its half; at depth 1 a
+ * record is written and synced in one pwritev2(RWF_DSYNC), and one that
+ * fails leaves no hole before later records.  fdatasync() and
  * syncfs() of the object files are interposed: they fail while
- * objects_fail is set; the journal's are held or fail on demand.
+ * objects_fail is set; the journal's (and its RWF_DSYNC writes) are held
+ * or fail on demand.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,6 +32,7 @@
 #include <pthread.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include <isa-l/crc.h>
@@ -86,6 +90,18 @@ static bool is_journal(int fd)
 
 /* syncs of the journal wait while held, fail while journal_fail is set */
 static volatile bool journal_held, journal_in_sync, journal_fail;
+static volatile int nr_journal_syncs, nr_dsync_writes;
+
+/* a sync of the journal: held while journal_held, false if it is to fail */
+static bool journal_sync_point(void)
+{
+	nr_journal_syncs++;
+	journal_in_sync = true;
+	while (journal_held)
+		usleep(1000);
+	journal_in_sync = false;
+	return !journal_fail;
+}
 
 int fdatasync(int fd)
 {
@@ -93,17 +109,25 @@ int fdatasync(int fd)
 		errno = EIO;
 		return -1;
 	}
-	if (is_journal(fd)) {
-		journal_in_sync = true;
-		while (journal_held)
-			usleep(1000);
-		journal_in_sync = false;
-		if (journal_fail) {
+	if (is_journal(fd) && !journal_sync_point()) {
+		errno = EIO;
+		return -1;
+	}
+	return (int)syscall(SYS_fdatasync, fd);
+}
+
+/* a record written and synced at once (RWF_DSYNC) is a sync as well */
+ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off,
+		 int flags)
+{
+	if ((flags & RWF_DSYNC) && is_journal(fd)) {
+		nr_dsync_writes++;
+		if (!journal_sync_point()) {
 			errno = EIO;
 			return -1;
 		}
 	}
-	return (int)syscall(SYS_fdatasync, fd);
+	return syscall(SYS_pwritev2, fd, iov, cnt, (long)off, 0L, flags);
 }
 
 int syncfs(int fd)
@@ -743,6 +767,48 @@ static void test_waiters_across_forget_and_checkpoint(void **state)
 	assert_int_equal(store_remove(obj_key_rep(OID)), 0);
 }
 
+/*
+ * A durable write with nothing under way and everything before it
+ * durable is one pwritev2(RWF_DSYNC) of its record, no fdatasync of the
+ * journal; a replay restores it.  One that fails hears EIO, its slot
+ * still holds the record: the next write (now with a sync of its own,
+ * since not all before it is known durable) is replayed after a crash.
+ */
+static void test_depth1_write_is_one_dsync(void **state)
+{
+	int syncs, dsyncs;
+
+	restart();
+	assert_int_equal(store_create(obj_key_rep(OID), OBJ, a, OBJ, 0, true),
+			 0);
+	syncs = nr_journal_syncs;
+	dsyncs = nr_dsync_writes;
+	assert_int_equal(store_write(obj_key_rep(OID), b, 4096, 0, true), 0);
+	assert_int_equal(nr_dsync_writes - dsyncs, 1);
+	assert_int_equal(nr_journal_syncs - syncs, 1);
+	lose(OID, a, 4096, 0);
+	restart();
+	assert_int_equal(store_read(obj_key_rep(OID), got, 4096, 0), 0);
+	assert_memory_equal(got, b, 4096);
+
+	journal_fail = true;
+	assert_int_equal(store_write(obj_key_rep(OID), c, 4096, 4096, true),
+			 SD_RES_EIO);
+	journal_fail = false;
+	dsyncs = nr_dsync_writes;
+	assert_int_equal(store_write(obj_key_rep(OID), b, 4096, 8192, true), 0);
+	assert_int_equal(nr_dsync_writes, dsyncs);	/* a sync of its own */
+	lose(OID, a, 4096, 8192);
+	restart();
+	assert_int_equal(store_read(obj_key_rep(OID), got, 4096, 8192), 0);
+	assert_memory_equal(got, b, 4096);
+	/* and with everything durable again, the next is one dsync */
+	dsyncs = nr_dsync_writes;
+	assert_int_equal(store_write(obj_key_rep(OID), c, 4096, 0, true), 0);
+	assert_int_equal(nr_dsync_writes - dsyncs, 1);
+	assert_int_equal(store_remove(obj_key_rep(OID)), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -759,6 +825,7 @@ int main(void)
 		cmocka_unit_test(test_version2_replayed),
 		cmocka_unit_test(test_async_durable_writes),
 		cmocka_unit_test(test_waiters_across_forget_and_checkpoint),
+		cmocka_unit_test(test_depth1_write_is_one_dsync),
 	};
 
 	return cmocka_run_group_tests_name("journal", tests, setup, teardown);
