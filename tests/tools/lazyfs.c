@@ -19,8 +19,10 @@
  *    past the end.  fsync(2) or fdatasync(2) on any descriptor of the file
  *    writes all its pages to the backing file (both are treated alike:
  *    metadata is durable anyway, see below).  A write through a descriptor
- *    opened with O_SYNC or O_DSYNC is a write plus an fsync of the file
- *    (the kernel sends no fsync for it under direct I/O).  The backing
+ *    opened with O_SYNC or O_DSYNC, or made with RWF_DSYNC or RWF_SYNC
+ *    (the kernel marks such a write O_DSYNC in its request), is a write
+ *    plus an fsync of the file (the kernel sends no fsync for it under
+ *    direct I/O).  The backing
  *    file is not fsynced itself: the backing directory plays the disk,
  *    which survives the simulated crash.
  *  - syncfs(2) and sync(2) do nothing here: the kernel sends a FUSE file
@@ -769,7 +771,8 @@ static int lz_write(const char *path, const char *buf, size_t size,
 	if (off + (off_t)size > f->size)
 		f->size = off + size;
 	f->dirty = true;
-	ret = h->sync ? lfile_sync(f) : 0;
+	/* per write: the kernel adds O_DSYNC for pwritev2(RWF_DSYNC) */
+	ret = h->sync || (fi->flags & O_DSYNC) ? lfile_sync(f) : 0;
 	if (!ret)
 		ret = (int)size;
 out:
