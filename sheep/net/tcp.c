@@ -7,9 +7,12 @@
  * holds, up to STAGE_SIZE, and later small receives are copied out of it,
  * so a client that pipelines 4 KiB writes costs one read() for many
  * requests instead of two per request.  Larger receives are read straight
- * into the owner's buffer (after what the stage already holds).  A message
- * goes out with one writev() of its remaining buffers, and epoll is told
- * only about changes of interest.
+ * into the owner's buffer (after what the stage already holds).  Sends are
+ * written at the end of the loop's turn (a zero timer), the messages
+ * queued meanwhile together in one writev(): the replies that one batch
+ * of completions produces, the peer requests that one read of pipelined
+ * client requests produces.  epoll is told only about changes of
+ * interest.
  *
  * Lifetime: every entry point (the fd handler, xconn_send, xconn_recv,
  * xconn_close, the accept path) holds the connection busy while it runs.
@@ -35,6 +38,8 @@
  * rest in the socket).  Allocated at a connection's first small receive.
  */
 #define STAGE_SIZE	(32 * 1024)
+/* buffers of queued messages gathered into one writev() */
+#define WRITE_IOV	64
 
 struct xlistener {
 	struct event_loop *loop;
@@ -72,6 +77,8 @@ struct tcp_conn {
 	size_t soff, slen;
 	/* delivers staged bytes to a receive posted outside conn_read() */
 	struct timer stage_timer;
+	/* writes what was queued during the loop's turn */
+	struct timer flush_timer;
 	/* sends, oldest first; the head may be partly written */
 	struct list_head sendq;
 	size_t backlog;		/* bytes of sendq not yet written */
@@ -98,6 +105,7 @@ static void conn_free(struct tcp_conn *c)
 	struct xlistener *l = c->l;
 
 	timer_del(&c->stage_timer);
+	timer_del(&c->flush_timer);
 	free(c->stage);
 	free(c);
 	if (l) {
@@ -112,8 +120,12 @@ static void update_events(struct tcp_conn *c)
 
 	if (c->rposted)
 		ev |= EPOLLIN;
-	/* writability also reports the end of a non-blocking connect */
-	if (!c->connected || !list_empty(&c->sendq))
+	/*
+	 * Writability also reports the end of a non-blocking connect; sends
+	 * the flush timer will write need no wake-up.
+	 */
+	if (!c->connected ||
+	    (!list_empty(&c->sendq) && !c->flush_timer.armed))
 		ev |= EPOLLOUT;
 	if (ev == c->events)
 		return;
@@ -186,6 +198,7 @@ static void conn_break(struct tcp_conn *c)
 }
 
 static void stage_timer_fn(struct timer *t);
+static void flush_timer_fn(struct timer *t);
 
 static struct tcp_conn *conn_new(struct event_loop *loop, int fd,
 				 bool connected)
@@ -198,6 +211,7 @@ static struct tcp_conn *conn_new(struct event_loop *loop, int fd,
 	c->connected = connected;
 	INIT_LIST_HEAD(&c->sendq);
 	c->stage_timer.fn = stage_timer_fn;
+	c->flush_timer.fn = flush_timer_fn;
 	return c;
 }
 
@@ -304,29 +318,56 @@ static void stage_timer_fn(struct timer *t)
 
 /* ---- sending ---- */
 
-static ssize_t write_msg(int fd, const struct xmsg *m)
+/* the unsent bytes of the queued messages, oldest first, into @iov */
+static int gather(struct tcp_conn *c, struct iovec *iov, size_t *total)
 {
-	struct iovec iov[XMSG_MAX_IOV];
-	size_t skip = m->sent;
+	struct xmsg *m;
 	int nr = 0;
 
-	for (int i = 0; i < m->nr_iov; i++) {
-		size_t len = m->iov[i].iov_len;
+	*total = 0;
+	list_for_each_entry(m, &c->sendq, list) {
+		size_t skip = m->sent;
 
-		if (skip >= len) {
-			skip -= len;
-			continue;
+		for (int i = 0; i < m->nr_iov; i++) {
+			size_t len = m->iov[i].iov_len;
+
+			if (skip >= len) {
+				skip -= len;
+				continue;
+			}
+			if (nr == WRITE_IOV)
+				return nr;
+			iov[nr].iov_base = (char *)m->iov[i].iov_base + skip;
+			iov[nr++].iov_len = len - skip;
+			*total += len - skip;
+			skip = 0;
 		}
-		iov[nr].iov_base = (char *)m->iov[i].iov_base + skip;
-		iov[nr++].iov_len = len - skip;
-		skip = 0;
 	}
-	return writev(fd, iov, nr);
+	return nr;
+}
+
+/* count @n written bytes; the messages now whole move to @done */
+static void credit(struct tcp_conn *c, size_t n, struct list_head *done)
+{
+	while (!list_empty(&c->sendq)) {
+		struct xmsg *m = list_first_entry(&c->sendq, struct xmsg,
+						  list);
+		size_t take = MIN(m->len - m->sent, n);
+
+		m->sent += take;
+		n -= take;
+		if (m->sent < m->len)
+			break;
+		list_del(&m->list);
+		list_add_tail(&m->list, done);
+	}
 }
 
 /*
- * Write queued messages until the socket is full.  A done() that sends
- * again only queues (we are in this loop): no recursion per message.
+ * Write queued messages until the socket is full, as many per writev()
+ * as fit.  The written ones hear done(0) in order, from a list of their
+ * own: one that closes the connection fails only the unwritten ones.  A
+ * done() that sends again only queues (we are in this loop).
  */
 static void conn_write(struct tcp_conn *c)
 {
@@ -334,27 +375,45 @@ static void conn_write(struct tcp_conn *c)
 		return;
 	c->writing = true;
 	while (!c->dead && !list_empty(&c->sendq)) {
-		struct xmsg *m = list_first_entry(&c->sendq, struct xmsg,
-						  list);
+		struct iovec iov[WRITE_IOV];
+		size_t total;
+		int nr = gather(c, iov, &total);
+		ssize_t n = 0;
+		LIST_HEAD(done);
 
-		if (m->sent < m->len) {
-			ssize_t n = write_msg(c->fd, m);
-
+		if (nr) {
+			n = writev(c->fd, iov, nr);
 			if (n < 0 && (errno == EAGAIN || errno == EINTR))
 				break;
 			if (n < 0) {
 				conn_break(c);
 				break;
 			}
-			m->sent += (size_t)n;
 			c->backlog -= (size_t)n;
-			if (m->sent < m->len)
-				continue;
 		}
-		list_del(&m->list);
-		m->done(m, 0);
+		credit(c, (size_t)n, &done);
+		while (!list_empty(&done)) {
+			struct xmsg *m = list_first_entry(&done, struct xmsg,
+							  list);
+
+			list_del(&m->list);
+			m->done(m, 0);
+		}
+		if ((size_t)n < total)
+			break;		/* the socket is full: EPOLLOUT */
 	}
 	c->writing = false;
+}
+
+/* the end of the loop's turn: write what was queued during it */
+static void flush_timer_fn(struct timer *t)
+{
+	struct tcp_conn *c = container_of(t, struct tcp_conn, flush_timer);
+
+	conn_enter(c);
+	if (!c->dead && c->connected)
+		conn_write(c);
+	conn_leave(c);
 }
 
 /* ---- the fd handler ---- */
@@ -455,9 +514,13 @@ static void tcp_send(struct xconn *x, struct xmsg *m)
 		goto out;
 	}
 	c->backlog += m->len;
-	/* nothing ahead of it: write now, as a reply path expects */
-	if (first && c->connected)
-		conn_write(c);
+	/*
+	 * Nothing ahead of it: written at the end of this turn of the loop,
+	 * with whatever else is sent meanwhile.  (Behind others, the socket
+	 * is full and EPOLLOUT will write it, or a flush is due anyway.)
+	 */
+	if (first && c->connected && !c->writing)
+		timer_add(c->loop, &c->flush_timer, 0);
 out:
 	conn_leave(c);
 }
@@ -468,6 +531,9 @@ static void tcp_close(struct xconn *x)
 
 	c->owner_closed = true;
 	conn_enter(c);
+	/* what is queued goes out if the socket takes it now (a last reply) */
+	if (!c->dead && c->connected)
+		conn_write(c);
 	conn_shutdown(c);
 	conn_leave(c);
 }

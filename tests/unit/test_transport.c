@@ -3,7 +3,8 @@
  * Transport tests (sheep/net/tcp.c, net/transport.h) on the real event
  * loop: messages of several buffers, large enough to be written in pieces,
  * received as a header and then a payload; discarded receives; back-
- * pressure; receives served from the read-ahead stage; replies and their done() in order; closing from callbacks;
+ * pressure; receives served from the read-ahead stage; sends of one turn
+ * written together, also by a close right after them; replies and their done() in order; closing from callbacks;
  * hang-ups and failed connects; the listener's connection limit.
  * Every scenario runs one loop with a timer as a safety net.
  */
@@ -650,6 +651,59 @@ static void test_staged_receives(void **state)
 }
 
 /*
+ * Batched sends: three replies sent in one turn of the loop are all still
+ * queued when the last xconn_send() returns (they go out together at the
+ * end of the turn), then arrive in order with their done(0) in order.
+ * The server closes right after queuing them, as a server does after a
+ * last reply: the close writes what the socket takes, so the client gets
+ * all three before the hang-up.
+ */
+static struct end bs_cl, bs_sv;
+static struct tmsg bs_req, bs_rep[3];
+static size_t bs_backlog_seen;
+
+static void bs_server_got(struct end *e)
+{
+	for (uint32_t i = 0; i < 3; i++) {
+		tmsg_init(&bs_rep[i], e, 30 + i);
+		tmsg_add(&bs_rep[i], 100 * (i + 1));
+		xconn_send(e->c, &bs_rep[i].m);
+	}
+	bs_backlog_seen = xconn_send_backlog(e->c);
+	end_close(e);
+}
+
+static void test_batched_sends(void **state)
+{
+	static const struct ev sv_want[] = { { 30, 0 }, { 31, 0 }, { 32, 0 } };
+	struct xlistener *l;
+	int port;
+
+	memset(&bs_cl, 0, sizeof(bs_cl));
+	memset(&bs_sv, 0, sizeof(bs_sv));
+	bs_sv.got_msg = bs_server_got;
+	bs_cl.auto_recv = true;
+	bs_cl.on_closed = rt_server_closed;
+	l = listen_local(4, accept_recv, &bs_sv, &port);
+	end_start(&bs_cl, connect_local(port), true);
+	tmsg_init(&bs_req, &bs_cl, 4);
+	xconn_send(bs_cl.c, &bs_req.m);
+	run_loop();
+
+	assert_int_equal(bs_backlog_seen, 3 * sizeof(struct hdr) + 600);
+	assert_log(&bs_sv, sv_want, 3);
+	assert_false(bs_cl.bad);
+	assert_int_equal(bs_cl.nr_msgs, 3);
+	for (uint32_t i = 0; i < 3; i++)
+		assert_int_equal(bs_cl.seqs[i], 30 + i);
+	assert_int_equal(bs_cl.nr_closed, 1);
+	xlistener_close(l);
+	end_free(&bs_sv);
+	for (int i = 0; i < 3; i++)
+		tmsg_free(&bs_rep[i]);
+}
+
+/*
  * Closing from inside recv_done with sends queued: they get done(-1) in
  * order, a send made from one of those done() too (last), and the
  * owner's closed() is not called.  The client drains what was written
@@ -981,6 +1035,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_backpressure, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_staged_receives, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_batched_sends, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_close_in_recv_done,
 						setup, teardown),
