@@ -8,8 +8,9 @@ contain.  Every read is compared with the model.  The seed is printed first
 so that a failure can be replayed with --seed.
 
 Usage: model_check.py --dog DOG --ports P0,P1,P2 [--ops N] [--seed S]
-                      [--copies C] [--policy C]
+                      [--until FILE] [--copies C] [--policy C]
 
+--until FILE runs on after N operations until FILE exists (at most 10 N).
 --copies C creates every VDI with `-c C` (a number of copies or a code D:P;
 by default the cluster's policy); --policy C checks that every VDI created
 or cloned lists C as its redundancy policy (`dog vdi list -r`, column 9).
@@ -221,6 +222,7 @@ def main():
     ap.add_argument('--log', default=os.devnull)
     ap.add_argument('--copies')
     ap.add_argument('--policy')
+    ap.add_argument('--until')
     a = ap.parse_args()
     seed = a.seed if a.seed is not None else random.SystemRandom().randrange(1 << 31)
     print('seed %d' % seed, file=sys.stderr, flush=True)
@@ -233,7 +235,10 @@ def main():
         done = 0
         counts = {}
         try:
-            while done < a.ops:
+            # --until FILE: go on after --ops until FILE exists (a test's
+            # fault schedule has run its course), at most ten times as long
+            while done < a.ops or (a.until and done < 10 * a.ops and
+                                   not os.path.exists(a.until)):
                 f = rng.choice(funcs)
                 if f(c, m, rng):
                     done += 1
