@@ -38,6 +38,8 @@ void timer_del(struct timer *t);
 /* thread-safe; @c->fn runs on the loop thread */
 void event_loop_call(struct event_loop *loop, struct loop_call *c);
 void event_loop_run(struct event_loop *loop);
+/* which turn of the loop (one epoll_wait() and its handlers) this is */
+uint64_t event_loop_turn(const struct event_loop *loop);
 void event_loop_stop(struct event_loop *loop);
 
 #endif

@@ -19,6 +19,7 @@ struct event_loop {
 	int epfd;
 	int callfd;
 	int stop;
+	uint64_t turn;		/* epoll_wait() calls so far */
 	struct handler *h;
 	int nr_h;
 	struct list_head timers;	/* sorted by when */
@@ -188,6 +189,7 @@ void event_loop_run(struct event_loop *loop)
 	while (!loop->stop) {
 		int n = epoll_wait(loop->epfd, evs, 128, next_timeout(loop));
 
+		loop->turn++;
 		if (n < 0 && errno != EINTR) {
 			sd_err("epoll_wait: %m");
 			break;
@@ -202,6 +204,11 @@ void event_loop_run(struct event_loop *loop)
 		}
 		run_timers(loop);
 	}
+}
+
+uint64_t event_loop_turn(const struct event_loop *loop)
+{
+	return loop->turn;
 }
 
 void event_loop_stop(struct event_loop *loop)

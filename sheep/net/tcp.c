@@ -7,10 +7,11 @@
  * holds, up to STAGE_SIZE, and later small receives are copied out of it,
  * so a client that pipelines 4 KiB writes costs one read() for many
  * requests instead of two per request.  Larger receives are read straight
- * into the owner's buffer (after what the stage already holds).  Sends are
- * written at the end of the loop's turn (a zero timer), the messages
- * queued meanwhile together in one writev(): the replies that one batch
- * of completions produces, the peer requests that one read of pipelined
+ * into the owner's buffer (after what the stage already holds).  A
+ * connection's first send of a turn of the loop is written at once (no
+ * wait at depth 1); later ones of the same turn are written together at
+ * its end (a zero timer), in one writev(): the replies that one batch of
+ * completions produces, the peer requests that one read of pipelined
  * client requests produces.  epoll is told only about changes of
  * interest.
  *
@@ -79,6 +80,7 @@ struct tcp_conn {
 	struct timer stage_timer;
 	/* writes what was queued during the loop's turn */
 	struct timer flush_timer;
+	uint64_t sent_turn;	/* the turn of the last send written at once */
 	/* sends, oldest first; the head may be partly written */
 	struct list_head sendq;
 	size_t backlog;		/* bytes of sendq not yet written */
@@ -515,12 +517,21 @@ static void tcp_send(struct xconn *x, struct xmsg *m)
 	}
 	c->backlog += m->len;
 	/*
-	 * Nothing ahead of it: written at the end of this turn of the loop,
-	 * with whatever else is sent meanwhile.  (Behind others, the socket
-	 * is full and EPOLLOUT will write it, or a flush is due anyway.)
+	 * Nothing ahead of it: the turn's first send is written now, later
+	 * ones at the end of the turn with whatever else comes meanwhile.
+	 * (Behind others, the socket is full and EPOLLOUT will write it, or
+	 * a flush is due anyway.)
 	 */
-	if (first && c->connected && !c->writing)
-		timer_add(c->loop, &c->flush_timer, 0);
+	if (first && c->connected && !c->writing) {
+		uint64_t turn = event_loop_turn(c->loop);
+
+		if (c->sent_turn != turn) {
+			c->sent_turn = turn;
+			conn_write(c);
+		} else {
+			timer_add(c->loop, &c->flush_timer, 0);
+		}
+	}
 out:
 	conn_leave(c);
 }
