@@ -124,7 +124,7 @@ static void client_gone(struct client *c, bool close_xconn)
 		client_put(c);
 	}
 	if (close_xconn)
-		xconn_close(c->xc);	/* queued replies: reply_sent(-1) */
+		xconn_close(c->xc);	/* replies it cannot write: -1 */
 	c->xc = NULL;
 	client_put(c);
 }

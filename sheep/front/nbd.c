@@ -358,7 +358,7 @@ static void conn_gone(struct nbd_conn *c, bool close_xconn)
 		conn_put(c);
 	}
 	if (close_xconn)
-		xconn_close(c->xc);	/* queued replies: tx_done(-1) */
+		xconn_close(c->xc);	/* replies it cannot write: -1 */
 	c->xc = NULL;
 	list_for_each_entry(cmd, &c->cmds, list)
 		cmd->io.cancelled = true;

@@ -75,7 +75,7 @@ static void peer_close(struct peer *p)
 
 	p->xc = NULL;
 	if (xc)
-		xconn_close(xc);	/* unsent messages: msg_sent(-1) */
+		xconn_close(xc);	/* unsent ones: msg_sent(-1) */
 	peer_fail_all(p, SD_RES_NETWORK_ERROR);
 }
 

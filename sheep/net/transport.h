@@ -12,14 +12,18 @@
  *     back-pressure (TCP may have read up to 32 KiB ahead while the last
  *     one was posted).  A receive into a NULL buffer discards @len bytes.
  *   - xconn_send() queues a message (a header and a scatter list of up to
- *     XMSG_MAX_IOV buffers in all); messages go out whole and in order.
+ *     XMSG_MAX_IOV buffers in all); messages go out whole and in order
+ *     (TCP writes a connection's first of a turn of the loop at once, the
+ *     rest of the turn's together at its end).
  *     msg->done(msg, 0) runs once it is written, or msg->done(msg, -1)
  *     when the connection goes away first.  The buffers belong to the
  *     caller and must stay valid until done() runs.
  *   - A connection that breaks (peer hangs up, I/O error, failed connect)
  *     drops its queued sends (their done(-1)) and then calls ops->closed()
- *     once.  xconn_close() by the owner does the same except that closed()
- *     is not called.  After closed() or xconn_close() the xconn is gone.
+ *     once.  xconn_close() by the owner first writes what the socket
+ *     takes at once (those sends hear done(0)), then does the same except
+ *     that closed() is not called.  After closed() or xconn_close() the
+ *     xconn is gone.
  * Every call, and every callback, happens on the loop thread.  Callbacks
  * may call any xconn function on the same connection, including
  * xconn_close(); xconn_send() may call msg->done() before it returns.
