@@ -36,7 +36,8 @@
 /*
  * Read-ahead per connection: at most this much is read beyond the posted
  * receive, and only while one is posted (back-pressure still holds the
- * rest in the socket).  Allocated at a connection's first small receive.
+ * rest in the socket).  Held only while it holds bytes: thousands of idle
+ * connections (SD_MAX_CLIENTS per listener) cost no memory for it.
  */
 #define STAGE_SIZE	(32 * 1024)
 /* buffers of queued messages gathered into one writev() */
@@ -305,6 +306,10 @@ static void conn_read(struct tcp_conn *c)
 		break;
 	}
 	c->reading = false;
+	if (!c->slen) {
+		free(c->stage);
+		c->stage = NULL;
+	}
 }
 
 /* a receive posted outside conn_read() that staged bytes can serve */
