@@ -371,8 +371,9 @@ static void format_traffic(struct out *o, const struct metrics_snap *m)
 	      "Store operations the I/O pool queues at most.",
 	      m->io_queue_max);
 	counter(o, "kelpie_reads_on_loop_total",
-		"Reads from other sheep served on the event loop from the "
-		"page cache, without the I/O pool.", m->loop_served);
+		"Object reads (from other sheep or this node's gateway) "
+		"served on the event loop from the page cache, without the "
+		"I/O pool.", m->loop_served);
 	gauge(o, "kelpie_client_connections",
 	      "Connections on the Sheepdog port (dog, QEMU, other sheep).",
 	      m->clients);

@@ -347,7 +347,7 @@ static bool dsync_record_locked(struct obj_key k, const void *data,
 		{ h, R_HDR }, { (void *)data, len },
 	};
 	uint64_t pos = jpos, mine, covers;
-	ssize_t n;
+	bool ok;
 
 	if (syncing || nr_durable != nr_appended ||
 	    jpos + R_HDR + len > half_start(active) + hsize)
@@ -360,24 +360,24 @@ static bool dsync_record_locked(struct obj_key k, const void *data,
 	syncing = true;
 	mine = ++sync_started;
 	pthread_mutex_unlock(&jlock);
-	n = pwritev2(jfd, iov, 2, (off_t)pos, RWF_DSYNC);
+	ok = pwritev2(jfd, iov, 2, (off_t)pos, RWF_DSYNC) ==
+	     (ssize_t)(R_HDR + len);
 	/*
 	 * Failed: the writer hears EIO, but the slot must hold the record,
 	 * not a hole at which a replay would stop before later records.
 	 */
-	if (n != (ssize_t)(R_HDR + len) &&
-	    pwritev(jfd, iov, 2, (off_t)pos) != (ssize_t)(R_HDR + len))
+	if (!ok && pwritev(jfd, iov, 2, (off_t)pos) != (ssize_t)(R_HDR + len))
 		sd_err("journal: cannot write a record: %m");
 	pthread_mutex_lock(&jlock);
 	dsync_half = -1;
 	syncing = false;
 	sync_done = mine;
-	if (n != (ssize_t)(R_HDR + len))
+	if (!ok)
 		sync_failed = mine;
 	else if (covers > nr_durable)
 		nr_durable = covers;
 	pthread_cond_broadcast(&jcond);
-	*ret = n == (ssize_t)(R_HDR + len) ? SD_RES_SUCCESS : SD_RES_EIO;
+	*ret = ok ? SD_RES_SUCCESS : SD_RES_EIO;
 	return true;
 }
 
