@@ -49,6 +49,8 @@ void log_write(int level, const char *func, int line, const char *fmt, ...)
 void *xmalloc(size_t size);
 void *xzalloc(size_t size);
 void *xrealloc(void *p, size_t size);
+/* aligned to 4 KiB (O_DIRECT); free() frees it */
+void *xmalloc_pages(size_t size);
 char *xstrdup(const char *s);
 
 /* full reads and writes on blocking descriptors; -1 on error or EOF */

@@ -37,6 +37,21 @@ void *xzalloc(size_t size)
 	return p;
 }
 
+/*
+ * Page-aligned, for payloads that may go to an O_DIRECT file as they are
+ * (store -D); freed with free()
+ */
+void *xmalloc_pages(size_t size)
+{
+	void *p = NULL;
+
+	if (posix_memalign(&p, 4096, size ? size : 1)) {
+		sd_emerg("out of memory allocating %zu bytes", size);
+		abort();
+	}
+	return p;
+}
+
 void *xrealloc(void *old, size_t size)
 {
 	void *p = realloc(old, size ? size : 1);

@@ -121,7 +121,9 @@ static void usage(FILE *f)
 "  -V, --vnodes N         a fixed number of vnodes (1-65535) instead of\n"
 "                         capacity-weighted ones; the cluster is then\n"
 "                         formatted with dog cluster format -V\n"
-"  -D, -i, -r, -x (Sheepdog) are refused with the reason\n"
+"  -D, --directio         data objects' data through O_DIRECT, past the\n"
+"                         page cache (for real disks; sync as without)\n"
+"  -i, -r, -x (Sheepdog) are refused with the reason\n"
 "      --rdma ADDR[:PORT]  sheep-to-sheep traffic over RDMA (RC) on\n"
 "                         ADDR (default PORT: the -p port) with every\n"
 "                         node that has one too; TCP with the others\n"
@@ -142,9 +144,6 @@ static void usage(FILE *f)
 static const char *refused_option(int c)
 {
 	switch (c) {
-	case 'D':
-		return "-D (O_DIRECT) is not supported: objects go through the "
-		       "page cache, synced as the durability contract says";
 	case 'i':
 		return "-i (a separate data address) is not supported: sheep "
 		       "talk to each other on -b/-y's address";
@@ -232,6 +231,10 @@ static int check_option_pairs(void)
 	}
 	if (journal.size && sys.gateway) {
 		fprintf(stderr, "-j with -g: a gateway stores nothing\n");
+		return -1;
+	}
+	if (store_direct() && sys.gateway) {
+		fprintf(stderr, "-D with -g: a gateway stores nothing\n");
 		return -1;
 	}
 	if (sys.fixed_vnodes && sys.gateway) {
@@ -689,7 +692,8 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			break;
-		case 'D': case 'i': case 'r': case 'x':
+		case 'D': store_set_direct(true); break;
+		case 'i': case 'r': case 'x':
 			fprintf(stderr, "%s\n", refused_option(c));
 			return 1;
 		case 'z':

@@ -73,7 +73,16 @@ static struct request *request_new(uint32_t data_len, bool zero)
 
 	INIT_LIST_HEAD(&req->list);
 	if (data_len) {
-		req->data = zero ? xzalloc(data_len) : xmalloc(data_len);
+		/*
+		 * a payload of whole pages may go to an O_DIRECT store as it
+		 * is (sheep -D); zeroed buffers keep calloc's free zeroing
+		 */
+		if (zero)
+			req->data = xzalloc(data_len);
+		else if (data_len >= 4096)
+			req->data = xmalloc_pages(data_len);
+		else
+			req->data = xmalloc(data_len);
 		req->data_len = data_len;
 		budget_charge(data_len);
 	}

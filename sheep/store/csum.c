@@ -15,7 +15,9 @@
  *
  * Writers to one object take a striped lock for the read-modify-write of
  * the CRCs (not across fdatasync); readers take none: thanks to the order
- * above they always see data that matches cur or prev.
+ * above they always see data that matches cur or prev.  With sheep -D
+ * the data goes through the object's O_DIRECT descriptor (dio.c), the
+ * CRCs never do.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -171,7 +173,8 @@ void csum_replaying(bool on)
  * of its old data, which must pass its check first: a CRC computed over
  * rot would make the rot look good.  Returns false then.
  */
-static bool new_block_crc(int fd, uint64_t oid, uint32_t size, uint32_t b,
+static bool new_block_crc(int fd, int dfd, uint64_t oid, uint32_t size,
+			  uint32_t b,
 			  const uint8_t *buf, uint32_t len, uint32_t off,
 			  uint8_t *tmp, const uint8_t *e, uint32_t *crc)
 {
@@ -183,7 +186,7 @@ static bool new_block_crc(int fd, uint64_t oid, uint32_t size, uint32_t b,
 		*crc = crc32c(buf + (bs - off), bl);
 		return true;
 	}
-	if (xpread(fd, tmp, bl, bs) != (ssize_t)bl)
+	if (obj_pread(fd, dfd, tmp, bl, bs) != (ssize_t)bl)
 		return false;
 	old = crc32c(tmp, bl);
 	if (old != get_le32(e) && old != get_le32(e + 4) && replaying) {
@@ -203,8 +206,8 @@ static bool new_block_crc(int fd, uint64_t oid, uint32_t size, uint32_t b,
 	return true;
 }
 
-int csum_write(int fd, uint64_t oid, uint32_t size, const void *buf,
-	       uint32_t len, uint32_t off)
+int csum_write(int fd, int dfd, uint64_t oid, uint32_t size,
+	       const void *buf, uint32_t len, uint32_t off)
 {
 	uint32_t b0 = off / CSUM_BLOCK, b1, nb;
 	uint8_t *t, *tmp;
@@ -218,7 +221,7 @@ int csum_write(int fd, uint64_t oid, uint32_t size, const void *buf,
 	b1 = (uint32_t)(((uint64_t)off + len - 1) / CSUM_BLOCK);
 	nb = b1 - b0 + 1;
 	t = xmalloc((size_t)nb * 8);
-	tmp = xmalloc(CSUM_BLOCK);
+	tmp = xmalloc_pages(CSUM_BLOCK);
 	pthread_mutex_lock(lock_of(oid));
 	if (xpread(fd, t, (size_t)nb * 8, (uint64_t)size + b0 * 8ULL) !=
 	    (ssize_t)nb * 8) {
@@ -229,8 +232,8 @@ int csum_write(int fd, uint64_t oid, uint32_t size, const void *buf,
 		uint8_t *e = t + 8 * (b - b0);
 		uint32_t crc;
 
-		if (!new_block_crc(fd, oid, size, b, buf, len, off, tmp, e,
-				   &crc)) {
+		if (!new_block_crc(fd, dfd, oid, size, b, buf, len, off, tmp,
+				   e, &crc)) {
 			ret = SD_RES_EIO;
 			goto out;
 		}
@@ -241,7 +244,7 @@ int csum_write(int fd, uint64_t oid, uint32_t size, const void *buf,
 	}
 	/* the CRCs first: see the comment at the top */
 	if (xpwrite(fd, t, (size_t)nb * 8, (uint64_t)size + b0 * 8ULL) < 0 ||
-	    xpwrite(fd, buf, len, off) < 0)
+	    obj_pwrite(fd, dfd, buf, len, off) < 0)
 		ret = store_err_to_res(errno);
 out:
 	pthread_mutex_unlock(lock_of(oid));
@@ -267,8 +270,9 @@ static ssize_t pread_rwf(int fd, void *buf, size_t n, uint64_t off, int rwf)
  * @buf, verifying every block they touch.  @quiet: a mismatch is not yet
  * reported (a first, unlocked try).  @rwf: flags of preadv2.
  */
-static int read_verified(int fd, uint64_t oid, uint32_t size, void *buf,
-			 uint32_t len, uint32_t off, bool quiet, int rwf)
+static int read_verified(int fd, int dfd, uint64_t oid, uint32_t size,
+			 void *buf, uint32_t len, uint32_t off, bool quiet,
+			 int rwf)
 {
 	uint32_t b0 = off / CSUM_BLOCK, b1, nb;
 	uint64_t start = (uint64_t)b0 * CSUM_BLOCK, end;
@@ -286,9 +290,10 @@ static int read_verified(int fd, uint64_t oid, uint32_t size, void *buf,
 	end = (uint64_t)b1 * CSUM_BLOCK + block_len(b1, size);
 	/* whole blocks are needed to verify; read in place when aligned */
 	data = (start == off && end == (uint64_t)off + len) ? buf :
-	       xmalloc(end - start);
+	       xmalloc_pages(end - start);
 	t = xmalloc((size_t)nb * 8);
-	n = pread_rwf(fd, data, end - start, start, rwf);
+	n = dfd >= 0 ? dio_pread(dfd, data, end - start, start) :
+		       pread_rwf(fd, data, end - start, start, rwf);
 	if (n != (ssize_t)(end - start) ||
 	    pread_rwf(fd, t, (size_t)nb * 8, (uint64_t)size + b0 * 8ULL,
 		      rwf) != (ssize_t)nb * 8) {
@@ -325,15 +330,15 @@ out:
  * mismatch is believed only when the read is repeated with the writers
  * of the object held off.
  */
-int csum_read(int fd, uint64_t oid, uint32_t size, void *buf, uint32_t len,
-	      uint32_t off)
+int csum_read(int fd, int dfd, uint64_t oid, uint32_t size, void *buf,
+	      uint32_t len, uint32_t off)
 {
-	int ret = read_verified(fd, oid, size, buf, len, off, true, 0);
+	int ret = read_verified(fd, dfd, oid, size, buf, len, off, true, 0);
 
 	if (ret != SD_RES_EIO)
 		return ret;
 	pthread_mutex_lock(lock_of(oid));
-	ret = read_verified(fd, oid, size, buf, len, off, false, 0);
+	ret = read_verified(fd, dfd, oid, size, buf, len, off, false, 0);
 	pthread_mutex_unlock(lock_of(oid));
 	return ret;
 }
@@ -347,7 +352,8 @@ int csum_read(int fd, uint64_t oid, uint32_t size, void *buf, uint32_t len,
 int csum_read_nowait(int fd, uint64_t oid, uint32_t size, void *buf,
 		     uint32_t len, uint32_t off)
 {
-	return read_verified(fd, oid, size, buf, len, off, true, RWF_NOWAIT);
+	return read_verified(fd, -1, oid, size, buf, len, off, true,
+			     RWF_NOWAIT);
 }
 
 /*
@@ -357,10 +363,11 @@ int csum_read_nowait(int fd, uint64_t oid, uint32_t size, void *buf,
  * so a repair never undoes a write, whatever the order in which the
  * write reaches the copies.  Returns the number of blocks repaired, or -1.
  */
-int csum_repair(int fd, uint64_t oid, uint32_t size, const void *good)
+int csum_repair(int fd, int dfd, uint64_t oid, uint32_t size,
+		const void *good)
 {
 	uint32_t nblk = csum_nr_blocks(size);
-	uint8_t *blk = xmalloc(CSUM_BLOCK), e[8];
+	uint8_t *blk = xmalloc_pages(CSUM_BLOCK), e[8];
 	int nr = 0;
 
 	csum_init();
@@ -369,7 +376,7 @@ int csum_repair(int fd, uint64_t oid, uint32_t size, const void *good)
 		uint64_t bs = (uint64_t)b * CSUM_BLOCK;
 		uint32_t bl = block_len(b, size), crc;
 
-		if (xpread(fd, blk, bl, bs) != (ssize_t)bl ||
+		if (obj_pread(fd, dfd, blk, bl, bs) != (ssize_t)bl ||
 		    xpread(fd, e, 8, (uint64_t)size + 8ULL * b) != 8) {
 			nr = -1;
 			break;
@@ -381,7 +388,8 @@ int csum_repair(int fd, uint64_t oid, uint32_t size, const void *good)
 		put_le32(e, crc);
 		put_le32(e + 4, crc);
 		if (xpwrite(fd, e, 8, (uint64_t)size + 8ULL * b) < 0 ||
-		    xpwrite(fd, (const uint8_t *)good + bs, bl, bs) < 0) {
+		    obj_pwrite(fd, dfd, (const uint8_t *)good + bs, bl,
+			       bs) < 0) {
 			nr = -1;
 			break;
 		}

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "fdcache.h"
 #include "list.h"
+#include "store_int.h"
 #include "util.h"
 
 #define FDC_BUCKETS	1024
@@ -22,6 +23,7 @@
 struct fdc_ent {
 	struct obj_key key;
 	int fd;
+	int dfd;		/* O_DIRECT, sheep -D's data objects; or -1 */
 	int refs;
 	bool cached;
 	uint32_t size;		/* data size from the trailer, 0: unread */
@@ -47,6 +49,8 @@ static struct fdc_ent **find(struct obj_key k)
 static void release(struct fdc_ent *e)
 {
 	close(e->fd);
+	if (e->dfd >= 0)
+		close(e->dfd);
 	free(e);
 }
 
@@ -102,6 +106,16 @@ static struct fdc_ent *fdc_get_once(struct obj_key k, const char *path)
 	e = xzalloc(sizeof(*e));
 	e->key = k;
 	e->fd = fd;
+	e->dfd = dio_kind(k.oid) ?
+		 open(path, O_RDWR | O_DIRECT | O_CLOEXEC) : -1;
+	if (dio_kind(k.oid) && e->dfd < 0) {
+		int err = errno;
+
+		close(fd);
+		free(e);
+		errno = err;
+		return NULL;
+	}
 	e->refs = 1;
 	INIT_LIST_HEAD(&e->lru);
 
@@ -164,6 +178,11 @@ struct fdc_ent *fdc_lookup(struct obj_key k)
 int fdc_fd(const struct fdc_ent *e)
 {
 	return e->fd;
+}
+
+int fdc_dfd(const struct fdc_ent *e)
+{
+	return e->dfd;
 }
 
 uint32_t fdc_size(const struct fdc_ent *e)

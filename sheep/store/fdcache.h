@@ -16,6 +16,8 @@ struct fdc_ent *fdc_get(struct obj_key k, const char *path);
  */
 struct fdc_ent *fdc_lookup(struct obj_key k);
 int fdc_fd(const struct fdc_ent *e);
+/* the same file opened O_DIRECT (sheep -D, data objects), or -1 */
+int fdc_dfd(const struct fdc_ent *e);
 /* the object's data size, cached with its fd (0: not known yet) */
 uint32_t fdc_size(const struct fdc_ent *e);
 void fdc_set_size(struct fdc_ent *e, uint32_t size);

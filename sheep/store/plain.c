@@ -67,6 +67,15 @@ static int init_disk(int slot, bool nosync)
 	if (md_on_fuse(slot))
 		sd_notice("%s is on FUSE: a flush syncs each written object",
 			  dir);
+	if (store_direct()) {
+		int err = dio_probe(dir);
+
+		if (err) {
+			sd_err("-D: %s does not take O_DIRECT: %s", dir,
+			       strerror(err));
+			return -1;
+		}
+	}
 	return remove_tmp_files(slot);
 }
 
@@ -144,6 +153,12 @@ static struct fdc_ent *obj_get(struct obj_key k)
 	return NULL;
 }
 
+/* @e's O_DIRECT descriptor if its data of @size bytes goes direct, or -1 */
+static int data_fd(struct fdc_ent *e, uint32_t size)
+{
+	return dio_size_ok(size) ? fdc_dfd(e) : -1;
+}
+
 /* the data size of the object open in @e, from its checksum trailer */
 static uint32_t size_of(struct obj_key k, struct fdc_ent *e)
 {
@@ -182,7 +197,8 @@ int store_read(struct obj_key k, void *buf, uint32_t len, uint32_t off)
 		n = off < size ? size - off : 0;
 		memset((char *)buf + n, 0, len - n);
 	}
-	ret = csum_read(fdc_fd(e), k.oid, size, buf, n, off);
+	ret = csum_read(fdc_fd(e), data_fd(e, size), k.oid, size, buf, n,
+			off);
 out:
 	fdc_put(e);
 	return ret;
@@ -198,7 +214,8 @@ bool store_read_nowait(struct obj_key k, void *buf, uint32_t len,
 	if (!e)
 		return false;
 	size = fdc_size(e);	/* 0 until a worker has read the trailer */
-	done = size && (uint64_t)off + len <= size &&
+	/* -D: the data is on the disk, not in the page cache */
+	done = size && fdc_dfd(e) < 0 && (uint64_t)off + len <= size &&
 	       csum_read_nowait(fdc_fd(e), k.oid, size, buf, len, off) ==
 	       SD_RES_SUCCESS;
 	fdc_put(e);
@@ -217,7 +234,8 @@ static int write_obj(struct obj_key k, const void *buf, uint32_t len,
 	if (!e)
 		return store_err_to_res(errno);
 	size = size_of(k, e);
-	ret = size ? csum_write(fdc_fd(e), k.oid, size, buf, len, off) :
+	ret = size ? csum_write(fdc_fd(e), data_fd(e, size), k.oid, size, buf,
+				len, off) :
 		     SD_RES_EIO;
 	if (ret != SD_RES_SUCCESS || store_nosync)
 		goto out;
@@ -313,7 +331,7 @@ int store_repair(struct obj_key k, const void *good, uint32_t len, int *nr)
 	e = obj_get(k);
 	if (!e)
 		return store_err_to_res(errno);
-	*nr = csum_repair(fdc_fd(e), k.oid, size, good);
+	*nr = csum_repair(fdc_fd(e), data_fd(e, size), k.oid, size, good);
 	if (*nr < 0)
 		ret = SD_RES_EIO;
 	else if (*nr && !store_nosync && fdatasync(fdc_fd(e)))
@@ -349,13 +367,13 @@ static int sync_all_dirs(void)
  * holes, so that an inode copied whole by recovery (12 MiB, a few KiB
  * used) takes no more room than on the node that created it.
  */
-static ssize_t write_data(int fd, uint64_t oid, const char *buf, uint32_t len,
-			  uint32_t off)
+static ssize_t write_data(int fd, int dfd, uint64_t oid, const char *buf,
+			  uint32_t len, uint32_t off)
 {
 	uint32_t pos = 0;
 
 	if (!is_sparse_obj(oid))
-		return xpwrite(fd, buf, len, off);
+		return obj_pwrite(fd, dfd, buf, len, off);
 	while (pos < len) {
 		/* up to the next 4 KiB boundary of the object */
 		uint32_t n = CSUM_BLOCK - (off + pos) % CSUM_BLOCK;
@@ -395,7 +413,7 @@ static int create_obj(struct obj_key k, uint32_t obj_size, const void *buf,
 {
 	static unsigned long tmp_seq;
 	char tmp[MD_PATH_MAX + 64], p[MD_PATH_MAX + 32], sfx[32];
-	int fd, slot, ret = SD_RES_SUCCESS;
+	int fd, dfd = -1, slot, ret = SD_RES_SUCCESS;
 
 	if ((uint64_t)off + len > obj_size)
 		return SD_RES_INVALID_PARMS;
@@ -411,6 +429,10 @@ static int create_obj(struct obj_key k, uint32_t obj_size, const void *buf,
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return store_err_to_res(errno);
+	/* -D: the data past the page cache (dio.c), the trailer through it */
+	if (len && dio_kind(k.oid) && dio_size_ok(obj_size) &&
+	    (dfd = open(tmp, O_RDWR | O_DIRECT | O_CLOEXEC)) < 0)
+		goto fail;
 	if (is_sparse_obj(k.oid)) {
 		if (ftruncate(fd, (off_t)csum_file_size(obj_size)))
 			goto fail;
@@ -424,7 +446,7 @@ static int create_obj(struct obj_key k, uint32_t obj_size, const void *buf,
 			goto fail;
 		}
 	}
-	if (len && write_data(fd, k.oid, buf, len, off) < 0)
+	if (len && write_data(fd, dfd, k.oid, buf, len, off) < 0)
 		goto fail;
 	if (csum_write_new(fd, obj_size, buf, len, off))
 		goto fail;
@@ -436,6 +458,8 @@ static int create_obj(struct obj_key k, uint32_t obj_size, const void *buf,
 	 */
 	if (!store_nosync && fdatasync(fd))
 		goto fail;
+	if (dfd >= 0)
+		close(dfd);
 	close(fd);
 	if (!replace) {
 		int r = link(tmp, p), err = errno;
@@ -458,6 +482,8 @@ static int create_obj(struct obj_key k, uint32_t obj_size, const void *buf,
 	return SD_RES_SUCCESS;
 fail:
 	ret = store_err_to_res(errno);
+	if (dfd >= 0)
+		close(dfd);
 	close(fd);
 	unlink(tmp);
 	return ret;

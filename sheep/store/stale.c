@@ -552,7 +552,7 @@ int store_read_stale(struct obj_key k, void *buf, uint32_t len, uint32_t off,
 	} else if ((uint64_t)off + len > size) {
 		ret = SD_RES_INVALID_PARMS;
 	} else {
-		ret = csum_read(fd, k.oid, size, buf, len, off);
+		ret = csum_read(fd, -1, k.oid, size, buf, len, off);
 	}
 	close(fd);
 	return ret;

@@ -40,6 +40,12 @@ static inline uint64_t obj_key_hash(struct obj_key k)
 	return k.oid ^ (k.oid >> 32) ^ k.idx;
 }
 
+/*
+ * sheep -D: data objects' data through O_DIRECT (store/dio.c); before
+ * store_init, which refuses a disk whose file system does not take it
+ */
+void store_set_direct(bool on);
+bool store_direct(void);
 int store_init(const char *base, bool nosync);
 /*
  * The same, with the objects on the disks of @disks ("DIR1,DIR2,...",

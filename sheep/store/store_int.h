@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include "store.h"
 
 /*
@@ -61,6 +62,20 @@ int stale_swap_dir(int slot, uint32_t epoch);
 bool stale_left_pending(void);
 /* forget the stale copies of a disk that is gone */
 void stale_forget_disk(int slot);
+/*
+ * dio.c: sheep -D, data objects' data through O_DIRECT (kinds dio_kind,
+ * data sizes dio_size_ok); obj_pread/obj_pwrite: through @dfd when it is
+ * open (>= 0), else buffered through @fd
+ */
+#define DIO_ALIGN	4096U
+bool dio_kind(uint64_t oid);
+bool dio_size_ok(uint32_t size);
+int dio_probe(const char *dir);
+ssize_t dio_pread(int dfd, void *buf, size_t len, uint64_t off);
+ssize_t dio_pwrite(int dfd, const void *buf, size_t len, uint64_t off);
+ssize_t obj_pread(int fd, int dfd, void *buf, size_t len, uint64_t off);
+ssize_t obj_pwrite(int fd, int dfd, const void *buf, size_t len,
+		   uint64_t off);
 /* csum.c: per-4 KiB CRC32C kept after the data in each object file */
 #define CSUM_BLOCK	4096U
 void csum_init(void);
@@ -69,16 +84,18 @@ uint64_t csum_file_size(uint32_t size);
 uint32_t csum_layout(int fd);
 int csum_write_new(int fd, uint32_t size, const void *buf, uint32_t len,
 		   uint32_t off);
-int csum_write(int fd, uint64_t oid, uint32_t size, const void *buf,
-	       uint32_t len, uint32_t off);
-int csum_read(int fd, uint64_t oid, uint32_t size, void *buf, uint32_t len,
-	      uint32_t off);
+/* @dfd: the object's O_DIRECT descriptor for the data, or -1 */
+int csum_write(int fd, int dfd, uint64_t oid, uint32_t size,
+	       const void *buf, uint32_t len, uint32_t off);
+int csum_read(int fd, int dfd, uint64_t oid, uint32_t size, void *buf,
+	      uint32_t len, uint32_t off);
 int csum_read_nowait(int fd, uint64_t oid, uint32_t size, void *buf,
 		     uint32_t len, uint32_t off);
 uint64_t csum_mismatches(void);
 /* the journal's replay: a partly written block that fails is torn */
 void csum_replaying(bool on);
-int csum_repair(int fd, uint64_t oid, uint32_t size, const void *good);
+int csum_repair(int fd, int dfd, uint64_t oid, uint32_t size,
+		const void *good);
 
 /* upgrade.c: add checksums to a store written without them (start-up) */
 int store_upgrade(int slot, bool nosync);
