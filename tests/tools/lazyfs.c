@@ -57,6 +57,9 @@
  *              every fsync/fdatasync of a file whose path contains STRING
  *              waits MS milliseconds first (other operations go on): a
  *              slow disk, to hold a store in the middle; MS 0 ends it
+ *   odirect off
+ *              refuse opens with O_DIRECT (EINVAL), as file systems without
+ *              it do; "odirect on" takes them again (the default)
  * Reading it returns "dirty_files=N dirty_pages=N crashes=N lost_pages=N
  * fsyncs=N".
  *
@@ -116,6 +119,7 @@ static int bfd = -1;		/* backing directory */
 static struct lfile *files;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static bool fsync_off;
+static bool odirect_off;	/* "odirect off": O_DIRECT opens fail */
 static unsigned int delay_ms;	/* "fsync delay" */
 static char delay_match[32];
 static unsigned long nr_crashes, lost_pages, nr_fsyncs;
@@ -370,6 +374,9 @@ static int ctl_write(const char *buf, size_t size)
 		}
 	} else if (!strcmp(cmd, "fsync off") || !strcmp(cmd, "fsync on")) {
 		fsync_off = cmd[6] == 'o' && cmd[7] == 'f';
+		fprintf(stderr, "lazyfs: %s\n", cmd);
+	} else if (!strcmp(cmd, "odirect off") || !strcmp(cmd, "odirect on")) {
+		odirect_off = cmd[9] == 'f';
 		fprintf(stderr, "lazyfs: %s\n", cmd);
 	} else if (!strncmp(cmd, "fsync delay ", 12)) {
 		unsigned int ms;
@@ -653,6 +660,10 @@ static int do_open(const char *path, int cflags, mode_t mode,
 
 	if (!h)
 		return -ENOMEM;
+	if ((fi->flags & O_DIRECT) && odirect_off && !is_ctl(path)) {
+		free(h);
+		return -EINVAL;
+	}
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
 	h->sync = fi->flags & O_DSYNC;	/* O_SYNC includes O_DSYNC */
