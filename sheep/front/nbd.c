@@ -764,7 +764,8 @@ static void start_cmd(struct nbd_conn *c)
 	cmd->io.done = cmd_done;
 	INIT_LIST_HEAD(&cmd->list);
 	if (len) {
-		cmd->io.buf = xmalloc(len);
+		/* whole pages may go to an O_DIRECT store as they are (-D) */
+		cmd->io.buf = len >= 4096 ? xmalloc_pages(len) : xmalloc(len);
 		cmd->bytes = len;
 		c->bytes += len;
 		budget_charge(len);
