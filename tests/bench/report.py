@@ -26,12 +26,13 @@ errors, verify_errors, verified_blocks, ok; on a cluster formatted
 with an erasure code also code ("D:P", with copies D+P); in the journal
 section also journal ("none" or the size given to sheep -j), in the
 transport section transport ("tcp" or "rdma") and rdma ("device" or
-"emulation").  A space record: section "space", nodes, copies, code,
+"emulation"); in the direct section direct ("off", or "on" for sheep -D).  A space record: section "space", nodes, copies, code,
 vdi_bytes, allocated_bytes, apparent_bytes, ratio (allocated over
 vdi_bytes), ok.  Ratios
 are throughput (IOPS) over the throughput of the baseline row of the same
 table and client; in the journal table, with -j over without; in the
-transport table, RDMA over TCP.
+transport table, RDMA over TCP; in the direct table, -D over the page
+cache.
 """
 import argparse
 import json
@@ -74,6 +75,15 @@ TRANSPORT_TABLES = [
     ("randwrite-4k-qd32", "4 KiB random write, QD32"),
     ("seqwrite-4m-qd4", "4 MiB sequential write, QD4"),
     ("randread-4k-qd1", "4 KiB random read, QD1"),
+    ("seqread-4m-qd4", "4 MiB sequential read, QD4"),
+]
+# the rows of the direct section (tests/bench/run: DIRECT_FIO)
+DIRECT_TABLES = [
+    ("randwrite-4k-qd32", "4 KiB random write (cached), QD32"),
+    ("randwrite-4k-qd1-flush", "4 KiB random write + flush, QD1"),
+    ("seqwrite-4m-qd4", "4 MiB sequential write, QD4"),
+    ("seqwrite-1m-qd4", "1 MiB sequential write, QD4"),
+    ("randread-4k-qd32", "4 KiB random read, QD32"),
     ("seqread-4m-qd4", "4 MiB sequential read, QD4"),
 ]
 CLIENT_NAME = {"fio": "fio (NBD)", "qemu": "qemu-img bench",
@@ -515,6 +525,25 @@ def render_transport(runs):
     return out, {"transport": table}
 
 
+def render_direct(runs):
+    """the same cluster with data objects through the page cache and
+    through O_DIRECT (sheep -D), one after the other in the same run"""
+    rows = [r for r in runs if r.get("section") == "direct"]
+    if not rows:
+        return [], {}
+    r0 = rows[0]
+    out, table = render_pair(
+        rows, "direct", "off", ("page cache", "-D"), DIRECT_TABLES,
+        f"### Data objects past the page cache: kelpie {r0['nodes']}n/"
+        f"{r0['copies']}c without and with sheep -D",
+        "With -D a data object's data is written and read with O_DIRECT: "
+        "writes wait for the disk, reads come from it (no page cache to "
+        "hit), and no byte is copied into the page cache.  Durability is "
+        "the same either way (a flush or a write without the cache flag "
+        "syncs).")
+    return out, {"direct": table}
+
+
 def render_scaling(runs):
     rows = [r for r in runs if r.get("section") == "scaling"]
     if not rows:
@@ -622,6 +651,9 @@ def cmd_render(a):
     lines, transport = render_transport(runs)
     out += lines
     tables.update(transport)
+    lines, direct = render_direct(runs)
+    out += lines
+    tables.update(direct)
     verifies = [r for r in runs if r.get("section") == "verify"]
     if verifies:
         out.append("Data verification: " + ", ".join(
@@ -643,7 +675,7 @@ def cmd_render(a):
         print(f"check: no numbers or bad data: {json.dumps(r)}",
               file=sys.stderr)
     if not any(r.get("section") in ("io", "scaling", "journal",
-                                     "transport")
+                                     "transport", "direct")
                for r in runs):
         print("check: no run at all", file=sys.stderr)
         return 1
