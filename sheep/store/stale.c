@@ -13,6 +13,12 @@
  * has ever held, whatever the churn.  An in-memory index (key -> epoch,
  * bytes) avoids scanning the directory for every lookup; it is built at
  * start-up and guarded by one mutex, because the calls run on I/O workers.
+ *
+ * A strip's stale copy that came from a store left behind keeps its
+ * undo file beside it (<copy>.undo): the version it had settled at, from
+ * which recovery may rebuild when nothing else is left (strip.c,
+ * doc/erasure-coding.md §5).  A copy without one has no version anybody
+ * may rely on.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -72,6 +78,21 @@ static void stale_path(int slot, char *buf, size_t len, struct obj_key k,
 	md_dir(slot, dir, sizeof(dir));
 	store_key_name(name, sizeof(name), k);
 	snprintf(buf, len, "%s/.stale/%s.%u", dir, name, epoch);
+}
+
+/* a stale copy's undo file (strips), or the copy and it */
+static void unlink_undo(const char *p)
+{
+	char u[MD_PATH_MAX + 96];
+
+	snprintf(u, sizeof(u), "%s%s", p, STRIP_UNDO_SFX);
+	unlink(u);
+}
+
+static void unlink_copy(const char *p)
+{
+	unlink(p);
+	unlink_undo(p);
 }
 
 static uint64_t file_bytes(const char *path)
@@ -166,6 +187,8 @@ static int move_in_locked(const char *from, int slot, struct obj_key k,
 	if (e && e->epoch > epoch)
 		epoch = e->epoch;
 	stale_path(slot, to, sizeof(to), k, epoch);
+	/* the undo file of a copy this one replaces is not its own */
+	unlink_undo(to);
 	if (rename(from, to)) {
 		int err = errno;
 
@@ -180,7 +203,7 @@ static int move_in_locked(const char *from, int slot, struct obj_key k,
 	if (old && (old != epoch || old_slot != slot) &&
 	    md_in_use(old_slot)) {
 		stale_path(old_slot, to, sizeof(to), k, old);
-		unlink(to);
+		unlink_copy(to);
 	}
 	return SD_RES_SUCCESS;
 }
@@ -296,7 +319,29 @@ static void drain_old_stale(int slot, const char *left)
 	closedir(d);
 }
 
-/* move the files of @left in as stale copies of @epoch, then remove it */
+/*
+ * The undo file @undo of a strip left behind goes beside @k's newest
+ * stale copy, just moved in from there; stale_lock held
+ */
+static void keep_undo_locked(struct obj_key k, const char *undo)
+{
+	char p[MD_PATH_MAX + 96];
+	struct stale_ent *e = *slot_of(k);
+
+	if (!e)
+		return;
+	stale_path(e->slot, p, sizeof(p) - sizeof(STRIP_UNDO_SFX), k,
+		   e->epoch);
+	strcat(p, STRIP_UNDO_SFX);
+	if (rename(undo, p) && errno != ENOENT)
+		sd_warn("cannot keep the undo file of strip %" PRIx64
+			" (index %u): %m", k.oid, k.idx);
+}
+
+/*
+ * move the files of @left in as stale copies of @epoch (a strip with its
+ * undo file), then remove it
+ */
 static uint64_t drain_dir(int slot, const char *left, uint32_t epoch)
 {
 	char p[MD_PATH_MAX + 320];
@@ -310,13 +355,19 @@ static uint64_t drain_dir(int slot, const char *left, uint32_t epoch)
 		while ((de = readdir(d))) {
 			struct obj_key k;
 
+			char u[MD_PATH_MAX + 340];
+
 			if (store_parse_key(de->d_name, &k))
 				continue;
 			snprintf(p, sizeof(p), "%s/%s", left, de->d_name);
+			snprintf(u, sizeof(u), "%s%s", p, STRIP_UNDO_SFX);
 			pthread_mutex_lock(&stale_lock);
 			if (move_in_locked(p, slot, k, epoch) ==
-			    SD_RES_SUCCESS)
+			    SD_RES_SUCCESS) {
 				n++;
+				if (k.idx != OBJ_IDX_REPLICA)
+					keep_undo_locked(k, u);
+			}
 			pthread_mutex_unlock(&stale_lock);
 		}
 		closedir(d);
@@ -426,7 +477,7 @@ static int index_disk(int slot)
 		}
 		if (gone) {
 			stale_path(gone_slot, p, sizeof(p), k, gone);
-			unlink(p);
+			unlink_copy(p);
 		}
 	}
 	pthread_mutex_unlock(&stale_lock);
@@ -558,6 +609,36 @@ int store_read_stale(struct obj_key k, void *buf, uint32_t len, uint32_t off,
 	return ret;
 }
 
+int stale_copy_path(struct obj_key k, char *buf, size_t len)
+{
+	char name[STORE_NAME_MAX];
+	struct stale_ent *e;
+	int ret = -1;
+
+	/* a store left behind and not moved in yet: the copy is there */
+	store_key_name(name, sizeof(name), k);
+	for (int s = 0; s < MD_MAX_DISKS; s++) {
+		pthread_mutex_lock(&stale_lock);
+		if (!left_dir[s][0]) {
+			pthread_mutex_unlock(&stale_lock);
+			continue;
+		}
+		snprintf(buf, len, "%.*s/%s", (int)sizeof(left_dir[s]) - 1,
+			 left_dir[s], name);
+		pthread_mutex_unlock(&stale_lock);
+		if (!access(buf, F_OK))
+			return 0;
+	}
+	pthread_mutex_lock(&stale_lock);
+	e = *slot_of(k);
+	if (e) {
+		stale_path(e->slot, buf, len, k, e->epoch);
+		ret = 0;
+	}
+	pthread_mutex_unlock(&stale_lock);
+	return ret;
+}
+
 int store_drop_stale(struct obj_key k, uint32_t epoch)
 {
 	char p[MD_PATH_MAX + 64];
@@ -571,6 +652,7 @@ int store_drop_stale(struct obj_key k, uint32_t epoch)
 		stale_path(e->slot, p, sizeof(p), k, epoch);
 		ret = unlink(p) && errno != ENOENT ? store_err_to_res(errno) :
 						     SD_RES_SUCCESS;
+		unlink_undo(p);
 		index_del(k);
 	}
 	pthread_mutex_unlock(&stale_lock);

@@ -216,6 +216,11 @@ uint64_t store_drain_left(void);
 int store_read_stale(struct obj_key k, void *buf, uint32_t len, uint32_t off,
 		     uint32_t *stale_epoch);
 int store_for_each_stale(int (*fn)(struct obj_key k, void *arg), void *arg);
+/*
+ * The version the newest stale copy of strip @k settled at, when it came
+ * from a store left behind with one (stale.c); SD_RES_NO_OBJ otherwise
+ */
+int store_strip_stale_version(struct obj_key k, uint64_t *v);
 /* up to @max (key, epoch) pairs of stale copies; returns how many */
 int store_list_stale(struct obj_key *keys, uint32_t *epochs, size_t max);
 /* delete the stale copy of @k if it is still the one of @epoch */

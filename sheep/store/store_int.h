@@ -42,6 +42,7 @@ bool store_sync_off(void);
 /* strip.c: a strip's undo records, in the file named as it plus this */
 #define STRIP_UNDO_SFX	".undo"
 
+
 /* base.c */
 void store_obj_path(char *buf, size_t len, struct obj_key k);
 void store_note_first_dir(void);
@@ -57,6 +58,12 @@ void store_key_name(char *buf, size_t len, struct obj_key k);
  */
 int store_parse_key(const char *name, struct obj_key *k);
 const char *store_parse_key_prefix(const char *name, struct obj_key *k);
+/*
+ * stale.c: the path of @k's newest stale copy (in a store left behind
+ * and not moved in yet, or in the stale area); 0, or -1 if it has none.
+ * A strip's undo file is the path plus STRIP_UNDO_SFX.
+ */
+int stale_copy_path(struct obj_key k, char *buf, size_t len);
 /* stale.c: a disk's whole store left behind (plain.c's store_stale_all) */
 int stale_swap_dir(int slot, uint32_t epoch);
 bool stale_left_pending(void);

@@ -246,6 +246,43 @@ eio:
 	return SD_RES_EIO;
 }
 
+/*
+ * The version of a strip whose undo file is @path, when it is settled (a
+ * committed version, nothing prepared above it): 0 and *@v, else -1
+ */
+static int undo_settled(const char *path, uint64_t *v)
+{
+	struct undo u;
+	struct stat sb;
+	int ret = -1;
+
+	memset(&u, 0, sizeof(u));
+	u.end = HDR_SIZE;
+	u.fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (u.fd < 0)
+		return -1;
+	if (!fstat(u.fd, &sb)) {
+		u.fsize = (uint64_t)sb.st_size;
+		if (!read_hdr(&u) && !read_recs(&u) && !u.nr && u.committed) {
+			*v = u.committed;
+			ret = 0;
+		}
+	}
+	undo_close(&u);
+	return ret;
+}
+
+int store_strip_stale_version(struct obj_key k, uint64_t *v)
+{
+	char p[MD_PATH_MAX + 96];
+
+	if (k.idx == OBJ_IDX_REPLICA ||
+	    stale_copy_path(k, p, sizeof(p) - sizeof(STRIP_UNDO_SFX)))
+		return SD_RES_NO_OBJ;
+	strcat(p, STRIP_UNDO_SFX);
+	return undo_settled(p, v) ? SD_RES_NO_OBJ : SD_RES_SUCCESS;
+}
+
 static int append_rec(struct undo *u, uint64_t v, const uint8_t *old,
 		      const void *buf, uint32_t len, uint32_t off)
 {

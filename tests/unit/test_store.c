@@ -9,7 +9,8 @@
  * survive unaligned writes and a crash between CRC and data, and are added
  * to a store written without them.  The event loop's read serves only
  * what the page cache holds, verified.  Two strips and the replica of one oid
- * are three files, written, read, listed, removed and made stale apart;
+ * are three files, written, read, listed, removed and made stale apart,
+ * a rejoin's strips keeping their settled version beside the stale copy;
  * names the store never writes are skipped by every listing.
  */
 #include <stdarg.h>
@@ -860,6 +861,45 @@ static void test_strips_stale_all(void **state)
 	free(x);
 }
 
+/*
+ * A rejoin's strips keep the version they settled at beside their stale
+ * copies (recovery's last resort rebuilds from them); a strip with
+ * nothing committed, one with a version in doubt and a replica have
+ * none; a newer copy never inherits the version of the one it replaces.
+ */
+static void test_strips_stale_version(void **state)
+{
+	const struct obj_key s2 = { SOID, 2 };
+	uint64_t v = 0;
+
+	assert_int_equal(store_purge_stale(), SD_RES_SUCCESS);
+	make_three();
+	assert_int_equal(store_strip_prepare(s0, SSIZE, 5, 0, b, 4096, 0), 0);
+	assert_int_equal(store_strip_commit(s0, 5), 0);
+	assert_int_equal(store_strip_prepare(s2, SSIZE, 3, 0, b, 4096, 0), 0);
+	assert_int_equal(store_stale_all(12), SD_RES_SUCCESS);
+	/* before the drain, from the undo file left behind */
+	assert_int_equal(store_strip_stale_version(s0, &v), 0);
+	assert_int_equal(v, 5);
+	store_drain_left();
+	v = 0;
+	assert_int_equal(store_strip_stale_version(s0, &v), 0);
+	assert_int_equal(v, 5);
+	assert_true(file_exists("/.stale", "00abcdef00000020_0.12.undo"));
+	assert_int_equal(store_strip_stale_version(s1, &v), SD_RES_NO_OBJ);
+	assert_int_equal(store_strip_stale_version(s2, &v), SD_RES_NO_OBJ);
+	assert_int_equal(store_strip_stale_version(obj_key_rep(SOID), &v),
+			 SD_RES_NO_OBJ);
+	/* strip 0 again, without a version, left behind at the same label */
+	assert_int_equal(store_create(s0, SSIZE, a, SSIZE, 0, false), 0);
+	assert_int_equal(store_stale_all(12), SD_RES_SUCCESS);
+	store_drain_left();
+	assert_int_equal(store_strip_stale_version(s0, &v), SD_RES_NO_OBJ);
+	assert_false(file_exists("/.stale", "00abcdef00000020_0.12.undo"));
+	assert_int_equal(store_purge_stale(), SD_RES_SUCCESS);
+	assert_int_equal(store_strip_stale_version(s0, &v), SD_RES_NO_OBJ);
+}
+
 static void touch(const char *dir, const char *name)
 {
 	char p[300];
@@ -929,6 +969,7 @@ int main(void)
 		cmocka_unit_test(test_strips_coexist),
 		cmocka_unit_test(test_strips_stale),
 		cmocka_unit_test(test_strips_stale_all),
+		cmocka_unit_test(test_strips_stale_version),
 		cmocka_unit_test(test_unknown_names_skipped),
 	};
 

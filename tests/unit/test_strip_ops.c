@@ -6,7 +6,8 @@
  * past the strip, a payload where none belongs and a state reply of the
  * wrong size; served from members: prepare, read (with the version the
  * bytes are of), state (through its wire format and back), commit,
- * abort.  The state decoder refuses replies
+ * abort; with SD_FLAG_CMD_WILDCARD, state and read of a strip left
+ * behind by a rejoin, from its stale copy.  The state decoder refuses replies
  * that cannot be one.  OIDS_EXIST of strips names a strip of a code; a VDI
  * that alter-copy converts takes strips of the code it converts to.
  */
@@ -255,6 +256,46 @@ static void test_served(void **state)
 	assert_int_equal(run(&rq, data, &rp), SD_RES_SUCCESS);
 }
 
+/*
+ * A strip left behind by a rejoin (its stale copy kept the version it
+ * settled at): EC_STATE and EC_READ answer from it only when asked with
+ * SD_FLAG_CMD_WILDCARD (recovery's last resort), with that version
+ */
+static void test_stale_wildcard(void **state)
+{
+	static uint8_t data[8192], got[8192];
+	struct strip_state st;
+	struct sd_req rq;
+	struct sd_rsp rp;
+
+	memset(data, 0x3c, sizeof(data));
+	rq = req(SD_OP_EC_PREPARE, 3, 4, 0, 8192);
+	assert_int_equal(run(&rq, data, &rp), SD_RES_SUCCESS);
+	rq = req(SD_OP_EC_COMMIT, 3, 4, 0, 0);
+	assert_int_equal(run(&rq, NULL, &rp), SD_RES_SUCCESS);
+	assert_int_equal(store_stale_all(21), SD_RES_SUCCESS);
+	store_drain_left();
+	rq = req(SD_OP_EC_STATE, 3, 0, 0, EC_STATE_LEN);
+	assert_int_equal(run(&rq, buf, &rp), SD_RES_NO_OBJ);
+	rq.flags |= SD_FLAG_CMD_WILDCARD;
+	assert_int_equal(run(&rq, buf, &rp), SD_RES_SUCCESS);
+	assert_int_equal(strip_state_get(buf, rp.data_length, &st), 0);
+	assert_int_equal(st.committed, 4);
+	assert_int_equal(st.nr_pending, 0);
+	rq = req(SD_OP_EC_READ, 3, 0, 0, 8192);
+	assert_int_equal(run(&rq, got, &rp), SD_RES_NO_OBJ);
+	rq.flags |= SD_FLAG_CMD_WILDCARD;
+	assert_int_equal(run(&rq, got, &rp), SD_RES_SUCCESS);
+	assert_memory_equal(got, data, 8192);
+	assert_int_equal(rp.obj.offset, 4);
+	assert_int_equal(rp.obj.copies, STRIP_FINAL);
+	/* a strip that has no stale copy: still none */
+	rq = req(SD_OP_EC_STATE, 2, 0, 0, EC_STATE_LEN);
+	rq.flags |= SD_FLAG_CMD_WILDCARD;
+	assert_int_equal(run(&rq, buf, &rp), SD_RES_NO_OBJ);
+	assert_int_equal(store_purge_stale(), SD_RES_SUCCESS);
+}
+
 static void test_state_decoder(void **state)
 {
 	struct strip_state st = { .committed = 3, .high = 9, .nr_pending = 2 };
@@ -408,6 +449,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_served),
+		cmocka_unit_test(test_stale_wildcard),
 		cmocka_unit_test(test_state_decoder),
 		cmocka_unit_test(test_cost),
 		cmocka_unit_test(test_vdi_state),
