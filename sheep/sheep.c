@@ -751,6 +751,7 @@ int main(int argc, char **argv)
 			      SD_IO_THREADS, SD_IO_QUEUE, sys.loop);
 	request_set_dispatch(queue_request);
 	recovery_set_strip_rebuild(gw_ec_rebuild);
+	recovery_set_strip_rebuild_anywhere(gw_ec_rebuild_anywhere);
 	flush_init();
 	vdi_init_bitmaps();
 	refcount_init();

@@ -49,7 +49,7 @@
 
 enum phase {
 	P_STATE, P_RESOLVE, P_PREPARE, P_COMMIT, P_ABORT, P_DATA_READ,
-	P_READ, P_HEAL_READ, P_INSTALL,
+	P_READ, P_HEAL_READ, P_INSTALL, P_FIND,
 };
 
 enum mode { M_READ, M_WRITE, M_REBUILD, M_CHECK };
@@ -88,6 +88,16 @@ struct ec_op {
 	uint32_t res[EC_MAX_STRIPS];
 	struct sd_rsp rsp[EC_MAX_STRIPS];
 	uint64_t charged;
+	/*
+	 * gw_ec_rebuild_anywhere: strips asked of every node (@all), stale
+	 * copies with a settled version too (SD_FLAG_CMD_WILDCARD); the
+	 * newest settled copy of each strip found so far
+	 */
+	bool wild;
+	struct sd_node *all;
+	int nall, rot;
+	uint64_t best_v[EC_MAX_STRIPS];
+	int best[EC_MAX_STRIPS];
 };
 
 struct ec_sub {
@@ -147,6 +157,7 @@ static void op_free(struct ec_op *op)
 	free(op->statebuf);
 	free(op->merged);
 	free(op->out);
+	free(op->all);
 	budget_release(op->charged);
 	free(op);
 }
@@ -234,6 +245,8 @@ static void sub_setup(struct ec_op *op, struct ec_sub *s, uint8_t opcode,
 	/* recovery's reads: served from what is there, never parked */
 	if (op->mode == M_REBUILD)
 		rq->flags |= SD_FLAG_CMD_RECOVERY;
+	if (op->wild && (opcode == SD_OP_EC_READ || opcode == SD_OP_EC_STATE))
+		rq->flags |= SD_FLAG_CMD_WILDCARD;
 }
 
 /* send @opcode to the targets of @mask; false if there were none */
@@ -324,6 +337,20 @@ static void resolved(struct ec_op *op)
 	ask_state(op);
 }
 
+/*
+ * The first version of an object none of whose strips has one: above any
+ * version an earlier life of the oid (removed, then written again) may
+ * have left in a stale copy that recovery's last pass reads
+ * (gw_ec_rebuild_anywhere).  A node keeps such a copy only if it left
+ * before the removal, and its leaving began a new epoch: the new life's
+ * first version is above every version of the earlier one (2^32 writes
+ * would be needed to reach the next epoch's first version).
+ */
+static uint64_t first_version(void)
+{
+	return ((uint64_t)cstate->epoch << 32) + 1;
+}
+
 static void states_done(struct ec_op *op)
 {
 	static struct strip_state st[EC_MAX_STRIPS];
@@ -356,7 +383,8 @@ static void states_done(struct ec_op *op)
 		 * nothing pending: the newest committed version is what a
 		 * majority's strips hold (a version commits on a majority)
 		 */
-		op->v = high + 1;
+		op->v = high || op->mode != M_WRITE ? high + 1 :
+						      first_version();
 		op->prev = committed;
 		if (op->mode != M_WRITE)
 			read_all(op);
@@ -756,6 +784,11 @@ static void all_read(struct ec_op *op)
 			op_finish(op, SD_RES_NO_OBJ);
 		return;
 	}
+	if (doubt && op->wild) {
+		/* stale copies are never committed or aborted: give up */
+		op_finish(op, SD_RES_NETWORK_ERROR);
+		return;
+	}
 	if (doubt) {
 		/* a version in doubt: resolve it, then read again */
 		for (int i = 0; i < op->n; i++)
@@ -806,9 +839,14 @@ static void read_start(struct ec_op *op)
 
 /* ---- phases ---- */
 
+static void find_done(struct ec_op *op);
+
 static void phase_done(struct ec_op *op)
 {
 	switch (op->phase) {
+	case P_FIND:
+		find_done(op);
+		break;
 	case P_STATE:
 		states_done(op);
 		break;
@@ -922,4 +960,87 @@ void gw_ec_rebuild(uint64_t oid, uint8_t policy, uint32_t obj_size,
 		return;
 	}
 	read_whole(op);
+}
+
+/*
+ * ---- the last resort of recovery: every strip wherever it is ----
+ *
+ * Round r asks node (i + r) mod N of all N nodes for the state of strip
+ * i, live or a stale copy with a settled version; after N rounds every
+ * node was asked for every strip.  The newest settled copy of each strip
+ * is then read from where it is and the object decoded as a rebuild
+ * does, at the newest version D of them agree on; a strip in doubt
+ * anywhere makes it give up, since stale copies are never resolved.
+ */
+static void find_round(struct ec_op *op)
+{
+	for (int i = 0; i < op->n; i++)
+		op->nodes[i] = op->all[(i + op->rot) % op->nall];
+	if (!op->statebuf)
+		op->statebuf = xzalloc((size_t)op->n * EC_STATE_LEN);
+	fan_out(op, P_FIND, SD_OP_EC_STATE, op_oid(op), op->present);
+}
+
+static void find_done(struct ec_op *op)
+{
+	uint32_t found = 0;
+
+	for (int i = 0; i < op->n; i++) {
+		struct strip_state st;
+		int at = (i + op->rot) % op->nall;
+
+		if (op->res[i] != SD_RES_SUCCESS ||
+		    strip_state_get(op->statebuf + i * EC_STATE_LEN,
+				    op->rsp[i].data_length, &st) ||
+		    st.nr_pending || st.committed <= op->best_v[i])
+			continue;
+		op->best_v[i] = st.committed;
+		op->best[i] = at;
+	}
+	if (++op->rot < op->nall) {
+		find_round(op);
+		return;
+	}
+	for (int i = 0; i < op->n; i++) {
+		if (!op->best_v[i])
+			continue;
+		found |= 1u << i;
+		op->nodes[i] = op->all[op->best[i]];
+	}
+	if (__builtin_popcount(found) < op->d) {
+		sd_debug("object %" PRIx64 ": %d strips anywhere, %d needed",
+			 op_oid(op), __builtin_popcount(found), op->d);
+		op_finish(op, SD_RES_NO_OBJ);
+		return;
+	}
+	op->present = found;
+	read_whole(op);
+}
+
+void gw_ec_rebuild_anywhere(uint64_t oid, uint8_t policy, uint32_t obj_size,
+			    const struct sd_node *all, int nall, int idx,
+			    gw_ec_rebuilt_fn rebuilt, void *arg)
+{
+	struct ec_op *op = xzalloc(sizeof(*op));
+
+	op->rebuilt = rebuilt;
+	op->rebuilt_arg = arg;
+	op->rebuild_idx = idx;
+	op->mode = M_REBUILD;
+	op->wild = true;
+	op->oid = oid;
+	op->obj_size = obj_size;
+	if (nall < 1 || ec_init_policy(&op->code, policy) || idx < 0 ||
+	    idx >= op->code.d + op->code.p || obj_size % STRIPE) {
+		op_finish(op, SD_RES_INVALID_PARMS);
+		return;
+	}
+	op->policy = policy;
+	op->d = op->code.d;
+	op->n = op->code.d + op->code.p;
+	op->present = (uint32_t)((UINT64_C(1) << op->n) - 1);
+	op->all = xmalloc(sizeof(*all) * (size_t)nall);
+	memcpy(op->all, all, sizeof(*all) * (size_t)nall);
+	op->nall = nall;
+	find_round(op);
 }

@@ -42,5 +42,15 @@ typedef void (*gw_ec_rebuilt_fn)(void *arg, uint32_t result, uint64_t v,
 void gw_ec_rebuild(uint64_t oid, uint8_t policy, uint32_t obj_size,
 		   const struct sd_node *nodes, int n, int idx,
 		   gw_ec_rebuilt_fn rebuilt, void *arg);
+/*
+ * The same when those fail (recovery's last resort): every strip asked of
+ * every node of @all, live or a stale copy that kept its settled version
+ * (a node that came back after the cluster moved on); the newest copy of
+ * each is read from where it is.  SD_RES_NO_OBJ when fewer than D strips
+ * are anywhere.
+ */
+void gw_ec_rebuild_anywhere(uint64_t oid, uint8_t policy, uint32_t obj_size,
+			    const struct sd_node *all, int nall, int idx,
+			    gw_ec_rebuilt_fn rebuilt, void *arg);
 
 #endif

@@ -557,7 +557,10 @@ static void strip_fetched(void *arg, uint32_t result, uint64_t v,
 
 /*
  * A strip: rebuilt from where the previous epoch put the strips, else
- * from where the current one does (a rebuild there started earlier)
+ * from where the current one does (a rebuild there started earlier),
+ * else from the newest copy of each strip on any member, stale ones of
+ * a node that came back after the cluster moved on included (when every
+ * node was lost one after the other, those are all that is left)
  */
 static void strip_fetch(struct robj *ro)
 {
@@ -571,6 +574,10 @@ static void strip_fetch(struct robj *ro)
 				   strip_fetched, ro))
 			return;
 	}
+	if (ro->next_src++ == 2 &&
+	    !strip_rebuild_anywhere(&rw->cur_ring, ro->oid, ro->policy,
+				    ro->idx, strip_fetched, ro))
+		return;
 	robj_give_up(ro);
 }
 

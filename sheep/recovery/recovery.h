@@ -45,5 +45,11 @@ typedef void (*strip_rebuild_fn)(uint64_t oid, uint8_t policy,
 				 const struct sd_node *nodes, int n, int idx,
 				 strip_rebuilt_fn done, void *arg);
 void recovery_set_strip_rebuild(strip_rebuild_fn fn);
+/*
+ * The last resort, when the strips where the rings put them do not
+ * decode: every strip asked of every node of @nodes (all @n members),
+ * stale copies with a settled version too (gw_ec_rebuild_anywhere)
+ */
+void recovery_set_strip_rebuild_anywhere(strip_rebuild_fn fn);
 
 #endif

@@ -20,11 +20,29 @@
 #include "state/vdi.h"
 #include "store/store.h"
 
-static strip_rebuild_fn rebuild_fn;
+static strip_rebuild_fn rebuild_fn, anywhere_fn;
 
 void recovery_set_strip_rebuild(strip_rebuild_fn fn)
 {
 	rebuild_fn = fn;
+}
+
+void recovery_set_strip_rebuild_anywhere(strip_rebuild_fn fn)
+{
+	anywhere_fn = fn;
+}
+
+int strip_rebuild_anywhere(const struct vnode_ring *ring, uint64_t oid,
+			   uint8_t policy, int idx, strip_rebuilt_fn done,
+			   void *arg)
+{
+	uint32_t size = sd_obj_size(oid, vdi_shift(oid_to_vid(oid)));
+
+	if (!anywhere_fn || !ring->nr_nodes)
+		return -1;
+	anywhere_fn(oid, policy, size, ring->nodes, (int)ring->nr_nodes, idx,
+		    done, arg);
+	return 0;
 }
 
 uint8_t strip_policy(uint64_t oid)

@@ -37,6 +37,13 @@ bool strips_all_placed(const struct vnode_ring *ring, uint64_t oid,
  */
 int strip_rebuild(const struct vnode_ring *ring, uint64_t oid, uint8_t policy,
 		  int idx, strip_rebuilt_fn done, void *arg);
+/*
+ * The same from every strip on any node of @ring, stale copies that kept
+ * their version too (a last resort); -1 if it cannot be asked
+ */
+int strip_rebuild_anywhere(const struct vnode_ring *ring, uint64_t oid,
+			   uint8_t policy, int idx, strip_rebuilt_fn done,
+			   void *arg);
 
 /* a coded object this node listed, and the strip it keeps (-1: none) */
 struct strip_keep {
