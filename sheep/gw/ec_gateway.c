@@ -942,9 +942,9 @@ void gw_ec_start(struct request *req, uint8_t policy,
 		write_start(op);
 }
 
-void gw_ec_rebuild(uint64_t oid, uint8_t policy, uint32_t obj_size,
-		   const struct sd_node *nodes, int n, int idx,
-		   gw_ec_rebuilt_fn rebuilt, void *arg)
+/* an op that rebuilds strip @idx of @oid for recovery */
+static struct ec_op *rebuild_op(uint64_t oid, uint32_t obj_size, int idx,
+				gw_ec_rebuilt_fn rebuilt, void *arg)
 {
 	struct ec_op *op = xzalloc(sizeof(*op));
 
@@ -954,6 +954,15 @@ void gw_ec_rebuild(uint64_t oid, uint8_t policy, uint32_t obj_size,
 	op->mode = M_REBUILD;
 	op->oid = oid;
 	op->obj_size = obj_size;
+	return op;
+}
+
+void gw_ec_rebuild(uint64_t oid, uint8_t policy, uint32_t obj_size,
+		   const struct sd_node *nodes, int n, int idx,
+		   gw_ec_rebuilt_fn rebuilt, void *arg)
+{
+	struct ec_op *op = rebuild_op(oid, obj_size, idx, rebuilt, arg);
+
 	if (op_setup(op, policy, nodes, n) || idx < 0 || idx >= op->n ||
 	    obj_size % STRIPE) {
 		op_finish(op, SD_RES_INVALID_PARMS);
@@ -1021,15 +1030,9 @@ void gw_ec_rebuild_anywhere(uint64_t oid, uint8_t policy, uint32_t obj_size,
 			    const struct sd_node *all, int nall, int idx,
 			    gw_ec_rebuilt_fn rebuilt, void *arg)
 {
-	struct ec_op *op = xzalloc(sizeof(*op));
+	struct ec_op *op = rebuild_op(oid, obj_size, idx, rebuilt, arg);
 
-	op->rebuilt = rebuilt;
-	op->rebuilt_arg = arg;
-	op->rebuild_idx = idx;
-	op->mode = M_REBUILD;
 	op->wild = true;
-	op->oid = oid;
-	op->obj_size = obj_size;
 	if (nall < 1 || ec_init_policy(&op->code, policy) || idx < 0 ||
 	    idx >= op->code.d + op->code.p || obj_size % STRIPE) {
 		op_finish(op, SD_RES_INVALID_PARMS);
