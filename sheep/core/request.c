@@ -74,15 +74,18 @@ static struct request *request_new(uint32_t data_len, bool zero)
 	INIT_LIST_HEAD(&req->list);
 	if (data_len) {
 		/*
-		 * a payload of whole pages may go to an O_DIRECT store as it
-		 * is (sheep -D); zeroed buffers keep calloc's free zeroing
+		 * whole pages go to and come from an O_DIRECT store as they
+		 * are (sheep -D), without a bounce buffer.  Zeroing them costs
+		 * what calloc does here: with sheep's M_MMAP_THRESHOLD large
+		 * blocks come from the heap, which calloc clears too.
 		 */
-		if (zero)
-			req->data = xzalloc(data_len);
-		else if (data_len >= 4096)
+		if (data_len < 4096) {
+			req->data = zero ? xzalloc(data_len) : xmalloc(data_len);
+		} else {
 			req->data = xmalloc_pages(data_len);
-		else
-			req->data = xmalloc(data_len);
+			if (zero)
+				memset(req->data, 0, data_len);
+		}
 		req->data_len = data_len;
 		budget_charge(data_len);
 	}
