@@ -553,30 +553,45 @@ static uint32_t newest_stale(struct obj_key k, int *slot)
 	return epoch;
 }
 
-/* the copy of @k in a store left behind and not moved in yet: an fd */
-static int open_left(struct obj_key k, uint32_t *epoch)
+/*
+ * The path of @k in a store left behind and not moved in yet, in @buf,
+ * and the epoch it is left at; 0, or -1 if no such store holds it
+ */
+static int find_left(struct obj_key k, char *buf, size_t len, uint32_t *epoch)
 {
-	char p[MD_PATH_MAX + 64], name[STORE_NAME_MAX];
+	char name[STORE_NAME_MAX];
 
 	store_key_name(name, sizeof(name), k);
 	for (int s = 0; s < MD_MAX_DISKS; s++) {
-		int fd;
+		uint32_t e;
 
 		pthread_mutex_lock(&stale_lock);
 		if (!left_dir[s][0]) {
 			pthread_mutex_unlock(&stale_lock);
 			continue;
 		}
-		snprintf(p, sizeof(p), "%.*s/%s",
-			 (int)sizeof(left_dir[s]) - 1, left_dir[s], name);
-		*epoch = left_epoch[s];
+		snprintf(buf, len, "%.*s/%s", (int)sizeof(left_dir[s]) - 1,
+			 left_dir[s], name);
+		e = left_epoch[s];
 		pthread_mutex_unlock(&stale_lock);
-		/* moved in meanwhile: ENOENT, and the index has it */
-		fd = open(p, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0)
-			return fd;
+		if (!access(buf, F_OK)) {
+			if (epoch)
+				*epoch = e;
+			return 0;
+		}
 	}
 	return -1;
+}
+
+/* the copy of @k in a store left behind and not moved in yet: an fd */
+static int open_left(struct obj_key k, uint32_t *epoch)
+{
+	char p[MD_PATH_MAX + 64];
+
+	/* moved in meanwhile: -1, and the index has it */
+	if (find_left(k, p, sizeof(p), epoch))
+		return -1;
+	return open(p, O_RDONLY | O_CLOEXEC);
 }
 
 int store_read_stale(struct obj_key k, void *buf, uint32_t len, uint32_t off,
@@ -611,24 +626,11 @@ int store_read_stale(struct obj_key k, void *buf, uint32_t len, uint32_t off,
 
 int stale_copy_path(struct obj_key k, char *buf, size_t len)
 {
-	char name[STORE_NAME_MAX];
 	struct stale_ent *e;
 	int ret = -1;
 
-	/* a store left behind and not moved in yet: the copy is there */
-	store_key_name(name, sizeof(name), k);
-	for (int s = 0; s < MD_MAX_DISKS; s++) {
-		pthread_mutex_lock(&stale_lock);
-		if (!left_dir[s][0]) {
-			pthread_mutex_unlock(&stale_lock);
-			continue;
-		}
-		snprintf(buf, len, "%.*s/%s", (int)sizeof(left_dir[s]) - 1,
-			 left_dir[s], name);
-		pthread_mutex_unlock(&stale_lock);
-		if (!access(buf, F_OK))
-			return 0;
-	}
+	if (!find_left(k, buf, len, NULL))
+		return 0;
 	pthread_mutex_lock(&stale_lock);
 	e = *slot_of(k);
 	if (e) {
