@@ -83,12 +83,11 @@ static int stale_read_reply(const struct sd_req *rq, struct obj_key k,
 int strip_exec(const struct sd_req *rq, void *data, struct sd_rsp *rp,
 	       uint32_t obj_size)
 {
-	bool wild = rq->flags & SD_FLAG_CMD_WILDCARD;
-	int ret;
-
 	struct obj_key k = { .oid = rq->obj.oid, .idx = rq->obj.ec_index };
 	uint32_t d = (uint32_t)ec_policy_data(rq->obj.copy_policy);
 	uint64_t v = rq->obj.cow_oid;
+	bool wild = rq->flags & SD_FLAG_CMD_WILDCARD;
+	int ret;
 
 	switch (rq->opcode) {
 	case SD_OP_EC_PREPARE:

@@ -106,9 +106,9 @@ static struct fdc_ent *fdc_get_once(struct obj_key k, const char *path)
 	e = xzalloc(sizeof(*e));
 	e->key = k;
 	e->fd = fd;
-	e->dfd = dio_kind(k.oid) ?
-		 open(path, O_RDWR | O_DIRECT | O_CLOEXEC) : -1;
-	if (dio_kind(k.oid) && e->dfd < 0) {
+	e->dfd = -1;
+	if (dio_kind(k.oid) &&
+	    (e->dfd = open(path, O_RDWR | O_DIRECT | O_CLOEXEC)) < 0) {
 		int err = errno;
 
 		close(fd);
