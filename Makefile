@@ -7,7 +7,7 @@ CC ?= cc
 
 DEB_PKGS := build-essential pkg-config liburcu-dev libcmocka-dev libssl-dev \
 	libcpg-dev libquorum-dev corosync zookeeper libzookeeper-mt-dev \
-	e2fsprogs util-linux procps psmisc bc libfuse3-dev fuse3 \
+	e2fsprogs xfsprogs util-linux procps psmisc bc libfuse3-dev fuse3 \
 	qemu-utils qemu-system-x86 fio python3 iproute2 nftables clang \
 	libclang-rt-dev libisal-dev logrotate libibverbs-dev librdmacm-dev
 

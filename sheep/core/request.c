@@ -18,7 +18,8 @@ static void (*release_hooks[MAX_RELEASE_HOOKS])(void);
 static int nr_release_hooks;
 static void (*dispatch_fn)(struct request *req);
 static LIST_HEAD(io_backlog);
-static uint64_t nr_loop_served;	/* requests op->try_fn did at once */
+/* requests op->try_fn did at once: [0] reads, [1] writes */
+static uint64_t nr_loop_served[2];
 
 void budget_charge(uint64_t bytes)
 {
@@ -193,16 +194,16 @@ static void tried_done(struct timer *t)
 	io_finish(container_of(t, struct request, retry_timer));
 }
 
-uint64_t request_loop_served(void)
+uint64_t request_loop_served(bool writes)
 {
-	return nr_loop_served;
+	return nr_loop_served[writes];
 }
 
 void submit_io(struct request *req)
 {
 	if (req->op && req->op->try_fn && req->op->try_fn(req)) {
 		/* finished from the loop, never on the submitter's stack */
-		nr_loop_served++;
+		nr_loop_served[!!(req->rq.flags & SD_FLAG_CMD_WRITE)]++;
 		req->retry_timer.fn = tried_done;
 		timer_add(sys.loop, &req->retry_timer, 0);
 		return;

@@ -139,8 +139,11 @@ bool budget_over(uint64_t bytes, bool peer);
 /* @fn runs on the loop after budget was released, to resume readers */
 void budget_add_release_hook(void (*fn)(void));
 
-/* requests served on the loop by op->try_fn, without an I/O worker */
-uint64_t request_loop_served(void);
+/*
+ * requests served on the loop by op->try_fn, without an I/O worker: those
+ * that carry data (@writes) or the others
+ */
+uint64_t request_loop_served(bool writes);
 
 /* stats.c: the counters of dog node stat */
 void stat_request_start(struct request *req);

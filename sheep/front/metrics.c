@@ -135,7 +135,8 @@ static void take_snapshot(struct metrics_snap *m)
 	stat_read(&m->st);
 	budget_read(&m->budget_used, &m->budget_limit);
 	m->io_queue = wq_pending(sys.io_wq);
-	m->loop_served = request_loop_served();
+	m->loop_served = request_loop_served(false);
+	m->loop_writes = request_loop_served(true);
 	m->io_queue_max = SD_IO_QUEUE;
 	m->clients = client_count();
 	m->nbd_conns = nbd_conn_count();
@@ -374,6 +375,11 @@ static void format_traffic(struct out *o, const struct metrics_snap *m)
 		"Object reads (from other sheep or this node's gateway) "
 		"served on the event loop from the page cache, without the "
 		"I/O pool.", m->loop_served);
+	counter(o, "kelpie_writes_on_loop_total",
+		"Cached object writes (from other sheep or this node's "
+		"gateway) stored on the event loop, without the I/O pool, "
+		"where the file system takes them without blocking (XFS).",
+		m->loop_writes);
 	gauge(o, "kelpie_client_connections",
 	      "Connections on the Sheepdog port (dog, QEMU, other sheep).",
 	      m->clients);

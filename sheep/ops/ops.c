@@ -210,11 +210,12 @@ static int peer_work(struct request *req)
 }
 
 /*
- * The largest read served on the loop: the hand-off it saves costs tens
- * of microseconds, while copying and checking a 4 MiB read takes the
- * loop about a millisecond, which workers would spend in parallel.
+ * The largest read or write done on the loop: the hand-off it saves
+ * costs tens of microseconds, while copying and checking 4 MiB takes the
+ * loop about a millisecond, which workers would spend in parallel
+ * (store/csum.c's CSUM_LOOP_BLOCKS is the same 128 KiB).
  */
-#define LOOP_READ_MAX	(128u << 10)
+#define LOOP_IO_MAX	(128u << 10)
 
 /* READ_PEER on the main loop when the page cache holds it all */
 static bool peer_read_try(struct request *req)
@@ -223,13 +224,32 @@ static bool peer_read_try(struct request *req)
 
 	/* recovery's reads may need the stale area: a worker's */
 	if (rq->flags & SD_FLAG_CMD_WILDCARD ||
-	    rq->data_length > LOOP_READ_MAX)
+	    rq->data_length > LOOP_IO_MAX)
 		return false;
 	if (!store_read_nowait(obj_key_rep(rq->obj.oid), req->data,
 			       rq->data_length, rq->obj.offset))
 		return false;
 	req->rp.result = SD_RES_SUCCESS;
 	req->rp.data_length = rq->data_length;
+	return true;
+}
+
+/*
+ * A cached WRITE_PEER on the main loop when the file system takes it
+ * without blocking (XFS): a durable one syncs, a worker's (or the
+ * journal's) job
+ */
+static bool peer_write_try(struct request *req)
+{
+	const struct sd_req *rq = &req->rq;
+
+	if (!(rq->flags & SD_FLAG_CMD_CACHE) ||
+	    rq->data_length > LOOP_IO_MAX)
+		return false;
+	if (!store_write_nowait(obj_key_rep(rq->obj.oid), req->data,
+				rq->data_length, rq->obj.offset))
+		return false;
+	req->rp.result = SD_RES_SUCCESS;
 	return true;
 }
 
@@ -1069,7 +1089,9 @@ static const struct sd_op ops[256] = {
 	[SD_OP_READ_PEER] = { .name = "READ_PEER", .type = OP_PEER,
 		.work_fn = peer_work, .try_fn = peer_read_try,
 		.checks = OPV_PEER | OBJ_IO },
-	[SD_OP_WRITE_PEER] = PEER("WRITE_PEER", OBJ_WRITE),
+	[SD_OP_WRITE_PEER] = { .name = "WRITE_PEER", .type = OP_PEER,
+		.work_fn = peer_work, .try_fn = peer_write_try,
+		.checks = OPV_PEER | OBJ_WRITE },
 	[SD_OP_REMOVE_PEER] = PEER("REMOVE_PEER", OPV_OBJ),
 	[SD_OP_FLUSH_PEER] = PEER("FLUSH_PEER", 0),
 	[SD_OP_DECREF_OBJ] = GATEWAY("DECREF_OBJ", OPV_PEER),

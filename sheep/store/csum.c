@@ -265,6 +265,93 @@ static ssize_t pread_rwf(int fd, void *buf, size_t n, uint64_t off, int rwf)
 		     xpread(fd, buf, n, (off_t)off);
 }
 
+/* one pwritev2(RWF_NOWAIT): what it wrote, or -1 with errno */
+static ssize_t pwrite_nowait(int fd, const void *buf, size_t n, uint64_t off)
+{
+	struct iovec v = { .iov_base = (void *)buf, .iov_len = n };
+
+	return pwritev2(fd, &v, 1, (off_t)off, RWF_NOWAIT);
+}
+
+/*
+ * A write that stopped @done bytes into @n: a cut inside a CRC entry
+ * (@unit 8) or a block (@unit CSUM_BLOCK) would leave bytes that match
+ * neither CRC for readers to see until a worker redid it, so the rest of
+ * that unit is written at once, blocking.  Only a fault on our own buffer
+ * can cut a buffered write there; the page-cache copy itself goes by
+ * whole pages.
+ */
+static void finish_unit(int fd, const void *buf, size_t n, uint64_t off,
+			ssize_t done, uint32_t unit)
+{
+	size_t to;
+
+	if (done <= 0 || done % unit == 0)
+		return;
+	to = ((size_t)done / unit + 1) * unit;
+	if (to > n)
+		to = n;
+	/* if this fails too, the worker's redo meets the same error */
+	if (xpwrite(fd, (const uint8_t *)buf + done, to - (size_t)done,
+		    (off_t)(off + (uint64_t)done)) < 0)
+		sd_warn("object write cut short and not finished: %m");
+}
+
+/*
+ * csum_write from the event loop, for whole blocks of at most
+ * CSUM_LOOP_BLOCKS whose CRCs the page cache holds: the writers' lock
+ * only if free, the CRCs and the data with pwritev2(RWF_NOWAIT).  0: done.
+ * -EOPNOTSUPP: this file system never takes such writes (ext4).  -EAGAIN:
+ * not done, and csum_write on a worker redoes it all; every block and
+ * CRC entry is then either old or new, each matching its entry's cur or
+ * prev, so readers meanwhile see no rot and the redo finds every CRC
+ * already in place.
+ */
+int csum_write_nowait(int fd, uint64_t oid, uint32_t size, const void *buf,
+		      uint32_t len, uint32_t off)
+{
+	uint32_t b0 = off / CSUM_BLOCK, nb = csum_nr_blocks(len);
+	uint8_t t[CSUM_LOOP_BLOCKS * 8];
+	uint64_t toff = (uint64_t)size + b0 * 8ULL;
+	ssize_t n;
+	int ret = -EAGAIN;
+
+	if (!len || off % CSUM_BLOCK || (uint64_t)off + len > size ||
+	    (len % CSUM_BLOCK && off + len != size) || nb > CSUM_LOOP_BLOCKS)
+		return -EAGAIN;
+	csum_init();
+	if (pthread_mutex_trylock(lock_of(oid)))
+		return -EAGAIN;
+	if (pread_rwf(fd, t, (size_t)nb * 8, toff, RWF_NOWAIT) != (ssize_t)nb * 8)
+		goto out;
+	for (uint32_t i = 0; i < nb; i++) {
+		uint32_t crc = crc32c((const uint8_t *)buf +
+				      (uint64_t)i * CSUM_BLOCK,
+				      block_len(b0 + i, size));
+
+		if (crc != get_le32(t + 8 * i)) {
+			put_le32(t + 8 * i + 4, get_le32(t + 8 * i));
+			put_le32(t + 8 * i, crc);
+		}
+	}
+	/* the CRCs first, as csum_write */
+	n = pwrite_nowait(fd, t, (size_t)nb * 8, toff);
+	if (n < 0 && errno == EOPNOTSUPP)
+		ret = -EOPNOTSUPP;
+	if (n != (ssize_t)nb * 8) {
+		finish_unit(fd, t, (size_t)nb * 8, toff, n, 8);
+		goto out;
+	}
+	n = pwrite_nowait(fd, buf, len, off);
+	if (n == (ssize_t)len)
+		ret = 0;
+	else
+		finish_unit(fd, buf, len, off, n, CSUM_BLOCK);
+out:
+	pthread_mutex_unlock(lock_of(oid));
+	return ret;
+}
+
 /*
  * Read @len bytes at @off of the object (of @size data bytes) in @fd into
  * @buf, verifying every block they touch.  @quiet: a mismatch is not yet

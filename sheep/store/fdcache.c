@@ -27,6 +27,7 @@ struct fdc_ent {
 	int refs;
 	bool cached;
 	uint32_t size;		/* data size from the trailer, 0: unread */
+	bool nowait_refused;	/* the file system refuses RWF_NOWAIT writes */
 	struct fdc_ent *hnext;
 	struct list_head lru;
 };
@@ -174,12 +175,15 @@ struct fdc_ent *fdc_get(struct obj_key k, const char *path)
 	return fdc_get_once(k, path);
 }
 
-struct fdc_ent *fdc_lookup(struct obj_key k)
+/* @writing: not if the file refused a write from the loop */
+static struct fdc_ent *lookup(struct obj_key k, bool writing)
 {
 	struct fdc_ent *e;
 
 	pthread_mutex_lock(&fdc_lock);
 	e = *find(k);
+	if (e && writing && e->nowait_refused)
+		e = NULL;	/* ext4: no system call for nothing */
 	if (e)
 		e->refs++;
 	pthread_mutex_unlock(&fdc_lock);
@@ -189,6 +193,16 @@ struct fdc_ent *fdc_lookup(struct obj_key k)
 		return NULL;
 	}
 	return e;
+}
+
+struct fdc_ent *fdc_lookup(struct obj_key k)
+{
+	return lookup(k, false);
+}
+
+struct fdc_ent *fdc_lookup_writable(struct obj_key k)
+{
+	return lookup(k, true);
 }
 
 int fdc_fd(const struct fdc_ent *e)
@@ -209,6 +223,13 @@ uint32_t fdc_size(const struct fdc_ent *e)
 void fdc_set_size(struct fdc_ent *e, uint32_t size)
 {
 	__atomic_store_n(&e->size, size, __ATOMIC_RELAXED);
+}
+
+void fdc_refuse_nowait(struct fdc_ent *e)
+{
+	pthread_mutex_lock(&fdc_lock);
+	e->nowait_refused = true;
+	pthread_mutex_unlock(&fdc_lock);
 }
 
 void fdc_put(struct fdc_ent *e)

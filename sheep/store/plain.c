@@ -222,6 +222,29 @@ bool store_read_nowait(struct obj_key k, void *buf, uint32_t len,
 	return done;
 }
 
+bool store_write_nowait(struct obj_key k, const void *buf, uint32_t len,
+			uint32_t off)
+{
+	struct fdc_ent *e = fdc_lookup_writable(k);
+	uint32_t size;
+	int r = -EAGAIN;
+
+	if (!e)
+		return false;
+	size = fdc_size(e);	/* 0 until a worker has read the trailer */
+	/* -D: the data goes to the disk; a worker's */
+	if (size && fdc_dfd(e) < 0)
+		r = csum_write_nowait(fdc_fd(e), k.oid, size, buf, len, off);
+	if (r == -EOPNOTSUPP)
+		fdc_refuse_nowait(e);
+	fdc_put(e);
+	if (r)
+		return false;
+	if (!store_nosync)
+		dirty_add(k);		/* before the write is acknowledged */
+	return true;
+}
+
 /* @w: a durable write may finish later (store_write_durable) */
 static int write_obj(struct obj_key k, const void *buf, uint32_t len,
 		     uint32_t off, bool sync, struct store_wait *w)

@@ -115,6 +115,15 @@ struct store_wait {
  */
 int store_write_durable(struct obj_key k, const void *buf, uint32_t len,
 			uint32_t off, struct store_wait *w);
+/*
+ * A cached write (no sync) on the event loop, done only when it cannot
+ * block: the object's file is open in the fd cache, the write covers
+ * whole 4 KiB blocks (at most 128 KiB), and the file system takes
+ * buffered writes with RWF_NOWAIT (XFS, btrfs; not ext4).  false: nothing
+ * to undo, do store_write on a worker.
+ */
+bool store_write_nowait(struct obj_key k, const void *buf, uint32_t len,
+			uint32_t off);
 /* @sync: make the data durable before returning (no SD_FLAG_CMD_CACHE) */
 int store_write(struct obj_key k, const void *buf, uint32_t len,
 		uint32_t off, bool sync);

@@ -98,6 +98,10 @@ int csum_read(int fd, int dfd, uint64_t oid, uint32_t size, void *buf,
 	      uint32_t len, uint32_t off);
 int csum_read_nowait(int fd, uint64_t oid, uint32_t size, void *buf,
 		     uint32_t len, uint32_t off);
+/* the most blocks csum_write_nowait takes (128 KiB) */
+#define CSUM_LOOP_BLOCKS	32U
+int csum_write_nowait(int fd, uint64_t oid, uint32_t size, const void *buf,
+		      uint32_t len, uint32_t off);
 uint64_t csum_mismatches(void);
 /* the journal's replay: a partly written block that fails is torn */
 void csum_replaying(bool on);

@@ -457,18 +457,30 @@ _mount_tmpfs()
 	echo "$1" >>"$T/.mounts"
 }
 
-# _mount_loop DIR SIZE: an ext4 file system of SIZE on a loop device (a
-# sparse image in $T) mounted at DIR with errors=remount-ro, so that
-# /sys/fs/ext4/DEV/trigger_fs_error makes it fail; prints the device
+# _mount_loop DIR SIZE [FS]: a file system of SIZE on a loop device (a
+# sparse image in $T) mounted at DIR; prints the device.  FS ext4 (the
+# default) is mounted with errors=remount-ro, so that
+# /sys/fs/ext4/DEV/trigger_fs_error makes it fail; FS xfs as it comes.
 _mount_loop()
 {
-	local img=$T/.loop.$(basename "$1").img dev
+	local img=$T/.loop.$(basename "$1").img dev fs=${3:-ext4}
 	mkdir -p "$1"
 	truncate -s "$2" "$img" || return 1
 	dev=$(losetup -f --show "$img") || return 1
 	echo "$dev" >>"$T/.loops"
-	mkfs.ext4 -q -F "$dev" >/dev/null 2>&1 || return 1
-	mount -o errors=remount-ro "$dev" "$1" || return 1
+	case $fs in
+	ext4)
+		mkfs.ext4 -q -F "$dev" >/dev/null 2>&1 || return 1
+		mount -o errors=remount-ro "$dev" "$1" || return 1
+		;;
+	xfs)
+		mkfs.xfs -q -f "$dev" >/dev/null 2>&1 || return 1
+		mount "$dev" "$1" || return 1
+		;;
+	*)
+		return 1
+		;;
+	esac
 	echo "$1" >>"$T/.mounts"
 	echo "$dev"
 }

@@ -121,6 +121,8 @@ WEAK int store_write_durable(struct obj_key k, const void *buf, uint32_t len,
 { return SD_RES_EIO; }
 WEAK bool store_read_nowait(struct obj_key k, void *buf, uint32_t len,
 			    uint32_t off) { return false; }
+WEAK bool store_write_nowait(struct obj_key k, const void *buf, uint32_t len,
+			     uint32_t off) { return false; }
 WEAK int store_write(struct obj_key k, const void *buf, uint32_t len,
 		     uint32_t off, bool sync) { return SD_RES_EIO; }
 WEAK int store_create(struct obj_key k, uint32_t obj_size, const void *buf,
