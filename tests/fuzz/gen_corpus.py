@@ -138,6 +138,12 @@ def gen_request():
             write("request", "op-%02x-%s-strip" % (op, name.lower()),
                   sd_req(op, int(name == "EC_PREPARE"), 1, d, u) +
                   cluster + ec_vdi)
+            if name in ("EC_STATE", "EC_READ"):
+                # recovery's last pass: a stale copy may answer
+                # (SD_FLAG_CMD_WILDCARD)
+                write("request",
+                      "op-%02x-%s-strip-wildcard" % (op, name.lower()),
+                      sd_req(op, 0x0100, 1, d, u) + cluster + ec_vdi)
         if name in ("READ_OBJ", "WRITE_OBJ", "GET_HASH", "EXIST"):
             u = le("QQBBBBIII", vdi_oid, 0, 3, 0, 0, 0, 0, 4664, 0)
             write("request", "op-%02x-%s-inode" % (op, name.lower()),
