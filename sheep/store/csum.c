@@ -322,7 +322,8 @@ int csum_write_nowait(int fd, uint64_t oid, uint32_t size, const void *buf,
 	csum_init();
 	if (pthread_mutex_trylock(lock_of(oid)))
 		return -EAGAIN;
-	if (pread_rwf(fd, t, (size_t)nb * 8, toff, RWF_NOWAIT) != (ssize_t)nb * 8)
+	n = pread_rwf(fd, t, (size_t)nb * 8, toff, RWF_NOWAIT);
+	if (n != (ssize_t)nb * 8)
 		goto out;
 	for (uint32_t i = 0; i < nb; i++) {
 		uint32_t crc = crc32c((const uint8_t *)buf +

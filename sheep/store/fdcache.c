@@ -27,7 +27,7 @@ struct fdc_ent {
 	int refs;
 	bool cached;
 	uint32_t size;		/* data size from the trailer, 0: unread */
-	bool nowait_refused;	/* the file system refuses RWF_NOWAIT writes */
+	bool nowait_refused;	/* no RWF_NOWAIT writes on its fs */
 	struct fdc_ent *hnext;
 	struct list_head lru;
 };
