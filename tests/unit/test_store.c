@@ -8,7 +8,8 @@
  * written whole keeps its holes; per-block checksums catch a flipped byte,
  * survive unaligned writes and a crash between CRC and data, and are added
  * to a store written without them.  The event loop's read serves only
- * what the page cache holds, verified.  Two strips and the replica of one oid
+ * what the page cache holds, verified; a file unlinked behind the store
+ * reads as missing.  Two strips and the replica of one oid
  * are three files, written, read, listed, removed and made stale apart,
  * a rejoin's strips keeping their settled version beside the stale copy;
  * names the store never writes are skipped by every listing.
@@ -524,6 +525,33 @@ static void test_read_nowait(void **state)
 	assert_false(store_read_nowait(obj_key_rep(oid + 1), got, 4096, 0));
 }
 
+/*
+ * A file unlinked behind the store's back (an operator, a test) reads as
+ * missing, though the fd cache holds it open: the cache asks its link
+ * count (statx) before every use, from a worker and from the loop.
+ */
+static void test_unlinked_reads_missing(void **state)
+{
+	const uint64_t oid = OID + 15;
+	char p[256];
+
+	assert_int_equal(store_create(obj_key_rep(oid), OBJ, a, OBJ, 0, false),
+			 SD_RES_SUCCESS);
+	assert_int_equal(store_read(obj_key_rep(oid), got, 4096, 0),
+			 SD_RES_SUCCESS);
+	assert_true(store_read_nowait(obj_key_rep(oid), got, 4096, 0));
+	snprintf(p, sizeof(p), "%s/obj/%016llx", base,
+		 (unsigned long long)oid);
+	assert_int_equal(unlink(p), 0);
+	assert_false(store_read_nowait(obj_key_rep(oid), got, 4096, 0));
+	assert_false(store_write_nowait(obj_key_rep(oid), b, 4096, 0));
+	assert_int_equal(store_read(obj_key_rep(oid), got, 4096, 0),
+			 SD_RES_NO_OBJ);
+	assert_int_equal(store_write(obj_key_rep(oid), b, 4096, 0, false),
+			 SD_RES_NO_OBJ);
+	assert_int_equal(store_exist(obj_key_rep(oid)), SD_RES_NO_OBJ);
+}
+
 /* unaligned writes keep the CRCs of the blocks they touch right */
 static void test_csum_unaligned_writes(void **state)
 {
@@ -962,6 +990,7 @@ int main(void)
 		cmocka_unit_test(test_csum_detects_flip),
 		cmocka_unit_test(test_csum_unaligned_writes),
 		cmocka_unit_test(test_read_nowait),
+		cmocka_unit_test(test_unlinked_reads_missing),
 		cmocka_unit_test(test_csum_crash_between_crc_and_data),
 		cmocka_unit_test(test_csum_upgrade),
 		cmocka_unit_test(test_repair_blocks),
