@@ -274,11 +274,12 @@ static void print_traffic(const struct samples *ss)
 	       size_str(val(ss, "kelpie_budget_used_bytes", ""), a, sizeof(a)),
 	       size_str(val(ss, "kelpie_budget_limit_bytes", ""), b,
 			sizeof(b)));
-	printf("I/O queue\t%" PRIu64 " of %" PRIu64 "; reads served on the "
-	       "loop %" PRIu64 "\n",
+	printf("I/O queue\t%" PRIu64 " of %" PRIu64 "; served on the loop: "
+	       "reads %" PRIu64 ", writes %" PRIu64 "\n",
 	       u(val(ss, "kelpie_io_queue_depth", "")),
 	       u(val(ss, "kelpie_io_queue_capacity", "")),
-	       u(val(ss, "kelpie_reads_on_loop_total", "")));
+	       u(val(ss, "kelpie_reads_on_loop_total", "")),
+	       u(val(ss, "kelpie_writes_on_loop_total", "")));
 	printf("Connections\t%" PRIu64 ", NBD %" PRIu64 "\n",
 	       u(val(ss, "kelpie_client_connections", "")),
 	       u(val(ss, "kelpie_nbd_connections", "")));
