@@ -274,30 +274,6 @@ static ssize_t pwrite_nowait(int fd, const void *buf, size_t n, uint64_t off)
 }
 
 /*
- * A write that stopped @done bytes into @n: a cut inside a CRC entry
- * (@unit 8) or a block (@unit CSUM_BLOCK) would leave bytes that match
- * neither CRC for readers to see until a worker redid it, so the rest of
- * that unit is written at once, blocking.  Only a fault on our own buffer
- * can cut a buffered write there; the page-cache copy itself goes by
- * whole pages.
- */
-static void finish_unit(int fd, const void *buf, size_t n, uint64_t off,
-			ssize_t done, uint32_t unit)
-{
-	size_t to;
-
-	if (done <= 0 || done % unit == 0)
-		return;
-	to = ((size_t)done / unit + 1) * unit;
-	if (to > n)
-		to = n;
-	/* if this fails too, the worker's redo meets the same error */
-	if (xpwrite(fd, (const uint8_t *)buf + done, to - (size_t)done,
-		    (off_t)(off + (uint64_t)done)) < 0)
-		sd_warn("object write cut short and not finished: %m");
-}
-
-/*
  * csum_write from the event loop, for whole blocks of at most
  * CSUM_LOOP_BLOCKS whose CRCs the page cache holds: the writers' lock
  * only if free, the CRCs and the data with pwritev2(RWF_NOWAIT).  0: done.
@@ -305,7 +281,11 @@ static void finish_unit(int fd, const void *buf, size_t n, uint64_t off,
  * not done, and csum_write on a worker redoes it all; every block and
  * CRC entry is then either old or new, each matching its entry's cur or
  * prev, so readers meanwhile see no rot and the redo finds every CRC
- * already in place.
+ * already in place.  (A buffered write stops between pages, which never
+ * cut an entry or a block; only a fault on our own buffer could cut one
+ * inside, and a reader in the moment before the redo would then take
+ * that block for rot: reported and read from another copy, never
+ * served.  Nothing on the loop waits to close that window.)
  */
 int csum_write_nowait(int fd, uint64_t oid, uint32_t size, const void *buf,
 		      uint32_t len, uint32_t off)
@@ -339,15 +319,10 @@ int csum_write_nowait(int fd, uint64_t oid, uint32_t size, const void *buf,
 	n = pwrite_nowait(fd, t, (size_t)nb * 8, toff);
 	if (n < 0 && errno == EOPNOTSUPP)
 		ret = -EOPNOTSUPP;
-	if (n != (ssize_t)nb * 8) {
-		finish_unit(fd, t, (size_t)nb * 8, toff, n, 8);
+	if (n != (ssize_t)nb * 8)
 		goto out;
-	}
-	n = pwrite_nowait(fd, buf, len, off);
-	if (n == (ssize_t)len)
+	if (pwrite_nowait(fd, buf, len, off) == (ssize_t)len)
 		ret = 0;
-	else
-		finish_unit(fd, buf, len, off, n, CSUM_BLOCK);
 out:
 	pthread_mutex_unlock(lock_of(oid));
 	return ret;
