@@ -175,15 +175,19 @@ struct fdc_ent *fdc_get(struct obj_key k, const char *path)
 	return fdc_get_once(k, path);
 }
 
-/* @writing: not if the file refused a write from the loop */
+/*
+ * @writing: not if the file refused a write from the loop (ext4), nor a
+ * data object of sheep -D (its data goes to the disk): no system call
+ * for nothing
+ */
 static struct fdc_ent *lookup(struct obj_key k, bool writing)
 {
 	struct fdc_ent *e;
 
 	pthread_mutex_lock(&fdc_lock);
 	e = *find(k);
-	if (e && writing && e->nowait_refused)
-		e = NULL;	/* ext4: no system call for nothing */
+	if (e && writing && (e->nowait_refused || e->dfd >= 0))
+		e = NULL;
 	if (e)
 		e->refs++;
 	pthread_mutex_unlock(&fdc_lock);

@@ -16,7 +16,10 @@ struct fdc_ent *fdc_get(struct obj_key k, const char *path);
  * the event loop, which must not block); NULL if not cached.
  */
 struct fdc_ent *fdc_lookup(struct obj_key k);
-/* the same for a write from the event loop: NULL if the file refused one */
+/*
+ * the same for a write from the event loop: NULL if the file refused one,
+ * or is open O_DIRECT (sheep -D)
+ */
 struct fdc_ent *fdc_lookup_writable(struct obj_key k);
 int fdc_fd(const struct fdc_ent *e);
 /* the same file opened O_DIRECT (sheep -D, data objects), or -1 */

@@ -232,8 +232,7 @@ bool store_write_nowait(struct obj_key k, const void *buf, uint32_t len,
 	if (!e)
 		return false;
 	size = fdc_size(e);	/* 0 until a worker has read the trailer */
-	/* -D: the data goes to the disk; a worker's */
-	if (size && fdc_dfd(e) < 0)
+	if (size)
 		r = csum_write_nowait(fdc_fd(e), k.oid, size, buf, len, off);
 	if (r == -EOPNOTSUPP)
 		fdc_refuse_nowait(e);

@@ -13,6 +13,8 @@
  *   flush syncs it); unaligned writes, writes past the object or over
  *   128 KiB are declined; rot in a block the write does not cover stays
  *   rot.
+ *
+ * Either way a data object of sheep -D is never written from the loop.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -249,12 +251,31 @@ static void test_taken_keeps_rot(void **state)
 	assert_int_equal(store_remove(obj_key_rep(oid)), SD_RES_SUCCESS);
 }
 
+/*
+ * sheep -D: a data object's data goes through its O_DIRECT descriptor,
+ * never a buffered write from the loop (the two would not see each
+ * other's bytes); on XFS too.  Last: -D stays on for the store.
+ */
+static void test_direct_declined(void **state)
+{
+	const uint64_t oid = OID + 3;
+
+	store_set_direct(true);
+	fresh_object(oid);
+	assert_false(write_from_loop(oid, 4096, 8192));
+	assert_int_equal(store_read(obj_key_rep(oid), got, 4096, 8192),
+			 SD_RES_SUCCESS);
+	assert_memory_equal(got, b + 8192, 4096);
+	assert_int_equal(store_remove(obj_key_rep(oid)), SD_RES_SUCCESS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_taken),
 		cmocka_unit_test(test_taken_keeps_rot),
+		cmocka_unit_test(test_direct_declined),
 	};
 
 	return cmocka_run_group_tests_name("store_nowait", tests, setup,
