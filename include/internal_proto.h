@@ -304,6 +304,9 @@ struct vdi_state {
 	struct node_id participants[SD_MAX_COPIES];
 };
 
+/* Kelpie: flags in vdi_state.pad[0] */
+#define VDI_STATE_PARENT_UNKNOWN	1	/* parent_vid means nothing */
+
 /* recovery_state.state: 0 preparing, 1 recovering, 2 notifying, and */
 #define RECOVERY_STATE_HALTED		3	/* Kelpie: stopped, disk full */
 /* Kelpie: flags in recovery_state.pad[0] */

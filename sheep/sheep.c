@@ -37,6 +37,7 @@
 #include "state/vdi.h"
 #include "ops/md.h"
 #include "store/store.h"
+#include "vdi/reclaim.h"
 
 static const char *pidfile;
 static int ready_fd = -1;
@@ -755,6 +756,8 @@ int main(int argc, char **argv)
 	flush_init();
 	vdi_init_bitmaps();
 	refcount_init();
+	vdi_reclaim_init();
+	recovery_set_settled(vdi_reclaim_kick);
 	if (!sys.gateway && store_init_disks(sys.base, disk_list, sys.nosync))
 		goto fail;
 	if (journal.size &&

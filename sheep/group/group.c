@@ -274,6 +274,7 @@ static void vdi_pull_done(struct peer_req *pr, int result)
 	} else {
 		sd_warn("cannot fetch VDI state: %s",
 			sd_strerror((uint32_t)result));
+		vdi_state_mark_partial();
 	}
 	if (vp->gate) {
 		join_pulls--;

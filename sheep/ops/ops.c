@@ -538,6 +538,7 @@ static void add_vdi_state(uint32_t vid, struct vdi_info *vi, void *arg)
 	vs.copy_policy = vi->copy_policy;
 	vs.block_size_shift = vi->block_size_shift;
 	vs.parent_vid = vi->parent_vid;
+	vs.pad[0] = vi->parent_unknown ? VDI_STATE_PARENT_UNKNOWN : 0;
 	vs.lock_state = vi->lock_state;
 	vs.lock_owner = vi->lock_owner;
 	vdi_state_encode(&vs, (uint8_t *)ctx->req->data + ctx->n * sizeof(vs));

@@ -1184,6 +1184,12 @@ void recovery_get_throttle(struct recovery_throttling *t)
 
 static struct work purge_work;
 static bool purging, purge_again;
+static void (*settled_fn)(void);
+
+void recovery_set_settled(void (*fn)(void))
+{
+	settled_fn = fn;
+}
 static struct recovery *purge_rw;	/* its misplaced strips go too */
 
 static void purge_fn(struct work *w)
@@ -1258,6 +1264,8 @@ int recovery_complete_main(const struct sd_req *req, struct sd_rsp *rsp,
 	}
 	if (done < storage || sys.gateway)
 		return SD_RES_SUCCESS;
+	if (settled_fn)
+		settled_fn();
 	if (purging) {
 		purge_again = true;
 		return SD_RES_SUCCESS;

@@ -51,5 +51,7 @@ void recovery_set_strip_rebuild(strip_rebuild_fn fn);
  * stale copies with a settled version too (gw_ec_rebuild_anywhere)
  */
 void recovery_set_strip_rebuild_anywhere(strip_rebuild_fn fn);
+/* called (main thread) each time every node has recovered an epoch */
+void recovery_set_settled(void (*fn)(void));
 
 #endif

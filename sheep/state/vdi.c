@@ -28,6 +28,7 @@ struct vdi_entry {
 static struct vdi_entry *vdi_hash[VDI_HASH_BUCKETS];
 /* objects.md §6.2: bit per VDI id */
 static uint8_t *vdi_inuse, *vdi_deleted;
+static bool vdi_partial;	/* a member's state could not be fetched */
 
 static void bit_set(uint8_t *bm, uint32_t nr, bool on)
 {
@@ -82,9 +83,45 @@ struct vdi_info *vdi_get(uint32_t vid, bool create)
 	e = xzalloc(sizeof(*e));
 	e->vid = vid;
 	e->info.lock_state = LOCK_STATE_UNLOCKED;
+	/* until a header or a NEW_VDI says which it is */
+	e->info.parent_unknown = 1;
 	e->next = vdi_hash[b];
 	vdi_hash[b] = e;
 	return &e->info;
+}
+
+void vdi_state_mark_partial(void)
+{
+	if (!vdi_partial)
+		sd_warn("the VDI table may lack VDIs until a restart: objects "
+			"of deleted VDIs are not reclaimed meanwhile");
+	vdi_partial = true;
+}
+
+struct lineage_count {
+	size_t inuse;		/* entries of VDIs in use */
+};
+
+static bool parent_known(uint32_t vid, struct vdi_info *vi, void *arg)
+{
+	struct lineage_count *c = arg;
+
+	c->inuse += vdi_test_inuse(vid);
+	return !vi->parent_unknown;
+}
+
+bool vdi_lineage_known(void)
+{
+	const uint64_t *w = (const uint64_t *)vdi_inuse;
+	struct lineage_count c = { 0 };
+	size_t inuse = 0;
+
+	if (vdi_partial || !vdi_all(parent_known, &c))
+		return false;
+	for (size_t i = 0; i < SD_NR_VDIS / 64; i++)
+		inuse += (size_t)__builtin_popcountll(w[i]);
+	/* a bit set by a message that made no entry: a VDI not known */
+	return inuse == c.inuse;
 }
 
 void vdi_for_each(void (*fn)(uint32_t vid, struct vdi_info *vi, void *arg),
@@ -93,6 +130,16 @@ void vdi_for_each(void (*fn)(uint32_t vid, struct vdi_info *vi, void *arg),
 	for (int b = 0; b < VDI_HASH_BUCKETS; b++)
 		for (struct vdi_entry *e = vdi_hash[b]; e; e = e->next)
 			fn(e->vid, &e->info, arg);
+}
+
+bool vdi_all(bool (*fn)(uint32_t vid, struct vdi_info *vi, void *arg),
+	     void *arg)
+{
+	for (int b = 0; b < VDI_HASH_BUCKETS; b++)
+		for (struct vdi_entry *e = vdi_hash[b]; e; e = e->next)
+			if (!fn(e->vid, &e->info, arg))
+				return false;
+	return true;
 }
 
 void vdi_reset(void)
@@ -108,6 +155,7 @@ void vdi_reset(void)
 		}
 		vdi_hash[b] = NULL;
 	}
+	vdi_partial = false;
 	memset(vdi_inuse, 0, SD_NR_VDIS / 8);
 	memset(vdi_deleted, 0, SD_NR_VDIS / 8);
 }
@@ -145,6 +193,7 @@ void vdi_set_from_header(const struct sd_inode_header *h)
 	vi->block_size_shift = h->block_size_shift;
 	vi->snapshot = !!h->snap_ctime;
 	vi->parent_vid = h->parent_vdi_id;
+	vi->parent_unknown = 0;
 	vi->deleted = !h->name[0];
 	vdi_set_inuse(h->vdi_id, true);
 	if (vi->deleted)
@@ -176,6 +225,11 @@ void vdi_merge_state(const struct vdi_state *vs, bool running)
 	if (vi) {
 		vi->snapshot |= vs->snapshot;
 		vi->deleted |= vs->deleted;
+		if (vi->parent_unknown &&
+		    !(vs->pad[0] & VDI_STATE_PARENT_UNKNOWN)) {
+			vi->parent_vid = vs->parent_vid;
+			vi->parent_unknown = 0;
+		}
 		if (running && vs->nr_copies &&
 		    (vi->nr_copies != vs->nr_copies ||
 		     vi->copy_policy != vs->copy_policy)) {
@@ -194,6 +248,7 @@ void vdi_merge_state(const struct vdi_state *vs, bool running)
 	vi->snapshot = vs->snapshot;
 	vi->deleted = vs->deleted;
 	vi->parent_vid = vs->parent_vid;
+	vi->parent_unknown = !!(vs->pad[0] & VDI_STATE_PARENT_UNKNOWN);
 }
 
 static int scan_one(struct obj_key k, void *arg)

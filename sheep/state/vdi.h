@@ -13,6 +13,13 @@ struct vdi_info {
 	uint8_t block_size_shift;
 	uint8_t snapshot;
 	uint8_t deleted;
+	/*
+	 * parent_vid is not known: the entry came from a message that does
+	 * not carry it (a lock, a deletion or Sheepdog's NOTIFY_VDI_ADD of a
+	 * VDI this node had not heard of).  Reclaiming trusts no lineage
+	 * while such an entry exists (vdi/reclaim.c).
+	 */
+	uint8_t parent_unknown;
 	uint32_t parent_vid;
 	uint32_t lock_state;
 	struct node_id lock_owner;
@@ -46,7 +53,17 @@ uint8_t vdi_shift(uint32_t vid);
 void vdi_reset(void);
 void vdi_merge_state(const struct vdi_state *vs, bool running);
 void vdi_release_node_locks(const struct node_id *nid);
+/*
+ * The table may lack VDIs: the state of a member could not be fetched at
+ * join (group.c), so nothing may be concluded from a VDI's absence
+ */
+void vdi_state_mark_partial(void);
+/* every VDI in use has an entry whose parent is known, none is missing */
+bool vdi_lineage_known(void);
 void vdi_for_each(void (*fn)(uint32_t vid, struct vdi_info *vi, void *arg),
 		  void *arg);
+/* whether @fn holds for every entry (stops at the first that fails) */
+bool vdi_all(bool (*fn)(uint32_t vid, struct vdi_info *vi, void *arg),
+	     void *arg);
 
 #endif

@@ -20,6 +20,7 @@
 #include "state/cluster.h"
 #include "state/vdi.h"
 #include "vdi/hyper.h"
+#include "vdi/reclaim.h"
 #include "vdi/vdi.h"
 
 /* ---- lookup (objects.md §6.3); cluster worker thread ---- */
@@ -463,6 +464,15 @@ static int vdi_clone(struct request *req, struct lookup *lk, uint32_t base)
 		return ret;
 	if (ret != SD_RES_SUCCESS)
 		return SD_RES_BASE_VDI_READ;
+	/*
+	 * A deleted VDI (dog cannot name one, a raw request can): its
+	 * objects are gone or going (reclaim.c), and it was not the
+	 * client's to read anyway
+	 */
+	if (!src.h.name[0]) {
+		ret = SD_RES_NO_VDI;
+		goto out;
+	}
 	if (!hyper_base_ok(&src)) {
 		ret = SD_RES_INVALID_PARMS;
 		goto out;
@@ -607,6 +617,7 @@ int vdi_notify_add(const struct sd_req *req, struct sd_rsp *rsp, void *data,
 	}
 	vi->parent_vid = req->vdi.base_vdi_id ? req->vdi.base_vdi_id :
 			 ctx->aux;
+	vi->parent_unknown = 0;
 	vi->nr_copies = rsp->vdi.copies;
 	vi->block_size_shift = rsp->vdi.block_size_shift;
 	vi->copy_policy = req->vdi.copies ? req->vdi.copy_policy :
@@ -743,6 +754,8 @@ int vdi_notify_del(const struct sd_req *req, struct sd_rsp *rsp, void *data,
 
 	vi->deleted = 1;
 	vdi_set_deleted(rsp->vdi.vdi_id, true);
+	/* what an earlier deletion of its family could not remove */
+	vdi_reclaim_kick();
 	return SD_RES_SUCCESS;
 }
 

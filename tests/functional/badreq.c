@@ -7,6 +7,9 @@
  *
  *   badreq HOST PORT CASE
  *
+ * (clone:VID: a clone of the VDI of hex id VID; del:NAME: DEL_VDI of NAME,
+ * whose index the client did not clear)
+ *
  * Prints one line:
  *   result=0xNN opcode=0xNN id=0xNNNNNNNN dlen=N   a response arrived
  *   closed                                         the server closed
@@ -193,6 +196,25 @@ int main(int argc, char **argv)
 
 		hdr(b, 0x02, 0x11, 0x0001, 0x5eed0003, sizeof(name));
 		put64(b + 16, 1 << 20);
+		send_all(fd, b, HDR);
+		send_all(fd, name, sizeof(name));
+		report(fd, rsp);
+	} else if (!strncmp(c, "clone:", 6)) {
+		/* NEW_VDI "badreq-clone", a clone of the VDI of hex id ... */
+		uint8_t name[256] = "badreq-clone";
+
+		hdr(b, 0x02, 0x11, 0x0001, 0x5eed0008, sizeof(name));
+		put64(b + 16, 4 << 20);
+		put32(b + 24, (uint32_t)strtoul(c + 6, NULL, 16));
+		send_all(fd, b, HDR);
+		send_all(fd, name, sizeof(name));
+		report(fd, rsp);
+	} else if (!strncmp(c, "del:", 4)) {
+		/* DEL_VDI of the current VDI NAME, its index left as it is */
+		uint8_t name[256] = { 0 };
+
+		strncpy((char *)name, c + 4, sizeof(name) - 1);
+		hdr(b, 0x02, 0x17, 0x0001, 0x5eed0009, sizeof(name));
 		send_all(fd, b, HDR);
 		send_all(fd, name, sizeof(name));
 		report(fd, rsp);

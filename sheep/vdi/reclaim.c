@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Reclaiming the objects deleted VDIs left in this node's store.
+ *
+ * A client clears an index entry before the object it named is removed
+ * (gw/refcount.c): a power loss between the two leaves an object nothing
+ * names.  So does a node that was down while a VDI's objects were removed:
+ * its copies come back with it, and recovery spreads them again.  Nothing
+ * would ever remove either.
+ *
+ * Only its VDI and the VDI's descendants (snapshots, clones: the parent
+ * links) can name an object, since a new index is always copied from its
+ * parent's.  Once a VDI and every descendant of it are deleted, each with
+ * its inode cleared, the VDI's data objects and ledgers are garbage on
+ * every node: each node removes its own copies, after every DEL_VDI and
+ * after every recovery the whole cluster finished.  Inodes stay, as the
+ * record of a deleted VDI (objects.md §10.2).
+ *
+ * The lineage comes from this node's VDI table, used only when it knows
+ * every VDI and every parent (state/vdi.c); that a VDI and its
+ * descendants are deleted is then checked on their inode headers, read
+ * through the gateway, before anything is removed.  A clone of a deleted
+ * VDI is refused (vdi.c), so a deleted VDI gets no new descendants.
+ *
+ * One pass at a time on its own worker (the header reads block it); a
+ * request for a pass while one runs makes one more afterwards.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "inode.h"
+#include "proto.h"
+#include "util.h"
+#include "work.h"
+#include "core/core.h"
+#include "gw/gw.h"
+#include "state/vdi.h"
+#include "store/store.h"
+#include "vdi/reclaim.h"
+
+#define RECLAIM_MAX	65536	/* objects removed per pass */
+
+/* ---- the lineage: which deleted VDIs no live VDI descends from ---- */
+
+static int cmp_vid(const void *a, const void *b)
+{
+	const struct reclaim_vdi *x = a, *y = b;
+
+	return x->vid < y->vid ? -1 : x->vid > y->vid;
+}
+
+void reclaim_sort(struct reclaim_vdi *v, size_t nr)
+{
+	qsort(v, nr, sizeof(*v), cmp_vid);
+}
+
+struct reclaim_vdi *reclaim_find(struct reclaim_vdi *v, size_t nr,
+				 uint32_t vid)
+{
+	struct reclaim_vdi key = { .vid = vid };
+
+	return vid ? bsearch(&key, v, nr, sizeof(*v), cmp_vid) : NULL;
+}
+
+size_t reclaim_mark(struct reclaim_vdi *v, size_t nr)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < nr; i++)
+		v[i].below_live = 0;
+	for (size_t i = 0; i < nr; i++) {
+		struct reclaim_vdi *p = &v[i];
+
+		if (p->deleted)
+			continue;
+		/* every ancestor of a live VDI may be named by it */
+		for (size_t steps = 0; steps < nr; steps++) {
+			p = reclaim_find(v, nr, p->parent);
+			if (!p || p->below_live)
+				break;
+			p->below_live = 1;
+		}
+	}
+	for (size_t i = 0; i < nr; i++)
+		n += v[i].deleted && !v[i].below_live;
+	return n;
+}
+
+bool reclaim_descends(struct reclaim_vdi *v, size_t nr,
+		      const struct reclaim_vdi *d, uint32_t anc)
+{
+	for (size_t steps = 0; d && steps < nr; steps++) {
+		if (d->parent == anc)
+			return true;
+		d = reclaim_find(v, nr, d->parent);
+	}
+	return false;
+}
+
+/* ---- a pass ---- */
+
+struct reclaim_pass {
+	struct work work;
+	struct reclaim_vdi *v;		/* the VDI table, by vid */
+	size_t nr;
+	struct obj_key *keys;		/* local objects to remove */
+	size_t nr_keys;
+	uint64_t removed;
+};
+
+static struct work_queue *reclaim_wq;
+static bool running, again, told;
+static uint64_t total_removed;
+
+static bool reclaimable(struct reclaim_pass *rp, uint32_t vid)
+{
+	struct reclaim_vdi *e = reclaim_find(rp->v, rp->nr, vid);
+
+	return e && e->deleted && !e->below_live;
+}
+
+static int collect(struct obj_key k, void *arg)
+{
+	struct reclaim_pass *rp = arg;
+
+	if (!is_data_obj(k.oid) && !is_ledger_obj(k.oid))
+		return 0;
+	if (!reclaimable(rp, oid_to_vid(k.oid)))
+		return 0;
+	if (rp->nr_keys == RECLAIM_MAX)
+		return 1;
+	rp->keys[rp->nr_keys++] = k;
+	return 0;
+}
+
+/* the inode of @e says deleted and cleared (read once per pass) */
+static bool header_dead(struct reclaim_vdi *e)
+{
+	uint8_t *buf;
+	struct sd_inode_header h;
+	int ret;
+
+	if (e->checked)
+		return e->checked == 1;
+	buf = xmalloc(SD_INODE_HEADER_SIZE);
+	ret = gw_exec_sync(SD_OP_READ_OBJ, vid_to_vdi_oid(e->vid), buf,
+			   SD_INODE_HEADER_SIZE, 0, 0, 0);
+	if (ret == SD_RES_SUCCESS)
+		inode_header_decode(&h, buf);
+	free(buf);
+	e->checked = ret == SD_RES_SUCCESS && !h.name[0] &&
+		     h.vdi_id == e->vid && h.parent_vdi_id == e->parent ? 1 : 2;
+	if (e->checked != 1)
+		sd_debug("VDI %" PRIx32 " kept: %s", e->vid,
+			 ret == SD_RES_SUCCESS ? "its inode is in use" :
+			 sd_strerror((uint32_t)ret));
+	return e->checked == 1;
+}
+
+/* @e and every descendant of it are deleted, as their inodes say */
+static bool confirm(struct reclaim_pass *rp, struct reclaim_vdi *e)
+{
+	if (e->confirmed)
+		return e->confirmed == 1;
+	e->confirmed = 2;
+	if (!header_dead(e))
+		return false;
+	for (size_t i = 0; i < rp->nr; i++)
+		if (reclaim_descends(rp->v, rp->nr, &rp->v[i], e->vid) &&
+		    !header_dead(&rp->v[i]))
+			return false;
+	e->confirmed = 1;
+	return true;
+}
+
+static void reclaim_fn(struct work *w)
+{
+	struct reclaim_pass *rp = container_of(w, struct reclaim_pass, work);
+
+	rp->keys = xmalloc(RECLAIM_MAX * sizeof(*rp->keys));
+	store_for_each(collect, rp);
+	for (size_t i = 0; i < rp->nr_keys; i++) {
+		struct obj_key k = rp->keys[i];
+		struct reclaim_vdi *e = reclaim_find(rp->v, rp->nr,
+						     oid_to_vid(k.oid));
+		int ret;
+
+		if (!confirm(rp, e))
+			continue;
+		ret = store_remove(k);
+		if (ret == SD_RES_SUCCESS)
+			rp->removed++;
+		else if (ret != SD_RES_NO_OBJ)
+			sd_warn("cannot remove %" PRIx64 " of deleted VDI "
+				"%" PRIx32 ": %s", k.oid, e->vid,
+				sd_strerror((uint32_t)ret));
+	}
+}
+
+static void reclaim_done(struct work *w)
+{
+	struct reclaim_pass *rp = container_of(w, struct reclaim_pass, work);
+	/* a full pass that got somewhere leaves more: go on */
+	bool more = rp->nr_keys == RECLAIM_MAX && rp->removed;
+
+	if (rp->removed)
+		sd_notice("%" PRIu64 " object(s) of deleted VDIs reclaimed",
+			  rp->removed);
+	total_removed += rp->removed;
+	free(rp->keys);
+	free(rp->v);
+	free(rp);
+	running = false;
+	if (again || more)
+		vdi_reclaim_kick();
+}
+
+struct table_copy {
+	struct reclaim_vdi *v;
+	size_t nr, cap;
+};
+
+static void copy_entry(uint32_t vid, struct vdi_info *vi, void *arg)
+{
+	struct table_copy *t = arg;
+
+	if (t->nr == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 256;
+		t->v = xrealloc(t->v, t->cap * sizeof(*t->v));
+	}
+	t->v[t->nr++] = (struct reclaim_vdi){
+		.vid = vid, .parent = vi->parent_vid,
+		.deleted = vi->deleted || vdi_test_deleted(vid),
+	};
+}
+
+void vdi_reclaim_kick(void)
+{
+	struct table_copy t = { 0 };
+	struct reclaim_pass *rp;
+
+	if (sys.gateway || !reclaim_wq)
+		return;
+	if (running) {
+		again = true;
+		return;
+	}
+	again = false;
+	if (!vdi_lineage_known()) {
+		if (!told)
+			sd_info("objects of deleted VDIs are not reclaimed: "
+				"the VDI table lacks a VDI or a parent");
+		told = true;
+		return;
+	}
+	told = false;
+	vdi_for_each(copy_entry, &t);
+	reclaim_sort(t.v, t.nr);
+	if (!reclaim_mark(t.v, t.nr)) {
+		free(t.v);
+		return;
+	}
+	rp = xzalloc(sizeof(*rp));
+	rp->v = t.v;
+	rp->nr = t.nr;
+	rp->work.fn = reclaim_fn;
+	rp->work.done = reclaim_done;
+	running = true;
+	if (wq_queue(reclaim_wq, &rp->work)) {
+		running = false;
+		free(rp->v);
+		free(rp);
+	}
+}
+
+uint64_t vdi_reclaimed(void)
+{
+	return total_removed;
+}
+
+void vdi_reclaim_init(void)
+{
+	reclaim_wq = wq_create("reclaim", 1, 1, sys.loop);
+}
