@@ -23,6 +23,7 @@
 #include "state/cluster.h"
 #include "state/vdi.h"
 #include "store/store.h"
+#include "vdi/reclaim.h"
 
 #define SNAP_INTERVAL_MS	1000
 
@@ -137,6 +138,7 @@ static void take_snapshot(struct metrics_snap *m)
 	m->io_queue = wq_pending(sys.io_wq);
 	m->loop_served = request_loop_served(false);
 	m->loop_writes = request_loop_served(true);
+	m->reclaimed = vdi_reclaimed();
 	m->io_queue_max = SD_IO_QUEUE;
 	m->clients = client_count();
 	m->nbd_conns = nbd_conn_count();
@@ -380,6 +382,10 @@ static void format_traffic(struct out *o, const struct metrics_snap *m)
 		"gateway) stored on the event loop, without the I/O pool, "
 		"where the file system takes them without blocking (XFS).",
 		m->loop_writes);
+	counter(o, "kelpie_objects_reclaimed_total",
+		"Copies of data objects and ledgers of deleted VDIs this "
+		"node removed after the deletion itself (left by a power loss "
+		"or by a node down during the delete).", m->reclaimed);
 	gauge(o, "kelpie_client_connections",
 	      "Connections on the Sheepdog port (dog, QEMU, other sheep).",
 	      m->clients);
