@@ -86,17 +86,6 @@ size_t reclaim_mark(struct reclaim_vdi *v, size_t nr)
 	return n;
 }
 
-bool reclaim_descends(struct reclaim_vdi *v, size_t nr,
-		      const struct reclaim_vdi *d, uint32_t anc)
-{
-	for (size_t steps = 0; d && steps < nr; steps++) {
-		if (d->parent == anc)
-			return true;
-		d = reclaim_find(v, nr, d->parent);
-	}
-	return false;
-}
-
 /* ---- a pass ---- */
 
 struct reclaim_pass {
@@ -157,20 +146,26 @@ static bool header_dead(struct reclaim_vdi *e)
 	return e->checked == 1;
 }
 
-/* @e and every descendant of it are deleted, as their inodes say */
-static bool confirm(struct reclaim_pass *rp, struct reclaim_vdi *e)
+/*
+ * Which VDIs with local objects are, with every descendant, deleted as
+ * their inodes say: one walk up from every VDI of the table (not one
+ * per VDI with objects), reading a header only where it matters
+ */
+static void confirm(struct reclaim_pass *rp)
 {
-	if (e->confirmed)
-		return e->confirmed == 1;
-	e->confirmed = 2;
-	if (!header_dead(e))
-		return false;
-	for (size_t i = 0; i < rp->nr; i++)
-		if (reclaim_descends(rp->v, rp->nr, &rp->v[i], e->vid) &&
-		    !header_dead(&rp->v[i]))
-			return false;
-	e->confirmed = 1;
-	return true;
+	for (size_t i = 0; i < rp->nr; i++) {
+		struct reclaim_vdi *d = &rp->v[i], *a = d;
+
+		if (d->has_local && !header_dead(d))
+			d->doubt = 1;
+		for (size_t steps = 0; steps < rp->nr; steps++) {
+			a = reclaim_find(rp->v, rp->nr, a->parent);
+			if (!a)
+				break;
+			if (a->has_local && !a->doubt && !header_dead(d))
+				a->doubt = 1;
+		}
+	}
 }
 
 static void reclaim_fn(struct work *w)
@@ -179,20 +174,25 @@ static void reclaim_fn(struct work *w)
 
 	rp->keys = xmalloc(RECLAIM_MAX * sizeof(*rp->keys));
 	store_for_each(collect, rp);
+	if (!rp->nr_keys)
+		return;
+	for (size_t i = 0; i < rp->nr_keys; i++)
+		reclaim_find(rp->v, rp->nr,
+			     oid_to_vid(rp->keys[i].oid))->has_local = 1;
+	confirm(rp);
 	for (size_t i = 0; i < rp->nr_keys; i++) {
 		struct obj_key k = rp->keys[i];
-		struct reclaim_vdi *e = reclaim_find(rp->v, rp->nr,
-						     oid_to_vid(k.oid));
+		uint32_t vid = oid_to_vid(k.oid);
 		int ret;
 
-		if (!confirm(rp, e))
+		if (reclaim_find(rp->v, rp->nr, vid)->doubt)
 			continue;
 		ret = store_remove(k);
 		if (ret == SD_RES_SUCCESS)
 			rp->removed++;
 		else if (ret != SD_RES_NO_OBJ)
 			sd_warn("cannot remove %" PRIx64 " of deleted VDI "
-				"%" PRIx32 ": %s", k.oid, e->vid,
+				"%" PRIx32 ": %s", k.oid, vid,
 				sd_strerror((uint32_t)ret));
 	}
 }

@@ -22,7 +22,8 @@ struct reclaim_vdi {
 	uint8_t deleted;
 	uint8_t below_live;	/* a live VDI descends from it */
 	uint8_t checked;	/* 0 not yet, 1 its inode is cleared, 2 not */
-	uint8_t confirmed;	/* the same for it and its descendants */
+	uint8_t has_local;	/* this node stores objects of it */
+	uint8_t doubt;		/* its or a descendant's inode is in use */
 };
 
 void reclaim_sort(struct reclaim_vdi *v, size_t nr);
@@ -35,8 +36,5 @@ struct reclaim_vdi *reclaim_find(struct reclaim_vdi *v, size_t nr,
  * only be named by deleted VDIs
  */
 size_t reclaim_mark(struct reclaim_vdi *v, size_t nr);
-/* whether @d descends from @anc by the parent links of @v */
-bool reclaim_descends(struct reclaim_vdi *v, size_t nr,
-		      const struct reclaim_vdi *d, uint32_t anc);
 
 #endif

@@ -71,13 +71,6 @@ static void test_mark(void **state)
 	assert_null(reclaim_find(t, nr, 0));
 	assert_null(reclaim_find(t, nr, 99));
 
-	assert_true(reclaim_descends(t, nr, find(t, nr, 3), 1));
-	assert_true(reclaim_descends(t, nr, find(t, nr, 12), 10));
-	assert_false(reclaim_descends(t, nr, find(t, nr, 10), 12));
-	assert_false(reclaim_descends(t, nr, find(t, nr, 3), 20));
-	assert_false(reclaim_descends(t, nr, find(t, nr, 32), 99));
-	assert_false(reclaim_descends(t, nr, find(t, nr, 50), 51));
-
 	/* marks are recomputed: the clone deleted, its lineage goes too */
 	find(t, nr, 3)->deleted = 1;
 	assert_int_equal(reclaim_mark(t, nr), 9);
