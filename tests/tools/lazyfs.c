@@ -60,6 +60,10 @@
  *   odirect off
  *              refuse opens with O_DIRECT (EINVAL), as file systems without
  *              it do; "odirect on" takes them again (the default)
+ *   eio direct
+ *              writes through descriptors opened with O_DIRECT fail with
+ *              EIO (nothing is written), as a failing disk's would; the
+ *              others go on; "eio off" ends it
  * Reading it returns "dirty_files=N dirty_pages=N crashes=N lost_pages=N
  * fsyncs=N".
  *
@@ -111,6 +115,7 @@ struct lfile {
 struct handle {
 	struct lfile *f;	/* NULL for the control file */
 	bool sync;		/* opened with O_SYNC or O_DSYNC */
+	bool direct;		/* opened with O_DIRECT */
 	char name[256];		/* the path it was opened by (FUSE gives
 				 * none to fsync with nullpath_ok) */
 };
@@ -120,6 +125,7 @@ static struct lfile *files;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static bool fsync_off;
 static bool odirect_off;	/* "odirect off": O_DIRECT opens fail */
+static bool eio_direct;		/* "eio direct": O_DIRECT writes fail */
 static unsigned int delay_ms;	/* "fsync delay" */
 static char delay_match[32];
 static unsigned long nr_crashes, lost_pages, nr_fsyncs;
@@ -377,6 +383,9 @@ static int ctl_write(const char *buf, size_t size)
 		fprintf(stderr, "lazyfs: %s\n", cmd);
 	} else if (!strcmp(cmd, "odirect off") || !strcmp(cmd, "odirect on")) {
 		odirect_off = cmd[9] == 'f';
+		fprintf(stderr, "lazyfs: %s\n", cmd);
+	} else if (!strcmp(cmd, "eio direct") || !strcmp(cmd, "eio off")) {
+		eio_direct = cmd[4] == 'd';
 		fprintf(stderr, "lazyfs: %s\n", cmd);
 	} else if (!strncmp(cmd, "fsync delay ", 12)) {
 		unsigned int ms;
@@ -667,6 +676,7 @@ static int do_open(const char *path, int cflags, mode_t mode,
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
 	h->sync = fi->flags & O_DSYNC;	/* O_SYNC includes O_DSYNC */
+	h->direct = fi->flags & O_DIRECT;
 	snprintf(h->name, sizeof(h->name), "%s", path);
 	if (!is_ctl(path)) {
 		pthread_mutex_lock(&lock);
@@ -764,6 +774,10 @@ static int lz_write(const char *path, const char *buf, size_t size,
 	}
 	if (off < 0 || off + (off_t)size > MAX_SIZE) {
 		ret = -EFBIG;
+		goto out;
+	}
+	if (eio_direct && h->direct) {
+		ret = -EIO;
 		goto out;
 	}
 	while (done < size) {
