@@ -277,6 +277,14 @@ static ssize_t read_direct(struct tcp_conn *c, size_t want)
  */
 static void conn_read(struct tcp_conn *c)
 {
+	/*
+	 * A read that got less than it asked for emptied the socket: the
+	 * next would only say EAGAIN (one system call per wake-up, five per
+	 * write at depth 1 over three nodes).  epoll is level-triggered, so
+	 * bytes that come later wake us again.
+	 */
+	bool drained = false;
+
 	c->reading = true;
 	while (!c->dead && c->rposted) {
 		size_t want = c->rlen - c->rgot;
@@ -291,12 +299,16 @@ static void conn_read(struct tcp_conn *c)
 			take_staged(c, want);
 			continue;
 		}
+		if (drained)
+			break;
 		if (want < STAGE_SIZE) {
 			n = read_stage(c);
+			drained = n > 0 && n < STAGE_SIZE;
 		} else {
 			n = read_direct(c, want);
 			if (n > 0)
 				c->rgot += (size_t)n;
+			drained = n > 0 && (size_t)n < want;
 		}
 		if (n > 0)
 			continue;
