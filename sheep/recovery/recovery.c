@@ -1184,13 +1184,13 @@ void recovery_get_throttle(struct recovery_throttling *t)
 
 static struct work purge_work;
 static bool purging, purge_again;
-static void (*settled_fn)(void);
+static struct recovery *purge_rw;	/* its misplaced strips go too */
+static void (*settled_fn)(void);	/* sheep.c's: vdi/reclaim.c */
 
 void recovery_set_settled(void (*fn)(void))
 {
 	settled_fn = fn;
 }
-static struct recovery *purge_rw;	/* its misplaced strips go too */
 
 static void purge_fn(struct work *w)
 {

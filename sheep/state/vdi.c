@@ -100,14 +100,15 @@ void vdi_state_mark_partial(void)
 
 struct lineage_count {
 	size_t inuse;		/* entries of VDIs in use */
+	size_t unknown;		/* entries whose parent is not known */
 };
 
-static bool parent_known(uint32_t vid, struct vdi_info *vi, void *arg)
+static void count_lineage(uint32_t vid, struct vdi_info *vi, void *arg)
 {
 	struct lineage_count *c = arg;
 
 	c->inuse += vdi_test_inuse(vid);
-	return !vi->parent_unknown;
+	c->unknown += vi->parent_unknown;
 }
 
 bool vdi_lineage_known(void)
@@ -116,7 +117,10 @@ bool vdi_lineage_known(void)
 	struct lineage_count c = { 0 };
 	size_t inuse = 0;
 
-	if (vdi_partial || !vdi_all(parent_known, &c))
+	if (vdi_partial)
+		return false;
+	vdi_for_each(count_lineage, &c);
+	if (c.unknown)
 		return false;
 	for (size_t i = 0; i < SD_NR_VDIS / 64; i++)
 		inuse += (size_t)__builtin_popcountll(w[i]);
@@ -130,16 +134,6 @@ void vdi_for_each(void (*fn)(uint32_t vid, struct vdi_info *vi, void *arg),
 	for (int b = 0; b < VDI_HASH_BUCKETS; b++)
 		for (struct vdi_entry *e = vdi_hash[b]; e; e = e->next)
 			fn(e->vid, &e->info, arg);
-}
-
-bool vdi_all(bool (*fn)(uint32_t vid, struct vdi_info *vi, void *arg),
-	     void *arg)
-{
-	for (int b = 0; b < VDI_HASH_BUCKETS; b++)
-		for (struct vdi_entry *e = vdi_hash[b]; e; e = e->next)
-			if (!fn(e->vid, &e->info, arg))
-				return false;
-	return true;
 }
 
 void vdi_reset(void)

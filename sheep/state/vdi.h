@@ -62,8 +62,5 @@ void vdi_state_mark_partial(void);
 bool vdi_lineage_known(void);
 void vdi_for_each(void (*fn)(uint32_t vid, struct vdi_info *vi, void *arg),
 		  void *arg);
-/* whether @fn holds for every entry (stops at the first that fails) */
-bool vdi_all(bool (*fn)(uint32_t vid, struct vdi_info *vi, void *arg),
-	     void *arg);
 
 #endif
