@@ -11,7 +11,9 @@
 #
 # Environment: KELPIE_TEST_TIMEOUT (seconds per test, default 300; a test
 # with a "# timeout: N" line gets N seconds if that is more),
-# KELPIE_KEEP_TMP=1 (keep every test directory), TMPDIR.
+# KELPIE_KEEP_TMP=1 (keep every test directory), KELPIE_PORT_BASE=N (nodes
+# listen on the first free ports from N: object placement follows the ports,
+# so this replays a placement seen in a log), TMPDIR.
 # Ends with the line "N passed, N failed, N skipped".
 
 set -u
