@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+#include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <urcu.h>
@@ -9,14 +11,19 @@
 struct work_queue {
 	const char *name;
 	struct event_loop *loop;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
+	pthread_mutex_t lock;		/* the list only, never held to sleep */
+	/*
+	 * One token per queued item, and one per thread at stop.  Not a
+	 * condition variable: a woken waiter of one retakes the mutex marked
+	 * contended, so its next unlock is a FUTEX_WAKE system call even
+	 * when nobody waits; a post or a wait that does not sleep costs none.
+	 */
+	sem_t items;
 	struct list_head q;
 	/* queued or running: raised under the lock, lowered without it */
 	size_t nr_queued;
 	size_t capacity;
 	int nr_threads;
-	int stop;
 	pthread_t *threads;
 };
 
@@ -32,14 +39,17 @@ static void *worker(void *arg)
 	struct work_queue *wq = arg;
 
 	rcu_register_thread();
-	pthread_mutex_lock(&wq->lock);
 	for (;;) {
 		struct work *w;
 
-		while (list_empty(&wq->q) && !wq->stop)
-			pthread_cond_wait(&wq->cond, &wq->lock);
-		if (list_empty(&wq->q))
+		while (sem_wait(&wq->items) && errno == EINTR)
+			;
+		pthread_mutex_lock(&wq->lock);
+		if (list_empty(&wq->q)) {
+			/* a stop token: every item has a token of its own */
+			pthread_mutex_unlock(&wq->lock);
 			break;
+		}
 		w = list_first_entry(&wq->q, struct work, list);
 		list_del(&w->list);
 		pthread_mutex_unlock(&wq->lock);
@@ -52,9 +62,7 @@ static void *worker(void *arg)
 			w->call.fn = work_done_on_loop;
 			event_loop_call(wq->loop, &w->call);
 		}
-		pthread_mutex_lock(&wq->lock);
 	}
-	pthread_mutex_unlock(&wq->lock);
 	rcu_unregister_thread();
 	return NULL;
 }
@@ -69,7 +77,7 @@ struct work_queue *wq_create(const char *name, int nr_threads,
 	wq->capacity = capacity;
 	wq->nr_threads = nr_threads;
 	pthread_mutex_init(&wq->lock, NULL);
-	pthread_cond_init(&wq->cond, NULL);
+	sem_init(&wq->items, 0, 0);
 	INIT_LIST_HEAD(&wq->q);
 	wq->threads = xzalloc(sizeof(pthread_t) * (size_t)nr_threads);
 	for (int i = 0; i < nr_threads; i++) {
@@ -97,8 +105,8 @@ int wq_queue(struct work_queue *wq, struct work *w)
 	}
 	__atomic_add_fetch(&wq->nr_queued, 1, __ATOMIC_RELAXED);
 	list_add_tail(&w->list, &wq->q);
-	pthread_cond_signal(&wq->cond);
 	pthread_mutex_unlock(&wq->lock);
+	sem_post(&wq->items);
 	return 0;
 }
 
@@ -109,12 +117,12 @@ size_t wq_pending(struct work_queue *wq)
 
 void wq_destroy(struct work_queue *wq)
 {
-	pthread_mutex_lock(&wq->lock);
-	wq->stop = 1;
-	pthread_cond_broadcast(&wq->cond);
-	pthread_mutex_unlock(&wq->lock);
+	for (int i = 0; i < wq->nr_threads; i++)
+		sem_post(&wq->items);
 	for (int i = 0; i < wq->nr_threads; i++)
 		pthread_join(wq->threads[i], NULL);
+	sem_destroy(&wq->items);
+	pthread_mutex_destroy(&wq->lock);
 	free(wq->threads);
 	free(wq);
 }
