@@ -92,6 +92,7 @@ struct reclaim_pass {
 	struct work work;
 	struct reclaim_vdi *v;		/* the VDI table, by vid */
 	size_t nr;
+	size_t nr_local;		/* VDIs with objects here */
 	struct obj_key *keys;		/* local objects to remove */
 	size_t nr_keys;
 	uint64_t removed;
@@ -101,20 +102,49 @@ static struct work_queue *reclaim_wq;
 static bool running, again, told;
 static uint64_t total_removed;
 
-static bool reclaimable(struct reclaim_pass *rp, uint32_t vid)
+/* an object of a deleted VDI no live VDI descends from: its entry */
+static struct reclaim_vdi *candidate(struct reclaim_vdi *v, size_t nr,
+				     uint64_t oid)
 {
-	struct reclaim_vdi *e = reclaim_find(rp->v, rp->nr, vid);
+	struct reclaim_vdi *e;
 
-	return e && e->deleted && !e->below_live;
+	if (!is_data_obj(oid) && !is_ledger_obj(oid))
+		return NULL;
+	e = reclaim_find(v, nr, oid_to_vid(oid));
+	return e && e->deleted && !e->below_live ? e : NULL;
 }
 
+bool reclaim_take(struct reclaim_vdi *v, size_t nr, uint64_t oid)
+{
+	struct reclaim_vdi *e = candidate(v, nr, oid);
+
+	/* has_local: its headers were read (an object new since was not) */
+	return e && e->has_local && !e->doubt;
+}
+
+/* first walk: which candidate VDIs this node holds objects of */
+static int mark_local(struct obj_key k, void *arg)
+{
+	struct reclaim_pass *rp = arg;
+	struct reclaim_vdi *e = candidate(rp->v, rp->nr, k.oid);
+
+	if (!e)
+		return 0;
+	rp->nr_local += !e->has_local;
+	e->has_local = 1;
+	return 0;
+}
+
+/*
+ * second walk, after the headers were read: only objects of VDIs found
+ * dead take a place in the batch, so that objects kept in doubt can never
+ * fill it and hold up the others pass after pass
+ */
 static int collect(struct obj_key k, void *arg)
 {
 	struct reclaim_pass *rp = arg;
 
-	if (!is_data_obj(k.oid) && !is_ledger_obj(k.oid))
-		return 0;
-	if (!reclaimable(rp, oid_to_vid(k.oid)))
+	if (!reclaim_take(rp->v, rp->nr, k.oid))
 		return 0;
 	if (rp->nr_keys == RECLAIM_MAX)
 		return 1;
@@ -172,27 +202,21 @@ static void reclaim_fn(struct work *w)
 {
 	struct reclaim_pass *rp = container_of(w, struct reclaim_pass, work);
 
+	store_for_each(mark_local, rp);
+	if (!rp->nr_local)
+		return;
+	confirm(rp);
 	rp->keys = xmalloc(RECLAIM_MAX * sizeof(*rp->keys));
 	store_for_each(collect, rp);
-	if (!rp->nr_keys)
-		return;
-	for (size_t i = 0; i < rp->nr_keys; i++)
-		reclaim_find(rp->v, rp->nr,
-			     oid_to_vid(rp->keys[i].oid))->has_local = 1;
-	confirm(rp);
 	for (size_t i = 0; i < rp->nr_keys; i++) {
 		struct obj_key k = rp->keys[i];
-		uint32_t vid = oid_to_vid(k.oid);
-		int ret;
+		int ret = store_remove(k);
 
-		if (reclaim_find(rp->v, rp->nr, vid)->doubt)
-			continue;
-		ret = store_remove(k);
 		if (ret == SD_RES_SUCCESS)
 			rp->removed++;
 		else if (ret != SD_RES_NO_OBJ)
 			sd_warn("cannot remove %" PRIx64 " of deleted VDI "
-				"%" PRIx32 ": %s", k.oid, vid,
+				"%" PRIx32 ": %s", k.oid, oid_to_vid(k.oid),
 				sd_strerror((uint32_t)ret));
 	}
 }

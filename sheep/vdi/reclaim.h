@@ -36,5 +36,11 @@ struct reclaim_vdi *reclaim_find(struct reclaim_vdi *v, size_t nr,
  * only be named by deleted VDIs
  */
 size_t reclaim_mark(struct reclaim_vdi *v, size_t nr);
+/*
+ * Whether a pass removes @oid: a data object or ledger of a deleted VDI
+ * that no live VDI descends from, whose headers the pass read (has_local)
+ * and found its and every descendant's inode cleared (no doubt)
+ */
+bool reclaim_take(struct reclaim_vdi *v, size_t nr, uint64_t oid);
 
 #endif

@@ -77,6 +77,42 @@ static void test_mark(void **state)
 	assert_true(reclaimable(t, nr, 1));
 }
 
+/*
+ * What a pass removes: only objects of candidates whose headers it read
+ * (has_local) and found dead; never an inode, never an object in doubt
+ * (so that those can never fill a batch), never one of a VDI met after
+ * the headers were read
+ */
+static void test_take(void **state)
+{
+	struct reclaim_vdi t[] = {
+		V(10, 0, 1),		/* dead, read */
+		V(20, 0, 1),		/* a header in use */
+		V(30, 0, 1),		/* no object when the headers were read */
+		V(40, 0, 0),		/* live */
+		V(50, 0, 1), V(51, 50, 0),	/* below a live clone */
+	};
+	size_t nr = sizeof(t) / sizeof(t[0]);
+	uint64_t d10 = vid_to_data_oid(10, 7);
+
+	(void)state;
+	reclaim_sort(t, nr);
+	reclaim_mark(t, nr);
+	find(t, nr, 10)->has_local = 1;
+	find(t, nr, 20)->has_local = 1;
+	find(t, nr, 20)->doubt = 1;
+	find(t, nr, 40)->has_local = 1;
+	find(t, nr, 50)->has_local = 1;
+	assert_true(reclaim_take(t, nr, d10));
+	assert_true(reclaim_take(t, nr, data_oid_to_ledger_oid(d10)));
+	assert_false(reclaim_take(t, nr, vid_to_vdi_oid(10)));
+	assert_false(reclaim_take(t, nr, vid_to_data_oid(20, 0)));
+	assert_false(reclaim_take(t, nr, vid_to_data_oid(30, 0)));
+	assert_false(reclaim_take(t, nr, vid_to_data_oid(40, 0)));
+	assert_false(reclaim_take(t, nr, vid_to_data_oid(50, 0)));
+	assert_false(reclaim_take(t, nr, vid_to_data_oid(99, 0)));
+}
+
 static void header(uint32_t vid, uint32_t parent, const char *name)
 {
 	struct sd_inode_header h;
@@ -144,6 +180,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mark),
+		cmocka_unit_test(test_take),
 		cmocka_unit_test(test_lineage_known),
 	};
 
