@@ -185,7 +185,8 @@ _alloc_ports()
 	fi
 	PORT=()
 	for ((try = 0; try < 50; try++)); do
-		base=${KELPIE_PORT_BASE:-$((first + (RANDOM * 32768 + RANDOM) % span))}
+		base=$((first + (RANDOM * 32768 + RANDOM) % span))
+		base=${KELPIE_PORT_BASE:-$base}
 		p=$base
 		PORT=()
 		_ports_release
