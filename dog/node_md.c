@@ -96,6 +96,9 @@ static const char *md_error(uint8_t opcode, uint32_t result)
 		return opcode == SD_OP_MD_UNPLUG ?
 		       "the last disk of a node cannot be unplugged" :
 		       "give absolute paths";
+	case SD_RES_VDI_LOCKED:
+		return "the directory is in use by another sheep (its store "
+		       "or one of its disks): nothing was purged";
 	}
 	return sd_strerror(result);
 }

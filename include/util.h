@@ -29,6 +29,8 @@ int log_setup(enum log_dst dst, enum log_fmt fmt, const char *path,
 int log_open(const char *path, int level, bool to_stderr);
 /* open the log file again by its name (SIGHUP, after logrotate) */
 int log_reopen(void);
+/* until the daemon serves, errors also go to @fd (-1: no more) */
+void log_set_startup_fd(int fd);
 /* a level by syslog name ("debug", "warning", also "error", "warn") or
  * number 0-7; -1 if neither */
 int log_level_parse(const char *s);

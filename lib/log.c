@@ -14,6 +14,7 @@
 #include <sys/time.h>
 #include <syslog.h>
 #include <time.h>
+#include <unistd.h>
 #include "util.h"
 
 #define LOG_MSG_MAX	4096
@@ -25,6 +26,8 @@ static bool log_stderr;
 static enum log_dst log_dst = LOG_DST_FILE;
 static enum log_fmt log_fmt = LOG_FMT_DEFAULT;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+/* until the daemon serves, its errors also go here (log_set_startup_fd) */
+static int log_startup_fd = -1;
 
 static const char *const level_name[] = {
 	"EMERG", "ALERT", "CRIT", "ERROR", "WARN", "NOTICE", "INFO", "DEBUG",
@@ -112,6 +115,36 @@ int log_reopen(void)
 	return 0;
 }
 
+/*
+ * A daemonised sheep has no terminal: until it serves, its errors also go
+ * to @fd (the pipe its parent reads and copies to the terminal that
+ * started it), so that a start-up failure says why where the operator is
+ * looking.  -1 ends that.
+ */
+void log_set_startup_fd(int fd)
+{
+	pthread_mutex_lock(&log_lock);
+	log_startup_fd = fd;
+	pthread_mutex_unlock(&log_lock);
+}
+
+/* "sheep: MSG\n" to the start-up pipe, control characters as '?' */
+static void write_startup(const char *msg)
+{
+	char line[LOG_MSG_MAX + 16];
+	size_t n = (size_t)snprintf(line, sizeof(line), "sheep: %s", msg);
+
+	if (n > sizeof(line) - 2)
+		n = sizeof(line) - 2;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)line[i] < 0x20)
+			line[i] = '?';
+	line[n++] = '\n';
+	if (write(log_startup_fd, line, n) < 0) {
+		/* the parent is gone: nobody to tell */
+	}
+}
+
 void log_set_level(int level)
 {
 	log_level = level;
@@ -164,12 +197,22 @@ void log_write(int level, const char *func, int line, const char *fmt, ...)
 	struct tm tm;
 	va_list ap;
 
-	if (level > log_level ||
-	    (!log_fp && !log_stderr && log_dst != LOG_DST_SYSLOG))
+	bool startup = log_startup_fd >= 0 && level <= LOG_L_ERR;
+
+	if (!startup && (level > log_level ||
+	    (!log_fp && !log_stderr && log_dst != LOG_DST_SYSLOG)))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	if (startup) {
+		pthread_mutex_lock(&log_lock);
+		if (log_startup_fd >= 0)
+			write_startup(msg);
+		pthread_mutex_unlock(&log_lock);
+		if (level > log_level)
+			return;
+	}
 	if (log_dst == LOG_DST_SYSLOG)
 		syslog(level, "%s [%s:%d] %s", level_name[level], func, line,
 		       msg);

@@ -10,6 +10,7 @@
 #include <getopt.h>
 #include <malloc.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -363,30 +364,58 @@ static int setup_signals(void)
 	return event_add(sys.loop, fd, EPOLLIN, signal_handler, NULL);
 }
 
+/*
+ * The parent of a daemonising sheep: copy what the child says on the
+ * start-up pipe (its errors, as lines) to stderr, until the status byte (0
+ * serving, 1 failed) or the end of the pipe (the child died: failed).
+ */
+static int startup_wait(int fd, const char *logpath)
+{
+	char buf[4096];
+	ssize_t n;
+
+	while ((n = read(fd, buf, sizeof(buf))) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		for (ssize_t i = 0; i < n; i++)
+			if (buf[i] == 0 || buf[i] == 1) {
+				if (xwrite(STDERR_FILENO, buf, (size_t)i) < 0)
+					return 1;
+				return buf[i];
+			}
+		if (xwrite(STDERR_FILENO, buf, (size_t)n) < 0)
+			return 1;
+	}
+	fprintf(stderr, "sheep: the daemon ended during start-up without "
+		"saying why; see %s\n", logpath);
+	return 1;
+}
+
 /* fork; the parent exits with the status the child reports */
-static void daemonize(void)
+static void daemonize(const char *logpath)
 {
 	int pfd[2];
 	pid_t pid;
-	char st = 1;
 
 	if (pipe(pfd)) {
-		perror("pipe");
+		perror("sheep: pipe");
 		exit(1);
 	}
 	pid = fork();
 	if (pid < 0) {
-		perror("fork");
+		perror("sheep: fork");
 		exit(1);
 	}
 	if (pid) {
 		close(pfd[1]);
-		if (read(pfd[0], &st, 1) != 1)
-			st = 1;
-		_exit(st);
+		_exit(startup_wait(pfd[0], logpath));
 	}
 	close(pfd[0]);
 	ready_fd = pfd[1];
+	log_set_startup_fd(ready_fd);
 	setsid();
 	if (chdir("/"))
 		exit(1);
@@ -401,10 +430,12 @@ static void daemonize(void)
 	}
 }
 
+/* tell the parent: 0 serving, 1 failed (after the errors that say why) */
 static void report_ready(char st)
 {
 	if (ready_fd < 0)
 		return;
+	log_set_startup_fd(-1);
 	if (write(ready_fd, &st, 1) != 1)
 		sd_err("cannot report start-up status");
 	close(ready_fd);
@@ -431,31 +462,67 @@ static int write_pidfile(void)
 	return 0;
 }
 
+/*
+ * An error before the log is open: on stderr, or (a daemon) through the
+ * start-up pipe to the terminal that started sheep
+ */
+static void early_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (ready_fd >= 0) {
+		dprintf(ready_fd, "sheep: ");
+		vdprintf(ready_fd, fmt, ap);
+		dprintf(ready_fd, "\n");
+	} else {
+		fprintf(stderr, "sheep: ");
+		vfprintf(stderr, fmt, ap);
+		fputc('\n', stderr);
+	}
+	va_end(ap);
+}
+
+/*
+ * One daemon per store: an exclusive flock on BASE/lock (store/lock.c),
+ * taken by the daemon itself after it daemonised and held until it ends;
+ * the file names its PID, for the message of the next sheep.
+ */
 static int lock_base(void)
 {
-	char path[4200];
+	char path[4200], holder[32];
 
 	snprintf(path, sizeof(path), "%s/lock", sys.base);
-	lock_fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-	if (lock_fd < 0)
-		return -1;
-	if (lockf(lock_fd, F_TLOCK, 0)) {
-		fprintf(stderr, "another sheep is using %s\n", sys.base);
-		return -1;
-	}
-	return 0;
+	lock_fd = store_lock_take(path, holder, sizeof(holder));
+	if (lock_fd >= 0)
+		return 0;
+	if (lock_fd == -EWOULDBLOCK)
+		early_err("the store %s is in use by another sheep (pid %s): "
+			  "one store serves one daemon; stop that sheep "
+			  "first, or give another directory", sys.base,
+			  holder);
+	else
+		early_err("cannot lock the store %s: %s", path,
+			  strerror(-lock_fd));
+	return -1;
 }
 
 /* the disks of BASE,DIR1,DIR2... (absolute), "" for BASE/obj alone */
 static char disk_list[MD_MAX_DISKS * (PATH_MAX + 1)];
 
-/* an absolute path for @dir, made if it does not exist */
+/* an absolute path for @dir, a directory, made if it does not exist */
 static int abs_dir(const char *dir, char *out)
 {
-	if (realpath(dir, out))
-		return 0;
-	if (mkdir_p(dir) || !realpath(dir, out)) {
-		fprintf(stderr, "cannot use %s: %m\n", dir);
+	struct stat st;
+
+	if (!realpath(dir, out) && (mkdir_p(dir) || !realpath(dir, out))) {
+		fprintf(stderr, "sheep: cannot use %s as a store directory: "
+			"%m\n", dir);
+		return -1;
+	}
+	if (stat(out, &st) || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "sheep: %s is not a directory: give the "
+			"directory the store lives in\n", dir);
 		return -1;
 	}
 	return 0;
@@ -717,8 +784,6 @@ int main(int argc, char **argv)
 		return 1;
 	if (parse_dirs(optind < argc ? argv[optind] : "/tmp"))
 		return 1;
-	if (lock_base())
-		return 1;
 	if (lo.dst == LOG_DST_SYSLOG && lo.fmt == LOG_FMT_JSON) {
 		fprintf(stderr, "-l format=json is for the log file and "
 			"stdout; syslog takes plain lines\n");
@@ -731,12 +796,20 @@ int main(int argc, char **argv)
 	}
 	snprintf(logpath, sizeof(logpath), "%s/sheep.log",
 		 lo.dir ? lo.dir : sys.base);
-	if (log_setup(lo.dst, lo.fmt, logpath, lo.level, foreground)) {
-		fprintf(stderr, "cannot open %s: %m\n", logpath);
-		return 1;
-	}
+	/*
+	 * The daemon itself takes the store's lock (so that /proc/locks and
+	 * the lock file name its PID), before it opens the store's log: a
+	 * sheep refused a store in use never writes into its log
+	 */
 	if (!foreground)
-		daemonize();
+		daemonize(logpath);
+	if (lock_base())
+		goto early_fail;
+	store_lock_note_pid(lock_fd);
+	if (log_setup(lo.dst, lo.fmt, logpath, lo.level, foreground)) {
+		early_err("cannot open the log %s: %m", logpath);
+		goto early_fail;
+	}
 	block_signals();
 	rcu_register_thread();
 	/*
@@ -797,6 +870,7 @@ int main(int argc, char **argv)
 	sheep_exit(0);
 fail:
 	sd_err("start-up failed");
+early_fail:
 	report_ready(1);
 	return 1;
 }

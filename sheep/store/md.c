@@ -44,6 +44,7 @@ struct md_disk {
 	bool used;
 	bool on_fuse;
 	int dir_fd;
+	int lock_fd;			/* DIR/lock (store/lock.c), or -1 */
 	uint64_t size;
 	char path[MD_PATH_MAX];		/* as given: DIR (or BASE) */
 	char dir[MD_PATH_MAX + 8];	/* where the objects are */
@@ -59,6 +60,7 @@ static struct md_disk disks[MD_MAX_DISKS];
 static struct md_point *points;
 static size_t nr_points;
 static bool multi;		/* BASE,DIR...: disks may be plugged */
+static char md_base[MD_PATH_MAX];	/* BASE: its lock is sheep's own */
 /* a rejoin swapping an object directory, and the health checks */
 static pthread_mutex_t swap_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -148,7 +150,36 @@ static int disk_open(struct md_disk *d)
 	return 0;
 }
 
-static int add_disk(const char *path)
+/*
+ * A disk other than BASE (whose lock sheep holds) is locked for this
+ * daemon alone: two sheep on one disk would share its objects
+ */
+static int disk_lock(struct md_disk *d)
+{
+	char path[MD_PATH_MAX + 8], holder[32];
+
+	if (!strcmp(d->path, md_base))
+		return 0;
+	snprintf(path, sizeof(path), "%s/lock", d->path);
+	d->lock_fd = store_lock_take(path, holder, sizeof(holder));
+	if (d->lock_fd >= 0) {
+		store_lock_note_pid(d->lock_fd);
+		return 0;
+	}
+	if (d->lock_fd == -EWOULDBLOCK) {
+		sd_err("the disk %s is in use by another sheep (pid %s): one "
+		       "disk serves one daemon", d->path, holder);
+		errno = EBUSY;
+	} else {
+		errno = -d->lock_fd;
+		sd_err("cannot lock the disk %s: %m", path);
+	}
+	d->lock_fd = -1;
+	return -1;
+}
+
+/* @purge: empty DIR/obj first, once the disk is locked (a plug) */
+static int add_disk(const char *path, bool purge)
 {
 	struct md_disk *d;
 	int s;
@@ -170,10 +201,17 @@ static int add_disk(const char *path)
 	}
 	d = &disks[s];
 	memset(d, 0, sizeof(*d));
+	d->lock_fd = -1;
 	snprintf(d->path, sizeof(d->path), "%s", path);
 	snprintf(d->dir, sizeof(d->dir), "%s/obj", path);
+	if (disk_lock(d))
+		return -1;
+	if (purge)
+		rmdir_r(d->dir);
 	if (disk_open(d)) {
 		sd_err("cannot use %s: %m", d->dir);
+		if (d->lock_fd >= 0)
+			close(d->lock_fd);
 		return -1;
 	}
 	d->used = true;
@@ -195,8 +233,11 @@ static void drop_disk(int s)
 	}
 	if (root >= 0)
 		close(root);
+	if (disks[s].lock_fd >= 0)
+		close(disks[s].lock_fd);
 	memset(&disks[s], 0, sizeof(disks[s]));
 	disks[s].dir_fd = -1;
+	disks[s].lock_fd = -1;
 }
 
 int md_init(const char *base, const char *list)
@@ -209,14 +250,15 @@ int md_init(const char *base, const char *list)
 		if (disks[s].used)
 			drop_disk(s);
 	multi = list && *list;
+	snprintf(md_base, sizeof(md_base), "%s", base);
 	if (!multi) {
-		ret = add_disk(base) < 0 ? -1 : 0;
+		ret = add_disk(base, false) < 0 ? -1 : 0;
 		goto out;
 	}
 	copy = xstrdup(list);
 	for (tok = strtok_r(copy, ",", &save); tok && !ret;
 	     tok = strtok_r(NULL, ",", &save))
-		if (add_disk(tok) < 0) {
+		if (add_disk(tok, false) < 0) {
 			if (errno == EEXIST)
 				sd_err("disk %s is listed twice", tok);
 			ret = -1;
@@ -404,7 +446,7 @@ int md_plug(const char *path)
 		return -1;
 	}
 	pthread_rwlock_wrlock(&md_lock);
-	s = add_disk(path);
+	s = add_disk(path, true);
 	if (s >= 0 && ring_rebuild()) {
 		drop_disk(s);
 		ring_rebuild();

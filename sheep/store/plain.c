@@ -783,7 +783,7 @@ static void forget_disk(int slot)
 
 int store_md_plug(const char *path)
 {
-	char dir[PATH_MAX], objdir[PATH_MAX + 8];
+	char dir[PATH_MAX];
 	int slot;
 
 	if (!md_multi())
@@ -798,13 +798,16 @@ int store_md_plug(const char *path)
 	}
 	if (md_slot_of(dir) >= 0)
 		return SD_RES_UNKNOWN;		/* plugged already */
-	/* "the directories to be plugged will be purged" (dog.md §3.6) */
-	snprintf(objdir, sizeof(objdir), "%s/obj", dir);
-	rmdir_r(objdir);
+	/*
+	 * "the directories to be plugged will be purged" (dog.md §3.6):
+	 * md_plug empties DIR/obj once it holds the disk's lock, never a
+	 * disk another sheep uses
+	 */
 	slot = md_plug(dir);
 	if (slot < 0) {
 		sd_err("cannot plug %s: %m", dir);
-		return SD_RES_EIO;
+		/* the disk's lock is another sheep's: "locked" */
+		return errno == EBUSY ? SD_RES_VDI_LOCKED : SD_RES_EIO;
 	}
 	if (init_disk(slot, store_nosync)) {
 		forget_disk(slot);

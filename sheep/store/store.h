@@ -53,6 +53,15 @@ int store_init(const char *base, bool nosync);
  */
 int store_init_disks(const char *base, const char *disks, bool nosync);
 
+/*
+ * One daemon per store and disk (store/lock.c): an exclusive flock on
+ * @path (created); returns its fd, or -errno (-EWOULDBLOCK: held, and
+ * @holder then says the PID the file names)
+ */
+int store_lock_take(const char *path, char *holder, size_t len);
+/* write this process's PID into the lock file @fd */
+void store_lock_note_pid(int fd);
+
 /* the disks (cluster.md §2.5) */
 #define MD_MAX_DISKS	64
 #define MD_PATH_MAX	4096
