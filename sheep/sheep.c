@@ -372,6 +372,7 @@ static int setup_signals(void)
 static int startup_wait(int fd, const char *logpath)
 {
 	char buf[4096];
+	bool said = false;
 	ssize_t n;
 
 	while ((n = read(fd, buf, sizeof(buf))) != 0) {
@@ -388,9 +389,14 @@ static int startup_wait(int fd, const char *logpath)
 			}
 		if (xwrite(STDERR_FILENO, buf, (size_t)n) < 0)
 			return 1;
+		said = true;
 	}
-	fprintf(stderr, "sheep: the daemon ended during start-up without "
-		"saying why; see %s\n", logpath);
+	if (said)
+		fprintf(stderr, "sheep: the daemon stopped during start-up; "
+			"the log: %s\n", logpath);
+	else
+		fprintf(stderr, "sheep: the daemon ended during start-up "
+			"without saying why; see %s\n", logpath);
 	return 1;
 }
 
@@ -640,10 +646,34 @@ static int parse_rdma(const char *spec, struct node_id *nid)
 	return 0;
 }
 
+/*
+ * The start-up ends when the cluster accepted this node (a refusal ends
+ * the daemon, and the parent prints why); a join that waits for others
+ * (corosync quorum, ZooKeeper) ends it after JOIN_WAIT_MS, saying so.
+ */
+#define JOIN_WAIT_MS	10000
+static struct timer join_wait;
+
+static void on_joined(void)
+{
+	timer_del(&join_wait);
+	report_ready(0);
+}
+
+static void join_slow(struct timer *t)
+{
+	if (ready_fd < 0)
+		return;
+	dprintf(ready_fd, "sheep: serving on port %d; its join to the cluster "
+		"is still waiting (see the log)\n", sys.port);
+	report_ready(0);
+}
+
 /* what the lower layers call up through (design.md §2) */
 static const struct group_hooks group_hooks = {
 	.op_lookup = get_sd_op,
 	.stop_listening = listen_stop,
+	.joined = on_joined,
 };
 
 static const struct ops_metrics_hooks metrics_hooks = {
@@ -721,13 +751,19 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			break;
-		case 'p':
-			sys.port = (int)strtol(optarg, &end, 10);
-			if (*end || sys.port < 1 || sys.port > 65535) {
-				fprintf(stderr, "invalid port '%s'\n", optarg);
+		case 'p': {
+			/* range-checked before the cast: 2^32 + 1 is not 1 */
+			long port = strtol(optarg, &end, 10);
+
+			if (!*optarg || *end || port < 1 || port > 65535) {
+				fprintf(stderr, "Invalid port number '%s': must "
+					"be an integer between 1 and 65535\n",
+					optarg);
 				return 1;
 			}
+			sys.port = (int)port;
 			break;
+		}
 		case 'P': pidfile = optarg; break;
 		case 'R':
 			if (parse_recovery_opts(optarg)) {
@@ -766,8 +802,11 @@ int main(int argc, char **argv)
 			return 1;
 		case 'z':
 			zone = strtol(optarg, &end, 10);
-			if (*end || zone < 0 || zone > 0xffffffffL) {
-				fprintf(stderr, "invalid zone '%s'\n", optarg);
+			if (!*optarg || *end || zone < 0 ||
+			    zone > 0xffffffffL) {
+				fprintf(stderr, "Invalid zone id '%s': must be an "
+					"integer between 0 and 4294967295\n",
+					optarg);
 				return 1;
 			}
 			break;
@@ -862,15 +901,24 @@ int main(int argc, char **argv)
 		goto fail;
 	if (write_pidfile())
 		goto fail;
+	if (ready_fd >= 0) {
+		join_wait.fn = join_slow;
+		timer_add(sys.loop, &join_wait, JOIN_WAIT_MS);
+	}
 	group_join();
 	if (!sys.gateway)
 		stale_sweep_start();
-	report_ready(0);
 	event_loop_run(sys.loop);
 	sheep_exit(0);
 fail:
-	sd_err("start-up failed");
+	sd_err("start-up failed (the log: %s)", logpath);
 early_fail:
+	/*
+	 * nothing was served: let go of the store before the parent exits,
+	 * so that a start retried at once does not find it held
+	 */
+	if (lock_fd >= 0)
+		close(lock_fd);
 	report_ready(1);
 	return 1;
 }

@@ -7,6 +7,7 @@
  * requests in flight or the daemon holds too many payload bytes (the
  * header that found the budget spent waits, decoded, for its release).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -434,13 +435,17 @@ int listen_init(const char *bindaddr, int port, const char *sock_path)
 	listeners[0] = tcp_listen(sys.loop, bindaddr, port, SD_MAX_CLIENTS,
 				  "client", client_accept, NULL);
 	if (!listeners[0]) {
-		sd_err("cannot listen on port %d: %m", port);
+		sd_err("cannot listen on port %d: %m%s", port,
+		       errno == EADDRINUSE ? " (another program has it: give "
+		       "sheep another -p PORT)" : "");
 		return -1;
 	}
 	listeners[1] = unix_listen(sys.loop, sock_path, SD_MAX_CLIENTS,
 				   "client", client_accept, NULL);
 	if (!listeners[1]) {
-		sd_err("cannot listen on %s: %m", sock_path);
+		sd_err("cannot listen on %s: %m%s", sock_path,
+		       errno == EADDRINUSE ? " (left by a sheep still "
+		       "running on this store?)" : "");
 		return -1;
 	}
 	return 0;

@@ -208,8 +208,9 @@ int http_init(const char *default_addr)
 	metrics_start();
 	http_fd = net_listen_tcp(addr, http_port);
 	if (http_fd < 0) {
-		sd_err("HTTP: cannot listen on %s:%d: %m", addr ? addr : "*",
-		       http_port);
+		sd_err("HTTP: cannot listen on %s:%d: %m%s", addr ? addr : "*",
+		       http_port, errno == EADDRINUSE ? " (another program "
+		       "has it: give --http another port)" : "");
 		return -1;
 	}
 	/* the thread blocks in accept */

@@ -23,6 +23,7 @@
  * daemon's budget (core/), beyond which a connection is no longer read
  * until commands complete.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "nbd.h"
@@ -1050,8 +1051,9 @@ int nbd_init(const char *default_addr)
 	listener = tcp_listen(sys.loop, addr, nbd_port, NBD_MAX_CONNS, "NBD",
 			      nbd_accept, NULL);
 	if (!listener) {
-		sd_err("NBD: cannot listen on %s:%d: %m", addr ? addr : "*",
-		       nbd_port);
+		sd_err("NBD: cannot listen on %s:%d: %m%s", addr ? addr : "*",
+		       nbd_port, errno == EADDRINUSE ? " (another program "
+		       "has it: give --nbd another port)" : "");
 		return -1;
 	}
 	sd_notice("NBD export listening on %s:%d", addr ? addr : "*",

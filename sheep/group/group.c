@@ -478,9 +478,10 @@ static void joiner_accepted(const struct cluster_info_hdr *h,
 		sheep_exit(1);
 	}
 	if (h->epoch && cs->epoch && h->ctime != cs->ctime) {
-		sd_emerg("this node belongs to another cluster (creation "
-			 "time %" PRIx64 ", cluster's %" PRIx64 "): leaving",
-			 cs->ctime, h->ctime);
+		sd_emerg("this node's store belongs to another cluster "
+			 "(creation time %" PRIx64 ", the cluster's %" PRIx64
+			 "): leaving; start it on a store of this cluster, "
+			 "or an empty one", cs->ctime, h->ctime);
 		sheep_exit(1);
 	}
 	cs->joined = true;
@@ -515,6 +516,8 @@ static void sd_accept_handler(const struct sd_node *joined,
 		adopt_cinfo(&h, nodes);
 	}
 	take_members(members, nr_members);
+	if (me && hooks.joined)
+		hooks.joined();
 	if (cs->status != SD_STATUS_SHUTDOWN)
 		cs->status = h.status == SD_STATUS_OK ? SD_STATUS_OK :
 			     cs->status;
@@ -888,7 +891,8 @@ static struct cluster_driver *find_driver(const char *driver,
 		return &cdrv_corosync;
 	if (n == 9 && !strncmp(driver, "zookeeper", n))
 		return &cdrv_zookeeper;
-	sd_err("unknown cluster driver '%.*s'", (int)n, driver);
+	sd_err("unknown cluster driver '%.*s' (-c takes local[:DIR], "
+	       "corosync[:GROUP] or zookeeper:HOST:PORT[,...])", (int)n, driver);
 	return NULL;
 }
 

@@ -18,6 +18,8 @@ struct group_hooks {
 	const struct sd_op *(*op_lookup)(uint8_t opcode);
 	/* stop accepting client connections (cluster shutdown) */
 	void (*stop_listening)(void);
+	/* our own join was accepted: the daemon has started */
+	void (*joined)(void);
 };
 
 int group_init(const char *driver, const struct group_hooks *hooks);
