@@ -643,7 +643,7 @@ int vdi_restore(int argc, char **argv)
 	struct backup_hdr bh;
 	struct old_current old;
 	struct in_stream s = { .tee = -1 };
-	uint32_t vid, new_vid;
+	uint32_t vid, new_vid, cur_vid;
 	int fd, ret;
 
 	if (!vopt.snapid && !vopt.tag[0]) {
@@ -670,6 +670,9 @@ int vdi_restore(int argc, char **argv)
 
 	/* the stream is sound: now replace the current VDI */
 	ret = EXIT_FAILURE;
+	if (lookup_vdi(name, 0, "", &cur_vid) == SD_RES_SUCCESS &&
+	    refuse_in_use(cur_vid, name, "restore over"))
+		goto out;
 	if (delete_current(name, &old))
 		goto out;
 	nv.size = MAX(snap.h.vdi_size, bh.vdi_size);

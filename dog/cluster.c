@@ -74,7 +74,7 @@ static int check_vnode_strategy(void)
 }
 
 /* does any VDI exist?  Unknown counts as no. */
-static bool cluster_has_vdis(void)
+bool cluster_has_vdis(void)
 {
 	uint8_t *map = vdi_bitmap_alloc();
 	bool found = false;
@@ -84,6 +84,11 @@ static bool cluster_has_vdis(void)
 		found = !is_zero(map, len);
 	vdi_bitmap_free(map);
 	return found;
+}
+
+bool cluster_forced(void)
+{
+	return copt.force;
 }
 
 static void list_stores(void)
@@ -106,6 +111,9 @@ static int confirm_format(void)
 	int zones = nr_storage_zones();
 	char msg[256];
 
+	/* held VDIs are refused even with -f: their clients detach first */
+	if (cluster_has_vdis() && refuse_any_in_use("format the cluster"))
+		return -2;
 	if (copt.force)
 		return 0;
 	if (copt.copies > zones) {
@@ -134,8 +142,9 @@ static int cluster_format(int argc, char **argv)
 		return ret;
 	if (ec_refused(copt.copies, copt.copy_policy))
 		return EXIT_FAILURE;
-	if (confirm_format())
-		return EXIT_SUCCESS;
+	ret = confirm_format();
+	if (ret)
+		return ret == -2 ? EXIT_FAILURE : EXIT_SUCCESS;
 	printf("using backend %s store\n", copt.store);
 	fflush(stdout);
 
@@ -562,7 +571,7 @@ static const struct subcommand cluster_cmds[] = {
 	{ "scrub", NULL, "aphrT", "verify stored objects against their "
 	  "checksums and repair them", scrub_cmds, CMD_NEED_NODELIST, 0,
 	  NULL },
-	{ "snapshot", NULL, "aphrT", "save the VDIs of the cluster to a "
+	{ "snapshot", NULL, "aphrTf", "save the VDIs of the cluster to a "
 	  "directory, or format the cluster and load them back",
 	  cluster_snapshot_cmds, 0, 0, NULL },
 	{ "check", NULL, "aphT",

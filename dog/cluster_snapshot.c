@@ -845,6 +845,19 @@ static int snapshot_load(int argc, char **argv)
 		free(ents);
 		return EXIT_FAILURE;
 	}
+	/* a load formats the cluster: as cluster format, it asks first */
+	if (cluster_has_vdis() &&
+	    refuse_any_in_use("load a snapshot into the cluster")) {
+		free(ents);
+		return EXIT_FAILURE;
+	}
+	if (!cluster_forced() && cluster_has_vdis() &&
+	    !confirm("Caution! The cluster is not empty: loading a snapshot "
+		     "formats it, which destroys every VDI and all of its "
+		     "data.")) {
+		free(ents);
+		return EXIT_SUCCESS;
+	}
 	ret = make_fs(&h) || load_all(argv[1], ents, nr) ? EXIT_SYSFAIL :
 	      EXIT_SUCCESS;
 	free(ents);
@@ -857,7 +870,7 @@ const struct subcommand cluster_snapshot_cmds[] = {
 	  snapshot_save },
 	{ "list", "<dir>", "r", "list the snapshots in <dir>", NULL, 0, 1,
 	  snapshot_list },
-	{ "load", "<tag|index> <dir>", NULL,
+	{ "load", "<tag|index> <dir>", "f",
 	  "format the cluster and load a snapshot into it", NULL,
 	  CMD_NEED_NODELIST, 2, snapshot_load },
 	{ "show", "<tag|index> <dir>", NULL,

@@ -888,12 +888,23 @@ void print_size_error(const char *s)
 bool confirm_prompt(const char *prompt)
 {
 	char line[256];
+	bool eof;
 
 	printf("%s", prompt);
 	fflush(stdout);
-	if (!fgets(line, sizeof(line), stdin))
-		return false;
-	return !strncasecmp(line, "yes", 3);
+	eof = !fgets(line, sizeof(line), stdin);
+	if (!eof && !strncasecmp(line, "yes", 3))
+		return true;
+	/*
+	 * Not yes: the line ends (an answer from a pipe or none at all left
+	 * the prompt open) and the operator is told nothing was done; the
+	 * exit status stays 0 (dog.md §1.2)
+	 */
+	if (eof || !isatty(STDIN_FILENO))
+		putchar('\n');
+	fflush(stdout);
+	fprintf(stderr, "Nothing was done.\n");
+	return false;
 }
 
 /* 0-100: a sheep that reports more used than its size shows 100 */

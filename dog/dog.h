@@ -65,6 +65,9 @@ extern struct command cluster_command;
 extern const struct subcommand scrub_cmds[];
 /* cluster_snapshot.c: dog cluster snapshot save|list|load|show */
 extern const struct subcommand cluster_snapshot_cmds[];
+/* cluster.c: does the cluster hold any VDI (unknown: no); -f given */
+bool cluster_has_vdis(void);
+bool cluster_forced(void);
 extern struct command benchmark_command;
 
 /* global options and cluster view */

@@ -514,6 +514,9 @@ int del_vdi(const char *name, uint32_t snapid, const char *tag)
 int delete_vdi_inode(struct vdi_inode *in, const char *name, uint32_t snapid,
 		     const char *tag)
 {
+	/* before anything is released: the client's data stays its own */
+	if (refuse_in_use(in->vid, name, "delete"))
+		return SD_RES_VDI_LOCKED;
 	if (!in->h.store_policy && clear_index(in))
 		return SD_RES_EIO;
 	if (vopt.max_reclaim)

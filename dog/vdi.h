@@ -95,6 +95,23 @@ int object_dump_inode(int argc, char **argv);
 int vdi_setattr(int argc, char **argv);
 int vdi_getattr(int argc, char **argv);
 int lock_list(int argc, char **argv);
+/*
+ * Does a client hold VDI @vid (its lock, or a shared lock's first
+ * participant)?  1 (the holder's node, ADDR:PORT, in @who), 0, or -1
+ * when the states cannot be read (printed)
+ */
+int vdi_holder(uint32_t vid, char *who, size_t len);
+/*
+ * What would destroy a VDI's data is refused while a client holds it:
+ * true (after printing why) if @what ("delete", ...) of @name must not
+ * be done
+ */
+bool refuse_in_use(uint32_t vid, const char *name, const char *what);
+/*
+ * The same for the whole cluster (format, snapshot load): how many VDIs
+ * clients hold (each printed), -1 when that cannot be told (printed)
+ */
+int refuse_any_in_use(const char *what);
 int lock_unlock(int argc, char **argv);
 int vdi_check(int argc, char **argv);
 int vdi_backup(int argc, char **argv);

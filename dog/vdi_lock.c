@@ -123,6 +123,90 @@ static void print_lock(const struct vdi_state *vs)
 	printf("\n");
 }
 
+/* "IPv4 ip:ADDR port:PORT" of @nid into @buf */
+static void nid_str(const struct node_id *nid, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	addr_to_str(nid->addr, a, sizeof(a));
+	snprintf(buf, len, "%s:%u", a, nid->port);
+}
+
+int vdi_holder(uint32_t vid, char *who, size_t len)
+{
+	struct vdi_state *states = NULL;
+	int n = fetch_vdi_states(&states), held = 0;
+
+	if (n < 0)
+		return -1;
+	for (int i = 0; i < n && !held; i++) {
+		const struct vdi_state *vs = &states[i];
+
+		if (vs->vid != vid || vs->deleted)
+			continue;
+		if (vs->lock_state == LOCK_STATE_LOCKED) {
+			nid_str(&vs->lock_owner, who, len);
+			held = 1;
+		} else if (vs->lock_state == LOCK_STATE_SHARED &&
+			   vs->nr_participants) {
+			nid_str(&vs->participants[0], who, len);
+			held = 1;
+		}
+	}
+	free(states);
+	return held;
+}
+
+bool refuse_in_use(uint32_t vid, const char *name, const char *what)
+{
+	char who[INET6_ADDRSTRLEN + 16];
+	int held = vdi_holder(vid, who, sizeof(who));
+
+	if (!held)
+		return false;
+	if (held > 0)
+		fprintf(stderr, "Failed to %s VDI %s: a client of the sheep "
+			"at %s holds it (dog vdi lock list); detach the "
+			"client, or release the lock with dog vdi lock unlock "
+			"%s, first\n", what, name, who, name);
+	else
+		fprintf(stderr, "Failed to %s VDI %s: cannot tell whether a "
+			"client holds it\n", what, name);
+	return true;
+}
+
+int refuse_any_in_use(const char *what)
+{
+	struct vdi_state *states = NULL;
+	char who[INET6_ADDRSTRLEN + 16];
+	struct sd_inode_header h;
+	char name[SD_MAX_VDI_LEN + 1];
+	int n = fetch_vdi_states(&states), held = 0;
+
+	if (n < 0) {
+		fprintf(stderr, "Failed to %s: cannot tell whether clients "
+			"hold VDIs\n", what);
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		if (states[i].deleted ||
+		    states[i].lock_state != LOCK_STATE_LOCKED)
+			continue;
+		if (read_inode_header(states[i].vid, &h) == SD_RES_SUCCESS)
+			inode_name(&h, name);
+		else
+			snprintf(name, sizeof(name), "%" PRIx32, states[i].vid);
+		nid_str(&states[i].lock_owner, who, sizeof(who));
+		fprintf(stderr, "Failed to %s: a client of the sheep at %s "
+			"holds VDI %s (dog vdi lock list); detach the client, "
+			"or release the lock with dog vdi lock unlock %s, "
+			"first\n", what, who, name, name);
+		held++;
+	}
+	free(states);
+	return held;
+}
+
 int lock_list(int argc, char **argv)
 {
 	struct vdi_state *states = NULL;

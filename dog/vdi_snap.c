@@ -35,6 +35,9 @@ int vdi_rollback(int argc, char **argv)
 			vopt.tag);
 		return EXIT_FAILURE;
 	}
+	if (lookup_vdi(name, 0, "", &cur_vid) == SD_RES_SUCCESS &&
+	    refuse_in_use(cur_vid, name, "roll back"))
+		return EXIT_FAILURE;
 	if (!vopt.force &&
 	    !confirm_prompt("This operation discards any changes made since "
 			    "the previous\nsnapshot was taken.  Continue? "

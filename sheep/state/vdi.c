@@ -283,6 +283,17 @@ static void unlock_owned(uint32_t vid, struct vdi_info *vi, void *arg)
 }
 
 /* a node that leaves gives up its locks (every node, in event order) */
+bool vdi_locked(uint32_t vid, struct node_id *owner)
+{
+	struct vdi_info *vi = vdi_get(vid, false);
+
+	if (!vi || vi->lock_state != LOCK_STATE_LOCKED)
+		return false;
+	if (owner)
+		*owner = vi->lock_owner;
+	return true;
+}
+
 void vdi_release_node_locks(const struct node_id *nid)
 {
 	vdi_for_each(unlock_owned, (void *)nid);

@@ -54,6 +54,12 @@ void vdi_reset(void);
 void vdi_merge_state(const struct vdi_state *vs, bool running);
 void vdi_release_node_locks(const struct node_id *nid);
 /*
+ * Is @vid locked by a client (its node in @owner)?  For a cluster op's
+ * work_fn too: it runs while the cluster is blocked, when no cluster op
+ * changes the table
+ */
+bool vdi_locked(uint32_t vid, struct node_id *owner);
+/*
  * The table may lack VDIs: the state of a member could not be fetched at
  * join (group.c), so nothing may be concluded from a VDI's absence
  */

@@ -691,9 +691,11 @@ int vdi_notify_restore(const struct sd_req *req, struct sd_rsp *rsp,
 int vdi_del_work(struct request *req)
 {
 	struct sd_inode_header h;
+	struct node_id owner;
 	struct lookup lk;
 	uint32_t nr, *idx;
 	uint8_t *buf;
+	char who[64];
 	int ret = parse_name(req, &lk, false);
 
 	if (ret != SD_RES_SUCCESS)
@@ -705,6 +707,12 @@ int vdi_del_work(struct request *req)
 	h = lk.h;
 	if (!h.name[0] && !h.vdi_size)
 		return SD_RES_SUCCESS;
+	/* a client's VDI is not deleted from under it (dog checks first) */
+	if (vdi_locked(lk.vid, &owner)) {
+		sd_notice("VDI %s not deleted: a client of %s holds it", lk.name,
+			  addr_to_str(owner.addr, who, sizeof(who)));
+		return SD_RES_VDI_LOCKED;
+	}
 	if (h.store_policy) {
 		bool retain;
 
