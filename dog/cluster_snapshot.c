@@ -387,11 +387,9 @@ static int save_object(struct save_ctx *c, uint64_t oid,
 	return 0;
 }
 
-static void progress(const struct save_ctx *c, uint32_t i, uint32_t nr)
+static void progress(const struct save_ctx *c)
 {
-	show_progress((uint64_t)c->vdis_done * 1000 + (nr ? i * 1000ULL / nr :
-						       0),
-		      (uint64_t)(c->nr_vdis ? c->nr_vdis : 1) * 1000);
+	show_count_progress(c->vdis_done, c->nr_vdis ? c->nr_vdis : 1, "VDIs");
 }
 
 static int save_vdi(struct save_ctx *c, uint32_t vid,
@@ -407,7 +405,7 @@ static int save_vdi(struct save_ctx *c, uint32_t vid,
 	for (uint32_t i = 0; i < nr; i++) {
 		uint64_t oid;
 
-		progress(c, i, nr);
+		progress(c);
 		if (!index[i])
 			continue;
 		oid = vid_to_data_oid(index[i], i);
@@ -449,7 +447,7 @@ static int save_hyper_data(uint32_t idx, uint32_t owner, void *arg)
 	struct hyper_save *hs = arg;
 	uint64_t oid = vid_to_data_oid(owner, idx);
 
-	progress(hs->c, (uint32_t)((uint64_t)idx * 1000 / hs->nr), 1000);
+	progress(hs->c);
 	if (save_object(hs->c, oid, hs->h, false) < 0)
 		return -1;
 	if (owner != hs->vid)
@@ -581,7 +579,7 @@ static int snapshot_save(int argc, char **argv)
 	if (parse_vdi(visit_save, true, &c) || c.err || save_referenced(&c) ||
 	    (!c.nr_names && save_deleted(&c)))
 		goto out;
-	show_progress(1, 1);
+	show_count_progress(c.nr_vdis, c.nr_vdis, "VDIs");
 	buf = trunk_encode(c.ents, c.nr_ents, &len);
 	if (farm_put(c.dir, buf, (uint32_t)len, trunk, &dedup)) {
 		free(buf);
@@ -785,7 +783,7 @@ static int load_all(const char *dir, const struct trunk_ent *e, size_t nr)
 			continue;
 		if (load_object(dir, &e[i]))
 			return -1;
-		show_progress(++done, nr);
+		show_count_progress(++done, nr, "objects");
 	}
 	for (size_t i = 0; i < nr; i++) {
 		if (!is_vdi_obj(e[i].oid))
@@ -793,7 +791,7 @@ static int load_all(const char *dir, const struct trunk_ent *e, size_t nr)
 		if (load_object(dir, &e[i]) || saved_header(dir, &e[i], &h) ||
 		    notify_vdi(&h, true))
 			return -1;
-		show_progress(++done, nr);
+		show_count_progress(++done, nr, "objects");
 	}
 	return 0;
 }

@@ -979,8 +979,11 @@ static void fmt_eta(uint64_t done, uint64_t total, char *buf, size_t len)
 	}
 }
 
-/* a progress bar with the time left, on terminals only (dog.md §1.3) */
-void show_progress(uint64_t done, uint64_t total)
+/*
+ * A progress bar with the time left, on terminals only (dog.md §1.3):
+ * sizes, or with @unit counts of it ("12 / 40 objects")
+ */
+static void progress_bar(uint64_t done, uint64_t total, const char *unit)
 {
 	char head[32], tail[128], d[32], t[32], eta[48], *bar;
 	double pct = total ? (double)done * 100 / (double)total : 100;
@@ -991,9 +994,13 @@ void show_progress(uint64_t done, uint64_t total)
 		return;
 	fmt_eta(done, total, eta, sizeof(eta));
 	snprintf(head, sizeof(head), "\r%5.1f %% [", pct);
-	snprintf(tail, sizeof(tail), "] %s / %s%s",
-		 size_to_str(done, d, sizeof(d)),
-		 size_to_str(total, t, sizeof(t)), eta);
+	if (unit)
+		snprintf(tail, sizeof(tail), "] %" PRIu64 " / %" PRIu64 " %s%s",
+			 done, total, unit, eta);
+	else
+		snprintf(tail, sizeof(tail), "] %s / %s%s",
+			 size_to_str(done, d, sizeof(d)),
+			 size_to_str(total, t, sizeof(t)), eta);
 	len = width - (int)strlen(head) - (int)strlen(tail) - 1;
 	if (len < 3)
 		len = 3;
@@ -1008,6 +1015,16 @@ void show_progress(uint64_t done, uint64_t total)
 		fprintf(fp, "\n");
 	fflush(fp);
 	free(bar);
+}
+
+void show_progress(uint64_t done, uint64_t total)
+{
+	progress_bar(done, total, NULL);
+}
+
+void show_count_progress(uint64_t done, uint64_t total, const char *unit)
+{
+	progress_bar(done, total, unit);
 }
 
 /* decimal bytes in raw mode, dog's unit format otherwise */

@@ -162,6 +162,8 @@ bool confirm_prompt(const char *prompt);
 /* a bar on the terminal; on stderr when stdout carries data */
 extern bool progress_on_stderr;
 void show_progress(uint64_t done, uint64_t total);
+/* the same for counts: "12 / 40 objects" */
+void show_count_progress(uint64_t done, uint64_t total, const char *unit);
 char *fmt_size(uint64_t size, char *buf, size_t len);
 char *fmt_time(uint64_t sec, const char *fmt, char *buf, size_t len);
 

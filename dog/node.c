@@ -186,7 +186,8 @@ static int recovery_progress(void)
 		else if (rs.state == RECOVERY_STATE_HALTED)
 			printf("\rhalted: the disk is nearly full");
 		else
-			show_progress(rs.nr_finished, rs.nr_total);
+			show_count_progress(rs.nr_finished, rs.nr_total,
+					    "objects");
 		fflush(stdout);
 		sleep(1);
 	}
@@ -697,7 +698,9 @@ static const struct sd_option node_options[] = {
 	{ 'P', "progress", false, NULL, "follow the recovery progress" },
 	{ 'l', "local", false, NULL, "kill the node dog is talking to" },
 	{ 'w', "watch", false, NULL,
-	  "print the statistics and their rates every second" },
+	  "print the statistics and their rates every second, each "
+	  "under its own name (without -w the rows are Sheepdog 1.0's: "
+	  "reads under Write, writes under Read)" },
 	{ 'm', "metrics", false, NULL,
 	  "print every counter of the sheep (what --http serves)" },
 	{ 'A', "all", false, NULL, "md info of every node" },

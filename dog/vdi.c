@@ -185,6 +185,12 @@ static int vdi_create(int argc, char **argv)
 		print_size_error(argv[1]);
 		return EXIT_USAGE;
 	}
+	/* parse_size takes 0 (an offset may be 0): a disk of 0 bytes not */
+	if (!nv.size) {
+		fprintf(stderr, "Invalid size '%s': a VDI needs at least one "
+			"byte\n", argv[1]);
+		return EXIT_USAGE;
+	}
 	if (vopt.hyper && vopt.shift) {
 		fprintf(stderr, "The -y and -z options cannot be used "
 			"together\n");
@@ -663,7 +669,25 @@ static void list_header(void)
 static int vdi_list(int argc, char **argv)
 {
 	struct list_filter f = { .name = argc ? argv[0] : NULL };
+	struct epoch_rec *recs;
+	uint32_t result;
+	int n;
 
+	/*
+	 * A cluster that does not serve (waiting for its nodes, not
+	 * formatted) knows no VDIs yet: an empty table would read as if
+	 * every disk were gone
+	 */
+	n = fetch_epoch_log(&recs, &result);
+	if (n < 0)
+		return EXIT_SYSFAIL;
+	free_epoch_log(recs, n);
+	if (result != SD_RES_SUCCESS && result != SD_RES_HALT) {
+		fprintf(stderr, "Failed to list VDIs: the cluster does not "
+			"serve yet (Cluster status: %s)\n",
+			sd_strerror(result));
+		return EXIT_FAILURE;
+	}
 	return parse_vdi_start(list_one, true, &f, list_header);
 }
 
@@ -849,10 +873,16 @@ static int vdi_write(int argc, char **argv)
 			ret = EXIT_SYSFAIL;
 			goto out;
 		}
+		/*
+		 * The input ended: write exactly what it gave (the rest of
+		 * the object keeps its data, or its parent's), and nothing
+		 * at all when it ended on an object boundary
+		 */
 		if ((uint32_t)r < n) {
-			/* zero-fill this chunk and stop after it */
-			memset(buf + r, 0, n - (uint32_t)r);
+			n = (uint32_t)r;
 			end = off + n;
+			if (!n)
+				break;
 		}
 		if (write_chunk(&in, idx, buf, n, ooff)) {
 			fprintf(stderr, "Failed to write VDI\n");

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+#include <inttypes.h>
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
@@ -194,6 +195,12 @@ char *size_to_str(uint64_t size, char *buf, size_t len)
 	};
 	double v = (double)size / (1 << 20);
 	size_t u = 0;
+
+	/* under a megabyte (a size given in bytes): bytes, not "0.0 MB" */
+	if (size && size < (1 << 20) / 20) {
+		snprintf(buf, len, "%" PRIu64 " B", size);
+		return buf;
+	}
 
 	while (v >= 1024 && u < ARRAY_SIZE(units) - 1) {
 		v /= 1024;
