@@ -65,6 +65,10 @@ extern struct command cluster_command;
 extern const struct subcommand scrub_cmds[];
 /* cluster_snapshot.c: dog cluster snapshot save|list|load|show */
 extern const struct subcommand cluster_snapshot_cmds[];
+/* node.c: STAT_RECOVERY of node @nid (NULL: dog's sheep); 0 or -1 */
+int stat_recovery(const struct node_id *nid, struct recovery_state *rs);
+/* node_stop.c: dog node ok-to-stop */
+int node_ok_to_stop(int argc, char **argv);
 /* cluster.c: does the cluster hold any VDI (unknown: no); -f given */
 bool cluster_has_vdis(void);
 bool cluster_forced(void);

@@ -148,7 +148,7 @@ static int node_kill(int argc, char **argv)
 
 /* ---- node recovery ---- */
 
-static int stat_recovery(const struct node_id *nid, struct recovery_state *rs)
+int stat_recovery(const struct node_id *nid, struct recovery_state *rs)
 {
 	uint8_t buf[sizeof(struct recovery_state)];
 	struct sd_req req;
@@ -713,6 +713,9 @@ static const struct subcommand node_cmds[] = {
 	  CMD_NEED_NODELIST, 0, node_kill },
 	{ "list", NULL, "aprhT", "list the nodes", NULL, CMD_NEED_NODELIST,
 	  0, node_list },
+	{ "ok-to-stop", "<node id>...", "aphT", "tell whether stopping the "
+	  "nodes now leaves every object available", NULL,
+	  CMD_NEED_NODELIST, 1, node_ok_to_stop },
 	{ "info", NULL, "aprhT", "show the capacity of every node", NULL,
 	  CMD_NEED_NODELIST, 0, node_info },
 	{ "recovery", NULL, "aphPrT", "show or tune recovery", recovery_cmds,

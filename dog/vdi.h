@@ -95,6 +95,19 @@ int object_dump_inode(int argc, char **argv);
 int vdi_setattr(int argc, char **argv);
 int vdi_getattr(int argc, char **argv);
 int lock_list(int argc, char **argv);
+
+/* a growing list of object ids (vdi_check.c) */
+struct oid_list {
+	uint64_t *oids;
+	size_t nr, cap;
+};
+void oid_list_add(struct oid_list *l, uint64_t oid);
+/*
+ * The objects of VDI @in appended to @l: its inode, a hyper volume's
+ * leaves, its data objects (its own and its ancestors'); 0, or -1 if
+ * the index could not be read
+ */
+int vdi_oids(struct vdi_inode *in, struct oid_list *l);
 /*
  * Does a client hold VDI @vid (its lock, or a shared lock's first
  * participant)?  1 (the holder's node, ADDR:PORT, in @who), 0, or -1

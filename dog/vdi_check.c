@@ -177,12 +177,7 @@ static int check_object(uint64_t oid, int copies)
 
 /* ---- -e: existence only ---- */
 
-struct oid_list {
-	uint64_t *oids;
-	size_t nr, cap;
-};
-
-static void oid_list_add(struct oid_list *l, uint64_t oid)
+void oid_list_add(struct oid_list *l, uint64_t oid)
 {
 	if (l->nr == l->cap) {
 		l->cap = l->cap ? l->cap * 2 : 1024;
@@ -336,7 +331,7 @@ static int add_leaf(uint64_t oid, void *arg)
  * so that a repaired leaf is there for what reads it next) and the data
  * objects.  0, or -1 if the index could not be read.
  */
-static int vdi_oids(struct vdi_inode *in, struct oid_list *l)
+int vdi_oids(struct vdi_inode *in, struct oid_list *l)
 {
 	struct vdi_index *vi = in->vi;
 	struct dog_index_io io;
