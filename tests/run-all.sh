@@ -4,38 +4,65 @@
 # Run every Kelpie test suite (what `make check` runs after building):
 #   1. each cmocka binary build/tests/test_* (every test case counts),
 #   2. each tests/unit/*.sh script (ends with "N passed, N failed[, N skipped]"),
-#   3. tests/functional/run.sh (same summary line),
-#   4./5. the cluster tests of tests/functional again under the corosync
-#      and the zookeeper driver (when no arguments are given; a driver
-#      that cannot run here counts its tests as skipped).
-# Prints a result line per suite and ends with exactly one line
-# "N passed, N failed" or "N passed, N failed, N skipped" (totals); exits 1
-# if anything failed.
+#      and the corosync and ZooKeeper driver suites (tests/corosync/*.sh,
+#      tests/zookeeper/driver.sh),
+#   3. tests/functional/run.sh (same summary line), with the cluster tests
+#      again under the corosync and the zookeeper driver (when no arguments
+#      are given; a driver that cannot run here counts its tests as
+#      skipped).
+# 1 and 2 run one after the other in the background (their output is
+# printed when they are done), while 3 runs its tests side by side in one
+# pool (run.sh -j): functional tests mostly wait, the unit suites mostly
+# compute.  Prints a result line per suite, the time each part took, and
+# ends with exactly one line "N passed, N failed" or "N passed, N failed,
+# N skipped" (totals); exits 1 if anything failed.
 #
 # Environment: KELPIE_UNIT_TIMEOUT (seconds per unit binary/script, default
-# 600), KELPIE_COROSYNC_TESTS and KELPIE_ZOOKEEPER_TESTS (the tests of 4.
-# and 5.); arguments are passed on to tests/functional/run.sh.
+# 600), KELPIE_COROSYNC_TESTS and KELPIE_ZOOKEEPER_TESTS (the tests run
+# again under those drivers), KELPIE_TEST_JOBS (run.sh -j); arguments are
+# passed on to tests/functional/run.sh (then the driver runs are left out).
 
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 cd "$TOP" || exit 2
 UNIT_TIMEOUT=${KELPIE_UNIT_TIMEOUT:-600}
+START=$SECONDS
 
 total_pass=0
 total_fail=0
 total_skip=0
 failed_suites=()
 
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/kelpie-run-all.XXXXXX")
+unit_pid=
+cleanup()
+{
+	[ -n "$unit_pid" ] && kill -TERM "$unit_pid" 2>/dev/null
+	for drv in corosync zookeeper; do
+		[ -f "$WORK/$drv.up" ] &&
+			bash "tests/$drv/stop.sh" "$WORK/$drv" >/dev/null 2>&1
+	done
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+# suite_line NAME PASS FAIL SKIP: the "== NAME N passed, ..." line
+suite_line()
+{
+	local line
+	line=$(printf '%-28s %4d passed, %d failed' "$1" "$2" "$3")
+	[ "$4" -gt 0 ] && line="$line, $4 skipped"
+	echo "== $line"
+}
+
 add()
 {
 	total_pass=$((total_pass + $2))
 	total_fail=$((total_fail + $3))
 	total_skip=$((total_skip + $4))
-	local line
-	line=$(printf '%-28s %4d passed, %d failed' "$1" "$2" "$3")
-	[ "$4" -gt 0 ] && line="$line, $4 skipped"
-	echo "== $line"
 	[ "$3" -gt 0 ] && failed_suites+=("$1")
+	return 0
 }
 
 # sum of the counts in every match of ERE $1 (cmocka summary) in file $2
@@ -53,149 +80,200 @@ summary_counts()
 		sed -E 's/^([0-9]+) passed, ([0-9]+) failed(, ([0-9]+) skipped)?$/\1 \2 \4/'
 }
 
-out=$(mktemp "${TMPDIR:-/tmp}/kelpie-run-all.XXXXXX")
-trap 'rm -f "$out"' EXIT
-
-# ---- 1. cmocka unit test binaries
-shopt -s nullglob
-bins=(build/tests/test_*)
-shopt -u nullglob
-if [ ${#bins[@]} -eq 0 ]; then
-	echo "== no unit test binaries in build/tests (run make first)"
-fi
-for b in "${bins[@]}"; do
-	[ -x "$b" ] && [ -f "$b" ] || continue
-	name=$(basename "$b")
-	echo "== running $name"
-	timeout -k 10 "$UNIT_TIMEOUT" "$b" </dev/null >"$out" 2>&1
-	rc=$?
-	p=$(count_of '\[  PASSED  \] [0-9]+ test' "$out")
-	f=$(count_of '\[  FAILED  \] [0-9]+ test' "$out")
-	s=$(count_of '\[  SKIPPED \] [0-9]+ test' "$out")
-	if [ "$rc" -ne 0 ] || [ "$f" -gt 0 ]; then
-		# show what went wrong: failures, errors and sanitizer reports
-		grep -E '^\[  (FAILED|ERROR) |^\[   LINE   \]|ERROR: |runtime error' \
-			"$out" | head -n 40 | sed 's/^/   /'
-		# crashed, timed out or exited badly without a cmocka summary
-		if [ "$f" -eq 0 ]; then
-			echo "   $name exited with status $rc"
-			tail -n 15 "$out" | sed 's/^/   | /'
-			f=1
-		fi
-	fi
-	add "$name" "$p" "$f" "$s"
-done
-
-# ---- 2. unit test scripts
-shopt -s nullglob
-scripts=(tests/unit/*.sh)
-shopt -u nullglob
-for sc in "${scripts[@]}"; do
-	name=$(basename "$sc")
-	echo "== running $name"
-	timeout -k 10 "$UNIT_TIMEOUT" bash "$sc" </dev/null >"$out" 2>&1
-	rc=$?
-	read -r p f s <<<"$(summary_counts "$out")"
-	p=${p:-0} f=${f:-0} s=${s:-0}
-	grep -E '^(FAIL|SKIP)' "$out" | head -n 40 | sed 's/^/   /'
-	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-		echo "   $name exited with status $rc"
-		tail -n 15 "$out" | sed 's/^/   | /'
-		f=1
-	fi
-	add "$name" "$p" "$f" "$s"
-done
-
-# ---- 2b. corosync and zookeeper driver tests (they start or reuse a
-# corosync, or start a private ZooKeeper with tests/zookeeper/start.sh,
-# themselves)
-for sc in tests/corosync/smoke.sh tests/corosync/driver.sh \
-	tests/corosync/partition.sh tests/zookeeper/driver.sh; do
-	[ -f "$sc" ] || continue
-	name=${sc#tests/}
-	echo "== running $name"
-	timeout -k 10 "$UNIT_TIMEOUT" bash "$sc" </dev/null >"$out" 2>&1
-	rc=$?
-	read -r p f s <<<"$(summary_counts "$out")"
-	p=${p:-0} f=${f:-0} s=${s:-0}
-	grep -E '^(FAIL|SKIP)' "$out" | head -n 40 | sed 's/^/   /'
-	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-		echo "   $name exited with status $rc"
-		tail -n 15 "$out" | sed 's/^/   | /'
-		f=1
-	fi
-	add "$name" "$p" "$f" "$s"
-done
-
-# ---- 3. functional tests (their output is shown as it runs)
-echo "== running functional tests"
-bash tests/functional/run.sh "$@" </dev/null 2>&1 | tee "$out"
-rc=${PIPESTATUS[0]}
-read -r p f s <<<"$(summary_counts "$out")"
-p=${p:-0} f=${f:-0} s=${s:-0}
-if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-	echo "   functional/run.sh exited with status $rc"
-	f=1
-fi
-add "functional" "$p" "$f" "$s"
-
-# ---- 4./5. the cluster tests again, under another driver
-# under_driver DRIVER "NNN...": its private server is started with
-# tests/DRIVER/start.sh DIR (exit 77: it cannot run here, the tests are
-# skipped; zookeeper prints its port last) and stopped with stop.sh DIR
-under_driver()
+# ---- 1. and 2.: the unit stream.  Each suite's result goes to stdout as
+# "== NAME ..." lines and to $WORK/counts as "NAME PASS FAIL SKIP"; the
+# seconds of each part to $WORK/times.
+unit_binaries()
 {
-	local drv=$1 dir rc p f s t addr=
-	# test 010's load runs half its minute: the local run has the whole
-	local -a tests=() env=(KELPIE_DRIVER="$1" LOAD_SECS="${LOAD_SECS:-30}")
+	local b name rc p f s out=$WORK/unit.out
+	local -a bins=()
 
-	for t in $2; do
-		[ -f "tests/functional/$t" ] && tests+=("$t")
+	shopt -s nullglob
+	bins=(build/tests/test_*)
+	shopt -u nullglob
+	[ ${#bins[@]} -gt 0 ] ||
+		echo "== no unit test binaries in build/tests (run make first)"
+	for b in "${bins[@]}"; do
+		[ -x "$b" ] && [ -f "$b" ] || continue
+		name=$(basename "$b")
+		timeout -k 10 "$UNIT_TIMEOUT" "$b" </dev/null >"$out" 2>&1
+		rc=$?
+		p=$(count_of '\[  PASSED  \] [0-9]+ test' "$out")
+		f=$(count_of '\[  FAILED  \] [0-9]+ test' "$out")
+		s=$(count_of '\[  SKIPPED \] [0-9]+ test' "$out")
+		if [ "$rc" -ne 0 ] || [ "$f" -gt 0 ]; then
+			# failures, errors and sanitizer reports
+			grep -E '^\[  (FAILED|ERROR) |^\[   LINE   \]|ERROR: |runtime error' \
+				"$out" | head -n 40 | sed 's/^/   /'
+			# crashed, timed out or exited badly without a summary
+			if [ "$f" -eq 0 ]; then
+				echo "   $name exited with status $rc"
+				tail -n 15 "$out" | sed 's/^/   | /'
+				f=1
+			fi
+		fi
+		suite_line "$name" "$p" "$f" "$s"
+		echo "$name $p $f $s" >>"$WORK/counts"
 	done
-	dir=$(mktemp -d "${TMPDIR:-/tmp}/kelpie-$drv.XXXXXX")
+}
+
+# a script that ends with the summary line
+unit_script()
+{
+	local sc=$1 name=$2 rc p f s out=$WORK/script.out start=$SECONDS
+
+	timeout -k 10 "$UNIT_TIMEOUT" bash "$sc" </dev/null >"$out" 2>&1
+	rc=$?
+	read -r p f s <<<"$(summary_counts "$out")"
+	p=${p:-0} f=${f:-0} s=${s:-0}
+	grep -E '^(FAIL|SKIP)' "$out" | head -n 40 | sed 's/^/   /'
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "   $name exited with status $rc"
+		tail -n 15 "$out" | sed 's/^/   | /'
+		f=1
+	fi
+	suite_line "$name" "$p" "$f" "$s"
+	echo "$name $p $f $s" >>"$WORK/counts"
+	echo "$name $((SECONDS - start))" >>"$WORK/times"
+}
+
+unit_stream()
+{
+	local start=$SECONDS sc
+
+	unit_binaries
+	echo "unit binaries $((SECONDS - start))" >>"$WORK/times"
+	for sc in tests/unit/*.sh; do
+		[ -f "$sc" ] && unit_script "$sc" "$(basename "$sc")"
+	done
+	# the driver suites start or reuse a corosync, or start a private
+	# ZooKeeper with tests/zookeeper/start.sh, themselves
+	for sc in tests/corosync/smoke.sh tests/corosync/driver.sh \
+		tests/corosync/partition.sh tests/zookeeper/driver.sh; do
+		[ -f "$sc" ] && unit_script "$sc" "${sc#tests/}"
+	done
+	echo "unit stream $((SECONDS - start))" >>"$WORK/times"
+}
+
+# ---- 3.: the functional pool, with the driver runs in it
+# start_driver DRIVER: its private server (tests/DRIVER/start.sh DIR; exit
+# 77: it cannot run here; zookeeper prints its port last); the environment
+# its tests need goes to $WORK/DRIVER.env; returns start.sh's status
+start_driver()
+{
+	local drv=$1 dir=$WORK/$1 rc out=$WORK/$1.start
+	: >"$WORK/$drv.env"
 	bash "tests/$drv/start.sh" "$dir" >"$out" 2>&1
 	rc=$?
 	if [ $rc -eq 0 ]; then
-		if [ "$drv" = zookeeper ]; then
-			addr=127.0.0.1:$(tail -n 1 "$out")
-			env+=(KELPIE_ZK_ADDR="$addr")
-		fi
-		echo "== running functional tests under $drv${addr:+ ($addr)}:" \
-			"${tests[*]}"
-		env "${env[@]}" bash tests/functional/run.sh "${tests[@]}" \
-			</dev/null 2>&1 | tee "$out"
-		rc=${PIPESTATUS[0]}
-		bash "tests/$drv/stop.sh" "$dir" >/dev/null 2>&1
-		read -r p f s <<<"$(summary_counts "$out")"
-		p=${p:-0} f=${f:-0} s=${s:-0}
-		if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-			echo "   functional/run.sh under $drv exited with $rc"
-			f=1
-		fi
-	elif [ $rc -eq 77 ]; then
+		touch "$WORK/$drv.up"
+		[ "$drv" = zookeeper ] &&
+			echo "KELPIE_ZK_ADDR=127.0.0.1:$(tail -n 1 "$out")" \
+				>"$WORK/$drv.env"
+		return 0
+	fi
+	if [ $rc -eq 77 ]; then
 		echo "== $drv cannot run here: $(tail -n 1 "$out")"
-		p=0 f=0 s=${#tests[@]}
 	else
 		echo "== $drv did not start:"
 		tail -n 15 "$out" | sed 's/^/   | /'
-		p=0 f=1 s=0
 	fi
-	add "functional ($drv)" "$p" "$f" "$s"
-	rm -rf "$dir"
+	return $rc
 }
 
-if [ $# -eq 0 ]; then
-	under_driver corosync "${KELPIE_COROSYNC_TESTS:-"001 003 004 005 006 \
-009 010 011 012 013 014 015 016 017 118 119"}"
-	# the membership tests (join, format, a death mid-write, a kill during
-	# a write and recovery, shutdown and restart, rejoin, reweight, a
-	# refused joiner); the whole corosync list passes under ZooKeeper too
-	# (KELPIE_ZOOKEEPER_TESTS="001 003 ... 119"), but with its session
-	# timeouts it takes 15 minutes, which make check cannot spare
-	under_driver zookeeper "${KELPIE_ZOOKEEPER_TESTS:-"001 005 006 009 016 \
-118 119"}"
-fi
+functional()
+{
+	local -a jobs=() skipped_drv=() env=()
+	local drv t rc p f s lp lf ls start=$SECONDS out=$WORK/functional.out
+	local -A lists=(
+		# the membership tests (join, format, a death mid-write, a
+		# kill during a write and recovery, shutdown and restart,
+		# rejoin, reweight, a refused joiner)
+		[corosync]=${KELPIE_COROSYNC_TESTS:-"001 003 004 005 006 009 \
+010 011 012 013 014 015 016 017 118 119"}
+		[zookeeper]=${KELPIE_ZOOKEEPER_TESTS:-"001 003 004 005 006 009 \
+010 011 012 013 014 015 016 017 118 119"}
+	)
 
+	if [ $# -gt 0 ]; then
+		jobs=("$@")
+	else
+		for t in tests/functional/[0-9][0-9][0-9]; do
+			jobs+=("$(basename "$t")")
+		done
+		for drv in corosync zookeeper; do
+			if start_driver "$drv"; then
+				mapfile -t -O ${#env[@]} env <"$WORK/$drv.env"
+				for t in ${lists[$drv]}; do
+					[ -f "tests/functional/$t" ] &&
+						jobs+=("$t@$drv")
+				done
+			else
+				rc=$?
+				# 77: counted as skipped; else as one failure
+				skipped_drv+=("$drv:$rc:$(wc -w <<<"${lists[$drv]}")")
+			fi
+		done
+	fi
+	echo "== running functional tests (run.sh -j ${KELPIE_TEST_JOBS:-default})"
+	env "${env[@]}" bash tests/functional/run.sh "${jobs[@]}" </dev/null \
+		2>&1 | tee "$out"
+	rc=${PIPESTATUS[0]}
+	echo "functional $((SECONDS - start))" >>"$WORK/times"
+	read -r lp lf ls <<<"$(summary_counts "$out")"
+	lp=${lp:-0} lf=${lf:-0} ls=${ls:-0}
+	if [ "$rc" -ne 0 ] && [ "$lf" -eq 0 ]; then
+		echo "   functional/run.sh exited with status $rc"
+		lf=1
+	fi
+	# the drivers' lines; the local tests are the rest of the total
+	: >"$WORK/fcounts"
+	for drv in corosync zookeeper; do
+		read -r p f s <<<"$(sed -nE "s/^== $drv: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped$/\1 \2 \3/p" "$out")"
+		[ -n "${p:-}" ] || continue
+		lp=$((lp - p)) lf=$((lf - f)) ls=$((ls - s))
+		echo "functional ($drv) $p $f $s" >>"$WORK/fcounts"
+	done
+	for t in "${skipped_drv[@]}"; do
+		IFS=: read -r drv rc s <<<"$t"
+		if [ "$rc" -eq 77 ]; then
+			echo "functional ($drv) 0 0 $s" >>"$WORK/fcounts"
+		else
+			echo "functional ($drv) 0 1 0" >>"$WORK/fcounts"
+		fi
+	done
+	echo "functional $lp $lf $ls" >"$WORK/fcounts.local"
+}
+
+unit_stream >"$WORK/unit.log" 2>&1 &
+unit_pid=$!
+functional "$@"
+wait "$unit_pid"
+unit_pid=
+echo "== unit tests, fuzz replay and driver suites (run beside the above):"
+cat "$WORK/unit.log"
+
+# ---- results
+while read -r name p f s; do
+	add "$name" "$p" "$f" "$s"
+done <"$WORK/counts"
+while read -r name p f s; do
+	add "$name" "$p" "$f" "$s"
+	suite_line "$name" "$p" "$f" "$s"
+done <"$WORK/fcounts.local"
+while read -r a b p f s; do
+	add "$a $b" "$p" "$f" "$s"
+	suite_line "$a $b" "$p" "$f" "$s"
+done <"$WORK/fcounts"
+
+# ---- where the time went
+tm() { awk -v k="$1" '$0 ~ "^" k " [0-9]+$" { print $NF }' "$WORK/times"; }
+echo
+echo "Time: $((SECONDS - START)) s in all; beside each other:"
+echo "  functional pool (local and driver runs): $(tm functional) s"
+echo "  unit stream: $(tm "unit stream") s = unit binaries $(tm "unit binaries") s" \
+	"+ fuzz replay $(tm fuzz.sh) s + thrash $(tm thrash.sh) s + other" \
+	"scripts and driver suites"
 echo
 [ ${#failed_suites[@]} -gt 0 ] && echo "Failed suites: ${failed_suites[*]}"
 if [ "$total_skip" -gt 0 ]; then

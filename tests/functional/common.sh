@@ -344,6 +344,31 @@ wait_for_recovery()
 	done
 }
 
+# metric IDX NAME: the sum of metric NAME (every label set) of node IDX,
+# from `dog node stat -m -r` (a snapshot at most a second old); empty if
+# the node does not answer
+metric_sum()
+{
+	dog_at "$1" node stat -m -r 2>/dev/null |
+		awk -v m="$2" '$1 == m || index($1, m "{") == 1 { s += $2; f = 1 }
+			END { if (f) printf "%.0f\n", s }'
+}
+
+# wait_metric_grows IDX NAME N [SECONDS]: wait until metric NAME of node IDX
+# is N more than when called (default 30 s)
+wait_metric_grows()
+{
+	local base end
+	base=$(metric_sum "$1" "$2")
+	[ -n "$base" ] || _fail "node $1 has no metric $2"
+	end=$((SECONDS + ${4:-30}))
+	while [ "$(metric_sum "$1" "$2")" -lt $((base + $3)) ]; do
+		[ $SECONDS -ge $end ] &&
+			_fail "node $1: $2 did not grow by $3 in ${4:-30}s"
+		sleep 0.2
+	done
+}
+
 # ---------------------------------------------------------------------------
 # sheep daemons
 

@@ -23,6 +23,24 @@ build_loadclient()
 		_fail "cannot build the load client: $(head -n 5 "$T/loadclient.build")"
 }
 
+# wait_acked MIRROR N [SECONDS [PID]]: wait until the load client
+# acknowledged N writes more than the mirror held when called (the load is
+# under way), for at most SECONDS (default 30); with PID, returns 1 at
+# once when that load client has ended
+wait_acked()
+{
+	local mirror=$1 n=$2 secs=${3:-30} pid=${4:-} base end
+	base=$(grep -c '^A ' "$mirror" 2>/dev/null)
+	end=$((SECONDS + secs))
+	while [ "$(grep -c '^A ' "$mirror" 2>/dev/null)" -lt $((base + n)) ]; do
+		[ -n "$pid" ] && ! _pid_alive "$pid" && return 1
+		[ $SECONDS -ge $end ] &&
+			_fail "the load client did not acknowledge $n writes" \
+				"within ${secs}s ($mirror)"
+		sleep 0.1
+	done
+}
+
 # ports of the given node indices as a comma list (default: nodes 0..7)
 port_list()
 {

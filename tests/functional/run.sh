@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# Run Kelpie's functional tests: tests/functional/run.sh [NNN...]
+# Run Kelpie's functional tests: tests/functional/run.sh [-j N] [NNN[@DRIVER]...]
 #
 # Each numbered test runs in a fresh directory ($T) under a timeout.  Exit
 # status 0 passes, 77 skips, anything else fails; when NNN.out exists the
@@ -9,11 +9,32 @@
 # Output of failed tests (stdout/stderr, diff, daemon logs) is kept in
 # $KELPIE_RESULTS (default build/functional-results/NNN).
 #
+# -j N runs N tests side by side (default: twice the cores, at least 3).
+# Every test has its own directory, ports, cluster and mounts, so tests
+# mostly wait side by side; a test with a "# serial" line (one that
+# measures speed or needs the machine's CPU to itself) runs alone, after
+# the others.  Tests start longest first (the durations of the last run in
+# $KELPIE_RESULTS/.durations, else those of tests/functional/durations,
+# else the "# timeout:" line as the hint), and their results are printed
+# one line per test in test-number order; a failed test's report (its
+# stderr whole, the tails of its daemon logs) is printed as one block
+# under its line.
+#
+# NNN@DRIVER runs test NNN under another cluster driver (KELPIE_DRIVER:
+# corosync, or zookeeper with KELPIE_ZK_ADDR set), in the same pool; its
+# server must be up (tests/run-all.sh starts it).  Those results follow
+# the others, by driver, each driver with a line "== DRIVER: N passed,
+# N failed[, N skipped]" before the total.
+#
+# --save-durations writes this run's durations into tests/functional/durations
+# too (commit it after a full run on the project machine).
+#
 # Environment: KELPIE_TEST_TIMEOUT (seconds per test, default 300; a test
 # with a "# timeout: N" line gets N seconds if that is more),
-# KELPIE_KEEP_TMP=1 (keep every test directory), KELPIE_PORT_BASE=N (nodes
-# listen on the first free ports from N: object placement follows the ports,
-# so this replays a placement seen in a log), TMPDIR.
+# KELPIE_TEST_JOBS (the default of -j), KELPIE_KEEP_TMP=1 (keep every test
+# directory), KELPIE_PORT_BASE=N (nodes listen on the first free ports from
+# N: object placement follows the ports, so this replays a placement seen in
+# a log), TMPDIR.
 # Ends with the line "N passed, N failed, N skipped".
 
 set -u
@@ -23,21 +44,55 @@ TIMEOUT=${KELPIE_TEST_TIMEOUT:-300}
 RESULTS=${KELPIE_RESULTS:-$TOP/build/functional-results}
 export TOP
 
-passed=0
-failed=0
-skipped=0
-failed_list=()
+usage()
+{
+	echo "usage: $0 [-j N] [--save-durations] [NNN[@DRIVER]...]" >&2
+	exit 2
+}
+
+default_jobs()
+{
+	local n
+	n=$(nproc 2>/dev/null || echo 1)
+	n=$((n * 2))
+	[ "$n" -ge 3 ] || n=3
+	echo "$n"
+}
+
+JOBS=${KELPIE_TEST_JOBS:-$(default_jobs)}
+SAVE_DURATIONS=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--save-durations) SAVE_DURATIONS=1; shift ;;
+	-j) [ $# -ge 2 ] || usage; JOBS=$2; shift 2 ;;
+	-j*) JOBS=${1#-j}; shift ;;
+	--jobs=*) JOBS=${1#--jobs=}; shift ;;
+	--) shift; break ;;
+	-*) usage ;;
+	*) break ;;
+	esac
+done
+[[ $JOBS =~ ^[1-9][0-9]*$ ]] || { echo "bad -j '$JOBS'" >&2; usage; }
 
 if [ $# -gt 0 ]; then
 	tests=()
 	for t in "$@"; do
 		t=$(basename "$t")
-		if [ ! -f "$FDIR/$t" ]; then
-			echo "no such test: $t" >&2
+		if [ ! -f "$FDIR/${t%@*}" ]; then
+			echo "no such test: ${t%@*}" >&2
 			exit 2
 		fi
+		case $t in
+		*@*@* | *@) echo "bad test '$t'" >&2; exit 2 ;;
+		*@corosync | *@zookeeper | *@local | [0-9][0-9][0-9]) ;;
+		*) echo "unknown driver in '$t'" >&2; exit 2 ;;
+		esac
 		tests+=("$t")
 	done
+	# local tests in number order, then each driver's
+	mapfile -t tests < <(printf '%s\n' "${tests[@]}" | sed 's/@local$//' |
+		awk -F@ '!seen[$0]++ { print (NF > 1 ? $2 : "") "\t" $0 }' |
+		sort -t "$(printf '\t')" -k1,1 -k2,2 | cut -f2)
 else
 	tests=()
 	for f in "$FDIR"/[0-9][0-9][0-9]; do
@@ -53,6 +108,21 @@ title_of()
 	[ -n "$t" ] ||
 		t=$(sed -n '2,6{/^# SPDX/d;s/^# *//p}' "$FDIR/$1" | head -n 1)
 	echo "$t"
+}
+
+# the test's own time limit: its "# timeout: SECONDS" line if more
+timeout_of()
+{
+	local t
+	t=$(sed -n 's/^# *timeout: *\([0-9][0-9]*\).*/\1/p' "$FDIR/$1" |
+		head -n 1)
+	[ -n "$t" ] && [ "$t" -gt "$TIMEOUT" ] || t=$TIMEOUT
+	echo "$t"
+}
+
+is_serial()
+{
+	grep -q '^# *serial\b' "$FDIR/$1"
 }
 
 # kill whatever daemon of test dir $1 is still alive (a test that timed out
@@ -107,16 +177,23 @@ indent()
 	sed 's/^/    /'
 }
 
+# the report of a failed test: the diff, its stderr whole (at most 2000
+# lines), the tails of its daemon logs
 show_failure()
 {
-	local t=$1 dir=$2 keep=$3 f
+	local t=$1 dir=$2 keep=$3 f n
 	if [ -s "$keep/diff" ]; then
 		echo "    --- output differs from $t.out:"
 		head -n 60 "$keep/diff" | indent
 	fi
 	if [ -s "$dir/.stderr" ]; then
-		echo "    --- stderr (last 30 lines):"
-		tail -n 30 "$dir/.stderr" | indent
+		n=$(wc -l <"$dir/.stderr")
+		if [ "$n" -le 2000 ]; then
+			echo "    --- stderr ($n lines):"
+		else
+			echo "    --- stderr (the last 2000 of $n lines):"
+		fi
+		tail -n 2000 "$dir/.stderr" | indent
 	fi
 	for f in "$dir"/*/sheep.log "$dir"/saved-logs/*.sheep.log; do
 		[ -f "$f" ] || continue
@@ -143,19 +220,27 @@ save_failure()
 	done
 }
 
-for t in "${tests[@]}"; do
+# run_test T: run test T to its end; its report goes to $STATE/T.report,
+# its result (PASS, FAIL or SKIP, and the seconds taken) to $STATE/T.done
+# last, so that a .done file means a complete report
+run_test()
+{
+	local job=$1 t=${1%@*} drv= title dir keep start t_timeout rc secs
+	local result reason
+	local -a env=()
+	[ "$job" = "$t" ] || drv=${job#*@}
+	# under another driver, test 010's load runs half its minute
+	[ -n "$drv" ] && env=(KELPIE_DRIVER="$drv" LOAD_SECS="${LOAD_SECS:-30}")
 	title=$(title_of "$t")
 	dir=$(mktemp -d "${TMPDIR:-/tmp}/kelpie-$t.XXXXXX")
-	keep=$RESULTS/$t
+	echo "$dir" >"$STATE/$job.dir"
+	keep=$RESULTS/$job
 	start=$SECONDS
-	# a test may ask for more time with a "# timeout: SECONDS" line
-	t_timeout=$(sed -n 's/^# *timeout: *\([0-9][0-9]*\).*/\1/p' "$FDIR/$t" |
-		head -n 1)
-	[ -n "$t_timeout" ] && [ "$t_timeout" -gt "$TIMEOUT" ] || t_timeout=$TIMEOUT
-	T=$dir timeout -k 15 "$t_timeout" bash "$FDIR/$t" \
+	t_timeout=$(timeout_of "$t")
+	env "${env[@]}" T="$dir" timeout -k 15 "$t_timeout" bash "$FDIR/$t" \
 		</dev/null >"$dir/.stdout" 2>"$dir/.stderr"
 	rc=$?
-	reap_leftovers "$dir"
+	reap_leftovers "$dir" >"$STATE/$job.reaped"
 	secs=$((SECONDS - start))
 	result=PASS
 	reason=
@@ -181,33 +266,168 @@ for t in "${tests[@]}"; do
 		fi
 	fi
 
-	case $result in
-	PASS)
-		passed=$((passed + 1))
-		echo "PASS $t $title [${secs}s]"
-		rm -rf "$keep"
-		;;
-	SKIP)
-		skipped=$((skipped + 1))
-		echo "SKIP $t $title${reason:+ ($reason)}"
-		rm -rf "$keep"
-		;;
-	FAIL)
-		failed=$((failed + 1))
-		failed_list+=("$t")
-		echo "FAIL $t $title [${secs}s]${reason:+: $reason}"
-		save_failure "$dir" "$keep"
-		[ -s "$dir/.diff" ] && cp "$dir/.diff" "$keep/diff"
-		show_failure "$t" "$dir" "$keep"
-		;;
-	esac
-	if [ "${KELPIE_KEEP_TMP:-0}" = 1 ]; then
-		echo "    (test directory kept: $dir)"
+	{
+		cat "$STATE/$job.reaped"
+		case $result in
+		PASS)
+			echo "PASS $job $title [${secs}s]"
+			rm -rf "$keep"
+			;;
+		SKIP)
+			echo "SKIP $job $title${reason:+ ($reason)}"
+			rm -rf "$keep"
+			;;
+		FAIL)
+			echo "FAIL $job $title [${secs}s]${reason:+: $reason}"
+			save_failure "$dir" "$keep"
+			[ -s "$dir/.diff" ] && cp "$dir/.diff" "$keep/diff"
+			show_failure "$t" "$dir" "$keep"
+			;;
+		esac
+		if [ "${KELPIE_KEEP_TMP:-0}" = 1 ]; then
+			echo "    (test directory kept: $dir)"
+		else
+			rm -rf "$dir"
+		fi
+	} >"$STATE/$job.report" 2>&1
+	echo "$result $secs" >"$STATE/$job.done"
+}
+
+# the expected seconds of job T (NNN or NNN@DRIVER): its last run's, else
+# the project machine's figure, else its time limit
+cost_of()
+{
+	local s
+	s=$(awk -v t="$1" '$1 == t { s = $2 } END { print s }' \
+		"$RESULTS/.durations" 2>/dev/null)
+	[ -n "$s" ] || s=$(awk -v t="$1" '$1 == t { s = $2 } END { print s }' \
+		"$FDIR/durations" 2>/dev/null)
+	[ -n "$s" ] || s=$(timeout_of "${1%@*}")
+	echo "$s"
+}
+
+STATE=$(mktemp -d "${TMPDIR:-/tmp}/kelpie-run.XXXXXX")
+declare -A running=()	# pid -> test
+
+stop_running()
+{
+	local pid
+	for pid in "${!running[@]}"; do
+		pkill -TERM -P "$pid" 2>/dev/null
+		kill -TERM "$pid" 2>/dev/null
+	done
+	wait
+	for pid in "${!running[@]}"; do
+		[ -f "$STATE/${running[$pid]}.dir" ] &&
+			reap_leftovers "$(cat "$STATE/${running[$pid]}.dir")"
+	done
+}
+trap 'stop_running; rm -rf "$STATE"; exit 130' INT TERM HUP
+trap 'rm -rf "$STATE"' EXIT
+
+# order: parallel tests longest first, then the serial ones in number order
+parallel=()
+serial=()
+for t in "${tests[@]}"; do
+	if is_serial "${t%@*}"; then
+		serial+=("$t")
 	else
-		rm -rf "$dir"
+		parallel+=("$(cost_of "$t") $t")
 	fi
 done
+mapfile -t parallel < <(printf '%s\n' "${parallel[@]}" | sort -k1,1nr -k2,2 |
+	awk 'NF == 2 { print $2 }')
 
+passed=0
+failed=0
+skipped=0
+failed_list=()
+declare -A drv_pass=() drv_fail=() drv_skip=()	# by driver of NNN@DRIVER
+next_print=0	# index into tests of the next report to print
+
+# print the reports of finished tests, in test-number order, up to the
+# first test that has not finished
+print_ready()
+{
+	local t result secs d
+	while [ $next_print -lt ${#tests[@]} ]; do
+		t=${tests[next_print]}
+		[ -f "$STATE/$t.done" ] || break
+		read -r result secs <"$STATE/$t.done"
+		cat "$STATE/$t.report"
+		case $result in
+		PASS) passed=$((passed + 1)) ;;
+		SKIP) skipped=$((skipped + 1)) ;;
+		*) failed=$((failed + 1)); failed_list+=("$t") ;;
+		esac
+		if [ "$t" != "${t%@*}" ]; then
+			d=${t#*@}
+			case $result in
+			PASS) drv_pass[$d]=$((${drv_pass[$d]:-0} + 1)) ;;
+			SKIP) drv_skip[$d]=$((${drv_skip[$d]:-0} + 1)) ;;
+			*) drv_fail[$d]=$((${drv_fail[$d]:-0} + 1)) ;;
+			esac
+			drv_pass[$d]=${drv_pass[$d]:-0}
+		fi
+		[ "$result" = SKIP ] || echo "$t $secs" >>"$STATE/durations"
+		next_print=$((next_print + 1))
+	done
+}
+
+# start T in the background
+start_test()
+{
+	run_test "$1" &
+	running[$!]=$1
+}
+
+# wait for one running test to end
+wait_one()
+{
+	local pid
+	wait -n -p pid
+	[ -n "${pid:-}" ] && unset "running[$pid]"
+	print_ready
+}
+
+for t in "${parallel[@]}"; do
+	while [ ${#running[@]} -ge "$JOBS" ]; do
+		wait_one
+	done
+	start_test "$t"
+done
+while [ ${#running[@]} -gt 0 ]; do
+	wait_one
+done
+for t in "${serial[@]}"; do
+	start_test "$t"
+	wait_one
+done
+print_ready
+
+# keep the durations for the next run's order (merged with older ones)
+if [ -s "$STATE/durations" ]; then
+	mkdir -p "$RESULTS"
+	cat "$RESULTS/.durations" "$STATE/durations" 2>/dev/null |
+		awk '{ d[$1] = $2 } END { for (t in d) print t, d[t] }' |
+		sort >"$STATE/durations.all" &&
+		mv "$STATE/durations.all" "$RESULTS/.durations"
+	# --save-durations: the same into the committed hints
+	if [ "$SAVE_DURATIONS" = 1 ]; then
+		{
+			grep '^#' "$FDIR/durations" 2>/dev/null
+			grep -v '^#' "$FDIR/durations" 2>/dev/null |
+				cat - "$STATE/durations" |
+				awk '{ d[$1] = $2 } END { for (t in d) print t, d[t] }' |
+				sort
+		} >"$STATE/hints" && mv "$STATE/hints" "$FDIR/durations"
+	fi
+fi
+
+for d in $(printf '%s\n' "${!drv_pass[@]}" | sort); do
+	echo "== $d: ${drv_pass[$d]} passed, ${drv_fail[$d]:-0} failed," \
+		"${drv_skip[$d]:-0} skipped"
+done
 [ ${#failed_list[@]} -gt 0 ] && echo "Failed: ${failed_list[*]}"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ $failed -eq 0 ]
