@@ -268,6 +268,12 @@ wait_for_nodes()
 	done
 }
 
+# vdi_locked NAME [IDX]: `dog vdi lock list` through node IDX lists NAME
+vdi_locked()
+{
+	dog_at "${2:-0}" vdi lock list 2>/dev/null | tail -n +2 | grep -qw -- "$1"
+}
+
 # first line of `dog cluster info` on node IDX
 cluster_status()
 {
