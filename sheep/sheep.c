@@ -651,7 +651,7 @@ static int parse_rdma(const char *spec, struct node_id *nid)
  * the daemon, and the parent prints why); a join that waits for others
  * (corosync quorum, ZooKeeper) ends it after JOIN_WAIT_MS, saying so.
  */
-#define JOIN_WAIT_MS	10000
+#define JOIN_WAIT_MS	5000
 static struct timer join_wait;
 
 static void on_joined(void)
