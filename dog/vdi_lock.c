@@ -160,7 +160,16 @@ int vdi_holder(uint32_t vid, char *who, size_t len)
 bool refuse_in_use(uint32_t vid, const char *name, const char *what)
 {
 	char who[INET6_ADDRSTRLEN + 16];
+	struct sd_inode_header h;
 	int held = vdi_holder(vid, who, sizeof(who));
+
+	/*
+	 * Right after a snapshot, a client's lock is still on the snapshot
+	 * (the current VDI's parent) until its next write moves it
+	 */
+	if (!held && read_inode_header(vid, &h) == SD_RES_SUCCESS &&
+	    !h.snap_ctime && h.parent_vdi_id)
+		held = vdi_holder(h.parent_vdi_id, who, sizeof(who));
 
 	if (!held)
 		return false;

@@ -707,8 +707,14 @@ int vdi_del_work(struct request *req)
 	h = lk.h;
 	if (!h.name[0] && !h.vdi_size)
 		return SD_RES_SUCCESS;
-	/* a client's VDI is not deleted from under it (dog checks first) */
-	if (vdi_locked(lk.vid, &owner)) {
+	/*
+	 * A client's VDI is not deleted from under it (dog checks first).
+	 * Right after a snapshot the client's lock is still on the snapshot
+	 * (the parent) until its next write finds the new current VDI.
+	 */
+	if (vdi_locked(lk.vid, &owner) ||
+	    (!h.snap_ctime && h.parent_vdi_id &&
+	     vdi_locked(h.parent_vdi_id, &owner))) {
 		sd_notice("VDI %s not deleted: a client of %s holds it", lk.name,
 			  addr_to_str(owner.addr, who, sizeof(who)));
 		return SD_RES_VDI_LOCKED;
