@@ -160,6 +160,10 @@ static int disk_lock(struct md_disk *d)
 
 	if (!strcmp(d->path, md_base))
 		return 0;
+	if (mkdir_p(d->path)) {
+		sd_err("cannot use the disk %s: %m", d->path);
+		return -1;
+	}
 	snprintf(path, sizeof(path), "%s/lock", d->path);
 	d->lock_fd = store_lock_take(path, holder, sizeof(holder));
 	if (d->lock_fd >= 0) {
