@@ -131,18 +131,31 @@ EOF
 	_random_file "$T/work/image.raw" 8M
 }
 
-# unmount what the documents mounted (loop devices on their files first)
+# undo what the documents mounted under $T: other file systems first (an
+# ext4 on a loop device on a sheepfs file), then the loop devices on files
+# under $T, then the FUSE mounts, the innermost first
+_doc_mounts()
+{
+	awk -v t="$T/" -v fuse="$1" 'index($2, t) == 1 &&
+		(($3 ~ /^fuse/) == fuse) { print length($2), $2 }' \
+		/proc/self/mounts 2>/dev/null | sort -rn | cut -d' ' -f2- |
+		while read -r m; do
+			printf '%b\n' "$m"	# /proc/mounts escapes blanks
+		done
+}
+
 _doc_unmount()
 {
 	local m dev back
-	[ -f "$T/.docmounts" ] || return 0
+	_doc_mounts 0 | while read -r m; do
+		umount "$m" 2>/dev/null || umount -l "$m"
+	done
 	while read -r dev back; do
 		case $back in
 		"$T"/*) losetup -d "$dev" 2>/dev/null ;;
 		esac
 	done < <(losetup -l -n -O NAME,BACK-FILE 2>/dev/null)
-	sort -u "$T/.docmounts" | while read -r m; do
-		mountpoint -q "$m" 2>/dev/null || continue
+	_doc_mounts 1 | while read -r m; do
 		fusermount3 -u -z "$m" 2>/dev/null || umount -l "$m"
 	done
 	rm -f "$T/.docmounts"
@@ -174,7 +187,9 @@ doc_reset()
 # the documents' mounts go before common.sh stops the daemons
 _doc_on_exit()
 {
+	local rc=$?
 	_doc_unmount
+	(exit $rc)	# _on_exit takes the test's status from $?
 	_on_exit
 }
 trap _doc_on_exit EXIT
@@ -202,8 +217,8 @@ doc_run()
 		_fail "$name: $(grep '^FAIL: ' "$T/$name.log" | tail -n 1)
 $(tail -n 15 "$T/$name.log")"
 	for f in "${files[@]}"; do
-		grep -E "^$f: [0-9]+ blocks run\$" "$T/$name.log"
-		grep -qE "^$f: [1-9][0-9]* blocks run\$" "$T/$name.log" ||
+		grep -E "^$f: [0-9]+ blocks? run\$" "$T/$name.log"
+		grep -qE "^$f: [1-9][0-9]* blocks? run\$" "$T/$name.log" ||
 			_fail "$name: no block of $f ran"
 	done
 }

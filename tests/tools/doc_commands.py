@@ -69,6 +69,7 @@ PLACEHOLDERS: what a documented command may assume
       RESTORED  restored
       VDI2      disk0-copy
       ID        the newest snapshot id of restored (looked up when run)
+      NODE      1 (a node's index in dog node list)
 - confirmation prompts: every command's standard input is a file holding
   "yes" unless the command redirects it, so dog's questions are answered
   yes.
@@ -98,6 +99,7 @@ NAMES = {
     'SNAPSHOT': 'old',
     'RESTORED': 'restored',
     'VDI2': 'disk0-copy',
+    'NODE': '1',
     'ID': "$(dog vdi list -r restored | "
           "awk '$1 == \"s\" { id = $3 } END { print id }')",
 }
@@ -377,8 +379,10 @@ def main():
                     script.append('{ %s\n} <"$DOC_YES"' % cmd)
             if run == 0:
                 raise DocError('%s: no block to run' % path)
-            print('%s: %d blocks to run, %d skipped' % (name, run, skipped))
-            script.append('echo %s' % shq('%s: %d blocks run' % (name, run)))
+            print('%s: %d block%s to run, %d skipped' % (
+                name, run, '' if run == 1 else 's', skipped))
+            script.append('echo %s' % shq('%s: %d block%s run' % (
+                name, run, '' if run == 1 else 's')))
     except (DocError, OSError) as e:
         print('doc_commands: %s' % e, file=sys.stderr)
         return 1
