@@ -551,7 +551,7 @@ static const struct sd_option cluster_options[] = {
 	{ 't', "strict", false, NULL,
 	  "refuse writes when fewer zones than copies are alive" },
 	{ 'z', "block_size_shift", true, "shift",
-	  "default object size 2^shift (20 to 31)" },
+	  "default object size 2^shift (20 to 26)" },
 	{ 'V', "fixedvnodes", false, NULL,
 	  "fixed number of vnodes per node" },
 	{ 'd', "diff", false, NULL,

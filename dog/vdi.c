@@ -1195,7 +1195,7 @@ static const struct sd_option vdi_options[] = {
 	{ 'y', "hyper", false, NULL, "create a hyper volume" },
 	{ 'o', "oid", true, "oid", "object id (hex)" },
 	{ 'z', "block_size_shift", true, "shift",
-	  "object size 2^shift (20 to 31)" },
+	  "object size 2^shift (20 to 26)" },
 	{ 'R', "reduce-identical-snapshots", false, NULL,
 	  "skip the snapshot if nothing was written since the last one" },
 	{ 'B', "nr-batched-reclamation", true, "count",
