@@ -33,10 +33,20 @@ struct stop_check {
 	int ret;			/* EXIT_* of a failure to look */
 };
 
+/* the ring index of node @idx of `node list`, or -1 */
+static int ring_index(int idx)
+{
+	const struct vnode_ring *ring = dog_ring();
+
+	for (size_t i = 0; i < ring->nr_nodes; i++)
+		if (node_id_eq(&ring->nodes[i].nid, &sd_nodes[idx].nid))
+			return (int)i;
+	return -1;
+}
+
 /* 0 and the ring index of `node list` id @arg, or -1 (printed) */
 static int parse_node(const char *arg, int *out)
 {
-	const struct vnode_ring *ring = dog_ring();
 	unsigned long idx;
 	char *end;
 
@@ -46,11 +56,9 @@ static int parse_node(const char *arg, int *out)
 		fprintf(stderr, "Invalid node index '%s'\n", arg);
 		return -1;
 	}
-	for (size_t i = 0; i < ring->nr_nodes; i++)
-		if (node_id_eq(&ring->nodes[i].nid, &sd_nodes[idx].nid)) {
-			*out = (int)i;
-			return 0;
-		}
+	*out = ring_index((int)idx);
+	if (*out >= 0)
+		return 0;
 	fprintf(stderr, "Node %lu is not in the ring\n", idx);
 	return -1;
 }
@@ -75,19 +83,26 @@ static int zones_left(const struct stop_check *c)
 	return n;
 }
 
-/* how many nodes recover now (each printed); -1 if one cannot tell */
-static int nodes_recovering(void)
+/*
+ * How many nodes recover now (each printed).  A node that does not answer
+ * (it was just killed, say) is down already: its copies do not count, as
+ * if it were one of those to stop.
+ */
+static int nodes_recovering(struct stop_check *c)
 {
 	struct recovery_state rs;
 	char s[NODE_STR_LEN];
-	int n = 0;
+	int n = 0, r;
 
 	for (int i = 0; i < sd_nodes_nr; i++) {
 		node_to_str(&sd_nodes[i], s, sizeof(s));
 		if (stat_recovery(&sd_nodes[i].nid, &rs)) {
-			fprintf(stderr, "Failed to get the recovery state of "
-				"node %d (%s)\n", i, s);
-			return -1;
+			printf("node %d (%s) does not answer: its copies are "
+			       "not counted\n", i, s);
+			r = ring_index(i);
+			if (r >= 0)
+				c->stop[r] = true;
+			continue;
 		}
 		if (!rs.in_recovery)
 			continue;
@@ -182,10 +197,8 @@ int node_ok_to_stop(int argc, char **argv)
 	if (dog_cluster_info(NULL, &info, &result) || result != SD_RES_SUCCESS)
 		return EXIT_SYSFAIL;
 	c.strict = info.flags & SD_CLUSTER_FLAG_STRICT;
+	rec = nodes_recovering(&c);
 	c.alive_zones = zones_left(&c);
-	rec = nodes_recovering();
-	if (rec < 0)
-		return EXIT_SYSFAIL;
 	r = parse_vdi(check_vdi_objects, true, &c);
 	if (r)
 		return r;
