@@ -117,7 +117,11 @@ deps-quiet:
 
 unit: all $(UNIT_BINS)
 
-check: deps all $(UNIT_BINS)
+# the packages first, then the build on every core (make -j would start
+# compiling before deps installed the headers), then the suites
+NPROC := $(shell nproc 2>/dev/null || echo 1)
+check: deps
+	@$(MAKE) --no-print-directory -j$(NPROC) all $(UNIT_BINS)
 	@bash tests/run-all.sh
 
 functional: all
