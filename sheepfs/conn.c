@@ -460,6 +460,32 @@ static bool transient(uint32_t result)
 	return false;
 }
 
+int sfs_exec_held(struct sd_req *req, void *data, uint32_t buf_len,
+		  struct sd_rsp *rsp, int *fd)
+{
+	uint64_t deadline = now_msec() + (uint64_t)timeout_ms;
+	struct conn c;
+
+	for (;;) {
+		if (conn_get(&c, deadline))
+			break;
+		req->id = atomic_fetch_add(&next_id, 1);
+		if (exchange(c.fd, req, data, buf_len, rsp, deadline)) {
+			conn_fail(&c, errno == ETIMEDOUT);
+		} else if (node_leaving(rsp->result)) {
+			conn_fail(&c, true);
+		} else {
+			/* the caller keeps it: it is never pooled again */
+			*fd = c.fd;
+			return 0;
+		}
+		if (ms_left(deadline) <= 0 || stopping())
+			break;
+	}
+	sd_err("request %#x gave up", req->opcode);
+	return -1;
+}
+
 int sfs_exec(struct sd_req *req, void *data, uint32_t buf_len,
 	     struct sd_rsp *rsp, unsigned int flags)
 {

@@ -41,6 +41,13 @@ void conn_cleanup(void);
  */
 int sfs_exec(struct sd_req *req, void *data, uint32_t buf_len,
 	     struct sd_rsp *rsp, unsigned int flags);
+/*
+ * The same on a connection the caller then keeps in *@fd (and closes to
+ * let go): a VDI lock taken with KLOCK lives as long as its connection.
+ * Results come back as they are.
+ */
+int sfs_exec_held(struct sd_req *req, void *data, uint32_t buf_len,
+		  struct sd_rsp *rsp, int *fd);
 
 /* ---- vdi.c: VDI files ---- */
 

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "btree.h"
 #include "inode.h"
 #include "net.h"
@@ -632,6 +633,13 @@ struct svdi {
 
 	pthread_mutex_t lock;		/* everything below */
 	pthread_cond_t cond;		/* a creation finished */
+	/*
+	 * A writer holds the VDI's lock (LOCK_VDI with KLOCK, as the NBD
+	 * export and Kelpie's QEMU driver do) on a connection of its own,
+	 * so that dog refuses to delete or roll back a VDI open for writing;
+	 * closing it lets go.  -1 while nobody opened the file to write.
+	 */
+	int lock_fd;
 	uint32_t vid;
 	uint64_t size;
 	uint8_t nr_copies;
@@ -670,6 +678,7 @@ static struct svdi *reg_get(const struct vdi_ent *ent)
 		memcpy(v->fname, ent->fname, sizeof(v->fname));
 		memcpy(v->name, ent->name, sizeof(v->name));
 		v->snapshot = ent->snapshot;
+		v->lock_fd = -1;
 		pthread_mutex_init(&v->lock, NULL);
 		pthread_cond_init(&v->cond, NULL);
 		v->next = open_list;
@@ -682,6 +691,8 @@ static struct svdi *reg_get(const struct vdi_ent *ent)
 
 static void svdi_free(struct svdi *v)
 {
+	if (v->lock_fd >= 0)
+		close(v->lock_fd);
 	pthread_mutex_destroy(&v->lock);
 	pthread_cond_destroy(&v->cond);
 	free(v->index);
@@ -766,6 +777,42 @@ static void install(struct svdi *v, struct inode_img *img)
 	set_geometry(v, &img->h);
 }
 
+/*
+ * The first open for writing takes the VDI's lock; 0, -EBUSY when another
+ * client (QEMU, an NBD export, another mount) holds it, or another -errno
+ */
+static int take_lock(struct svdi *v)
+{
+	uint8_t buf[SD_MAX_VDI_LEN + SD_MAX_VDI_TAG_LEN];
+	struct sd_req req;
+	struct sd_rsp rsp;
+	int fd, ret = 0;
+
+	pthread_mutex_lock(&v->lock);
+	if (v->lock_fd >= 0)
+		goto out;
+	fill_name_tag(buf, v->name, "");
+	sd_init_req(&req, SD_OP_LOCK_VDI);
+	req.flags = SD_FLAG_CMD_WRITE | SD_FLAG_CMD_KLOCK;
+	req.data_length = sizeof(buf);
+	if (sfs_exec_held(&req, buf, 0, &rsp, &fd)) {
+		ret = -EIO;
+		goto out;
+	}
+	ret = sd_res_to_errno(rsp.result);
+	if (ret) {
+		close(fd);
+		if (ret == -EBUSY)
+			sd_warn("%s is in use by another client: not opened "
+				"for writing", v->fname);
+		goto out;
+	}
+	v->lock_fd = fd;
+out:
+	pthread_mutex_unlock(&v->lock);
+	return ret;
+}
+
 int vdi_open(const char *fname, bool write, struct svdi **out)
 {
 	struct inode_img img;
@@ -790,6 +837,14 @@ int vdi_open(const char *fname, bool write, struct svdi **out)
 	if (ret)
 		return ret;
 	v = reg_get(&ent);
+	if (write && !ent.snapshot) {
+		ret = take_lock(v);
+		if (ret) {
+			img_free(&img);
+			vdi_close(v);
+			return ret;
+		}
+	}
 	pthread_mutex_lock(&v->lock);
 	install(v, &img);
 	pthread_mutex_unlock(&v->lock);
