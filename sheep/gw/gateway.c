@@ -327,13 +327,28 @@ static void gw_finish(struct request *req, uint32_t result)
 	request_done(req);
 }
 
-static void build_peer_req(struct request *req, struct gw_sub *s, int idx)
+/*
+ * The request to a target is built from what this gateway vouches for,
+ * never the client's flags as they came: a READ_OBJ with the write flag
+ * made the peer request claim a payload it did not have (the send failed
+ * and the connection between the sheep broke, again and again), and the
+ * internal flags (recovery, wildcard) are not a client's to set.  A write
+ * keeps whether it may be cached.
+ */
+static void build_peer_req(struct request *req, struct gw_sub *s, int idx,
+			   bool write)
 {
-	s->pr.rq = req->rq;
-	s->pr.rq.opcode = gateway_to_peer_opcode(req->rq.opcode);
-	s->pr.rq.proto_ver = SD_SHEEP_PROTO_VER;
-	s->pr.rq.epoch = cstate->epoch;
-	s->pr.rq.obj.ec_index = (uint8_t)idx;
+	struct sd_req *rq = &s->pr.rq;
+
+	sd_init_req(rq, gateway_to_peer_opcode(req->rq.opcode));
+	rq->proto_ver = SD_SHEEP_PROTO_VER;
+	rq->epoch = cstate->epoch;
+	rq->data_length = req->rq.data_length;
+	rq->obj = req->rq.obj;
+	rq->obj.ec_index = (uint8_t)idx;
+	if (write)
+		rq->flags = SD_FLAG_CMD_WRITE |
+			    (req->rq.flags & SD_FLAG_CMD_CACHE);
 	s->req = req;
 }
 
@@ -363,7 +378,8 @@ static void gw_write(struct request *req, const struct vnode_ring *ring,
 	for (int i = 0; i < nr; i++) {
 		struct gw_sub *s = xzalloc(sizeof(*s));
 
-		build_peer_req(req, s, i);
+		build_peer_req(req, s, i, req->rq.data_length &&
+			       (req->rq.flags & SD_FLAG_CMD_WRITE));
 		s->pr.wbuf = req->data;
 		s->pr.done = write_sub_done;
 		gw_peer_submit(&s->pr, &ring->nodes[tgt[i]]);
@@ -412,7 +428,7 @@ static void read_try_next(struct request *req)
 		return;
 	}
 	s = xzalloc(sizeof(*s));
-	build_peer_req(req, s, rs->next);
+	build_peer_req(req, s, rs->next, false);
 	s->pr.rbuf = req->data;
 	s->pr.rbuf_len = req->rq.data_length;
 	s->pr.done = read_sub_done;

@@ -1016,7 +1016,7 @@ static int cluster_alter_vdi_copy(const struct sd_req *req,
 }
 
 /* checks shared by an opcode class (ops/validate.h) */
-#define OBJ_IO		(OPV_OBJ | OPV_RANGE)
+#define OBJ_IO		(OPV_OBJ | OPV_RANGE | OPV_READ)
 #define OBJ_WRITE	(OPV_OBJ | OPV_RANGE | OPV_PAYLOAD)
 #define NAME_LEN	(SD_MAX_VDI_LEN + SD_MAX_VDI_TAG_LEN)
 

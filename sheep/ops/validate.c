@@ -12,6 +12,11 @@
 #include "ops/validate.h"
 #include "state/vdi.h"
 
+/* flags a client's object request never carries (see validate_request) */
+#define OBJ_INTERNAL_FLAGS	(SD_FLAG_CMD_RECOVERY | SD_FLAG_CMD_WILDCARD | \
+				 SD_FLAG_CMD_EXCL | SD_FLAG_CMD_DEL | \
+				 SD_FLAG_CMD_KLOCK)
+
 /* a data, inode, vmstate, attribute or ledger object id of a VDI */
 static bool oid_valid(uint64_t oid)
 {
@@ -168,6 +173,20 @@ uint32_t validate_request(const struct sd_req *rq, const struct sd_op *op,
 	/* a write without its payload would store whatever the buffer held */
 	if ((op->checks & OPV_PAYLOAD) && rq->data_length &&
 	    !(rq->flags & SD_FLAG_CMD_WRITE))
+		return SD_RES_INVALID_PARMS;
+	/*
+	 * A read with the write flag would have its length taken for a
+	 * payload (and once made the peer request claim one)
+	 */
+	if ((op->checks & OPV_READ) && (rq->flags & SD_FLAG_CMD_WRITE))
+		return SD_RES_INVALID_PARMS;
+	/*
+	 * The flags from 0x80 up mean something only between sheep
+	 * (recovery, wildcard epochs) or for other opcodes (attributes,
+	 * locks): no client sets them on an object request
+	 */
+	if ((op->checks & OPV_OBJ) && op->type != OP_PEER &&
+	    from != FROM_DAEMON && (rq->flags & OBJ_INTERNAL_FLAGS))
 		return SD_RES_INVALID_PARMS;
 	if ((op->checks & OPV_OBJ) && !oid_valid(rq->obj.oid))
 		return SD_RES_INVALID_PARMS;

@@ -38,6 +38,8 @@
 #define OPV_STRIP	(1 << 10)
 /* OIDS_EXIST: a code named (obj.copy_policy) and its strip index below D+P */
 #define OPV_EXIST	(1 << 11)
+/* a read: it never carries a payload, so never the write flag */
+#define OPV_READ	(1 << 12)
 
 /* who sent a request */
 enum req_origin {

@@ -8,7 +8,9 @@
  *   badreq HOST PORT CASE
  *
  * (clone:VID: a clone of the VDI of hex id VID; del:NAME: DEL_VDI of NAME,
- * whose index the client did not clear)
+ * whose index the client did not clear; readw:OID: READ_OBJ of 4096 bytes
+ * of hex OID with the write flag and 4096 bytes of payload, 100 times on
+ * one connection: one line "N answered, result=0xNN ..." of the last)
  *
  * Prints one line:
  *   result=0xNN opcode=0xNN id=0xNNNNNNNN dlen=N   a response arrived
@@ -218,6 +220,38 @@ int main(int argc, char **argv)
 		send_all(fd, b, HDR);
 		send_all(fd, name, sizeof(name));
 		report(fd, rsp);
+	} else if (!strncmp(c, "readw:", 6)) {
+		static uint8_t pay[4096];
+		int n = 0;
+
+		for (int i = 0; i < 100; i++) {
+			hdr(b, 0x02, 0x02, 0x0001, 0x5eed0100 + (uint32_t)i,
+			    sizeof(pay));
+			put64(b + 16, strtoull(c + 6, NULL, 16));
+			if (send_all(fd, b, HDR) ||
+			    send_all(fd, pay, sizeof(pay)))
+				break;
+		}
+		for (int i = 0; i < 100; i++) {
+			ssize_t got = 0, r;
+
+			while (got < HDR && (r = recv(fd, rsp + got,
+						      HDR - (size_t)got, 0)) > 0)
+				got += r;
+			if (got < HDR)
+				break;
+			n++;
+			/* a read's answer may carry data: skip it */
+			for (uint32_t left = get32(rsp + 12); left;) {
+				static uint8_t sink[4096];
+				r = recv(fd, sink, left < sizeof(sink) ?
+					 left : sizeof(sink), 0);
+				if (r <= 0)
+					break;
+				left -= (uint32_t)r;
+			}
+		}
+		printf("%d answered, result=0x%02x\n", n, get32(rsp + 16));
 	} else if (!strcmp(c, "read-vdis-short")) {
 		/* READ_VDIS needs a buffer of exactly 2 MiB */
 		simple(fd, 0x02, 0x15, 4096);
