@@ -200,7 +200,8 @@ start_sheep()
 {
 	local i=$1
 
-	on "$i" "$SHEEP" -p $PORT -y "10.99.0.$i" -c corosync -n \
+	on "$i" "$TOP/tests/tools/own-mounts.sh" --keep "$T" \
+		"$SHEEP" -p $PORT -y "10.99.0.$i" -c corosync -n \
 		-P "$T/pid$i" "$T/n$i" </dev/null >>"$T/start.log" 2>&1 ||
 		return 1
 	PIDS[i]=$(cat "$T/pid$i" 2>/dev/null)

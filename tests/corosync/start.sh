@@ -84,7 +84,10 @@ fi
 
 # the inner shell writes its pid and then becomes corosync (exec), so the
 # pid file names corosync itself whatever setsid/unshare do
-setsid unshare -m --propagation private sh -c '
+# (own-mounts.sh: its copies of other tests' mounts are dropped, so that
+# it pins none of their file systems)
+setsid unshare -m --propagation private \
+	"$HERE/../tools/own-mounts.sh" --keep "$DIR" sh -c '
 	echo $$ >"$1/corosync.pid" &&
 	mount --bind "$1/run" /run &&
 	exec corosync -f -c "$1/corosync.conf"' sh "$DIR" \
