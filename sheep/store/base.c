@@ -46,6 +46,8 @@ int store_err_to_res(int err)
 	switch (err) {
 	case EIO:
 	case EROFS:
+	case EBADMSG:	/* EFSBADCRC: a metadata block fails its checksum */
+	case EUCLEAN:	/* EFSCORRUPTED */
 		/* a disk may be failing: the next check probes them all */
 		__atomic_store_n(&io_error_seen, true, __ATOMIC_RELAXED);
 		return SD_RES_EIO;

@@ -485,12 +485,20 @@ int md_slot_of(const char *path)
 	return s;
 }
 
+/* a probe that failed with @err: only a full disk is still a good one */
+static bool probe_failure_ok(int err)
+{
+	return err == ENOSPC || err == EDQUOT;
+}
+
 /*
  * Is the disk of @slot still usable?  Its object directory must still be
  * there, on the same file system (a disk removed or unmounted under us
  * shows none, or an empty directory of another one); with @probe a small
- * write and sync must work (not an I/O error, nor a file system remounted
- * read-only; a full one is fine).
+ * write and sync must work: any error but a full disk fails it (an I/O
+ * error, a file system remounted read-only, and also a directory block
+ * that fails its checksum, EBADMSG, as ext4 answered after its error
+ * handling made it read-only).
  */
 bool md_healthy(int slot, bool probe)
 {
@@ -499,6 +507,7 @@ bool md_healthy(int slot, bool probe)
 	struct stat st, now;
 	bool ok = true;
 	int fd, dfd;
+	ssize_t n;
 
 	pthread_mutex_lock(&swap_lock);
 	dfd = md_dir_fd(slot);
@@ -513,12 +522,21 @@ bool md_healthy(int slot, bool probe)
 	snprintf(p, sizeof(p), "%s/.md-probe", dir);
 	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
-		ok = errno != EIO && errno != EROFS;
+		ok = probe_failure_ok(errno);
+		if (!ok)
+			sd_warn("probe of %s: cannot create a file: %m", dir);
 		goto out;
 	}
-	if (pwrite(fd, buf, sizeof(buf), 0) != (ssize_t)sizeof(buf) ||
-	    fdatasync(fd))
-		ok = errno != EIO && errno != EROFS;
+	n = pwrite(fd, buf, sizeof(buf), 0);
+	if (n < 0 || fdatasync(fd)) {
+		ok = probe_failure_ok(errno);
+		if (!ok)
+			sd_warn("probe of %s: cannot write and sync: %m", dir);
+	} else if (n != (ssize_t)sizeof(buf)) {
+		ok = false;
+		sd_warn("probe of %s: a write of %zu bytes wrote %zd", dir,
+			sizeof(buf), n);
+	}
 	close(fd);
 	unlink(p);
 out:
