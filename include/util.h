@@ -47,6 +47,19 @@ void log_write(int level, const char *func, int line, const char *fmt, ...)
 #define sd_info(fmt, ...) log_write(LOG_L_INFO, __func__, __LINE__, fmt, ##__VA_ARGS__)
 #define sd_debug(fmt, ...) log_write(LOG_L_DEBUG, __func__, __LINE__, fmt, ##__VA_ARGS__)
 
+/*
+ * An invariant: when @cond is false, log it with where it was stated and
+ * a backtrace, then abort (lib/assert.c).  On in every build; @cond is
+ * evaluated once and must have no effect the program relies on.
+ */
+#define sd_assert(cond)							\
+	do {								\
+		if (__builtin_expect(!(cond), 0))			\
+			sd_assert_fail(#cond, __FILE__, __LINE__, __func__); \
+	} while (0)
+void sd_assert_fail(const char *cond, const char *file, int line,
+		    const char *func) __attribute__((noreturn, cold));
+
 /* allocation that aborts the process rather than returning NULL */
 void *xmalloc(size_t size);
 void *xzalloc(size_t size);

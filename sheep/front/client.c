@@ -54,6 +54,8 @@ struct client {
 	/* VDIs locked with KLOCK on this connection (client_lock.c) */
 	uint32_t locks[SD_MAX_CLIENT_LOCKS];
 	int nr_locks;
+	int nr_lock_pending;	/* KLOCK LOCK_VDIs not answered yet */
+	bool told_locks;	/* a refusal for the limit was logged */
 };
 
 /* a reply on the wire: its header and the request that owns the data */
@@ -158,6 +160,12 @@ static void resume_paused(struct timer *t)
 }
 
 /* protocol.md §3 and §10.1 admission checks, then the opcode's own */
+/* LOCK_VDI with KLOCK: a lock this connection will hold */
+static bool is_klock(const struct sd_req *rq)
+{
+	return rq->opcode == SD_OP_LOCK_VDI && (rq->flags & SD_FLAG_CMD_KLOCK);
+}
+
 static int check_header(struct client *c, const struct sd_req *rq,
 			const struct sd_op **op)
 {
@@ -178,6 +186,21 @@ static int check_header(struct client *c, const struct sd_req *rq,
 		access_origin(&c->access, c->authed) :
 		FROM_CLIENT;
 	ret = validate_request(rq, *op, from, c->access.admin);
+	/*
+	 * A lock taken with KLOCK goes with its connection, which tracks
+	 * SD_MAX_CLIENT_LOCKS of them: one more is refused before it is
+	 * taken, so that no lock can outlive its connection
+	 */
+	if (ret == SD_RES_SUCCESS && is_klock(rq) &&
+	    c->nr_locks + c->nr_lock_pending >= SD_MAX_CLIENT_LOCKS) {
+		if (!c->told_locks)
+			sd_warn("a connection with %d VDI locks asked for one "
+				"more: refused (a connection holds at most %d)",
+				c->nr_locks + c->nr_lock_pending,
+				SD_MAX_CLIENT_LOCKS);
+		c->told_locks = true;
+		return SD_RES_INVALID_PARMS;
+	}
 	if (ret != SD_RES_SUCCESS && !c->told_refused) {
 		c->told_refused = true;
 		sd_info("refused %s (flags %x, %u bytes) from a client: %s",
@@ -309,6 +332,8 @@ static void got_header(struct client *c)
 	req = client_request(c, len, request_cost(&rq, op));
 	req->rq = rq;
 	req->op = op;
+	if (is_klock(&rq))
+		c->nr_lock_pending++;
 	if ((rq.flags & SD_FLAG_CMD_WRITE) && len) {
 		c->rx = req;
 		c->rx_state = RX_PAYLOAD;
@@ -486,11 +511,8 @@ static void client_add_lock(struct client *c, uint32_t vid)
 		client_lock_release(vid);
 		return;
 	}
-	if (c->nr_locks == SD_MAX_CLIENT_LOCKS) {
-		sd_warn("VDI %" PRIx32 ": more than %d locks on one connection:"
-			" this one outlives it", vid, SD_MAX_CLIENT_LOCKS);
-		return;
-	}
+	/* got_header refused any lock beyond what the connection tracks */
+	sd_assert(c->nr_locks < SD_MAX_CLIENT_LOCKS);
 	c->locks[c->nr_locks++] = vid;
 }
 
@@ -509,12 +531,19 @@ static bool track_locks(struct client *c, struct request *req)
 {
 	uint32_t res = req->rp.result;
 
-	if (req->rq.opcode == SD_OP_LOCK_VDI &&
-	    (req->rq.flags & SD_FLAG_CMD_KLOCK)) {
-		if (res == SD_RES_SUCCESS)
+	/* refused before it ran (reply_error): it took nothing */
+	if (!req->op)
+		return false;
+	if (is_klock(&req->rq)) {
+		sd_assert(c->nr_lock_pending > 0);
+		c->nr_lock_pending--;
+		if (res == SD_RES_SUCCESS) {
 			client_add_lock(c, req->rp.vdi.vdi_id);
-		else if (res == SD_RES_VDI_LOCKED && !c->dead)
-			return client_lock_wait_release(req);
+		} else if (res == SD_RES_VDI_LOCKED && !c->dead &&
+			   client_lock_wait_release(req)) {
+			c->nr_lock_pending++;	/* tried again later */
+			return true;
+		}
 	} else if (req->rq.opcode == SD_OP_RELEASE_VDI &&
 		   res == SD_RES_SUCCESS) {
 		client_drop_lock(c, req->rq.vdi.base_vdi_id);

@@ -10,7 +10,10 @@
  * (clone:VID: a clone of the VDI of hex id VID; del:NAME: DEL_VDI of NAME,
  * whose index the client did not clear; readw:OID: READ_OBJ of 4096 bytes
  * of hex OID with the write flag and 4096 bytes of payload, 100 times on
- * one connection: one line "N answered, result=0xNN ..." of the last)
+ * one connection: one line "N answered, result=0xNN ..." of the last;
+ * klock:N:PREFIX: LOCK_VDI with KLOCK of the VDIs PREFIX0..PREFIX<N-1> on
+ * one connection, one after the other, then close: "N locked, N refused
+ * (result=0xNN)")
  *
  * Prints one line:
  *   result=0xNN opcode=0xNN id=0xNNNNNNNN dlen=N   a response arrived
@@ -252,6 +255,40 @@ int main(int argc, char **argv)
 			}
 		}
 		printf("%d answered, result=0x%02x\n", n, get32(rsp + 16));
+	} else if (!strncmp(c, "klock:", 6)) {
+		char *prefix = strchr(c + 6, ':');
+		int n = atoi(c + 6), locked = 0, refused = 0;
+		uint32_t last = 0;
+
+		if (!prefix)
+			return 2;
+		prefix++;
+		for (int i = 0; i < n; i++) {
+			uint8_t name[256] = { 0 };
+
+			snprintf((char *)name, sizeof(name), "%s%d", prefix, i);
+			/* LOCK_VDI (0x12), WRITE | KLOCK (0x0800) */
+			hdr(b, 0x02, 0x12, 0x0801, 0x5eed0200 + (uint32_t)i,
+			    sizeof(name));
+			if (send_all(fd, b, HDR) || send_all(fd, name, sizeof(name)))
+				break;
+			size_t got = 0;
+			ssize_t r;
+
+			while (got < HDR && (r = recv(fd, rsp + got,
+						      HDR - got, 0)) > 0)
+				got += (size_t)r;
+			if (got < HDR)
+				break;
+			if (get32(rsp + 16) == 0) {
+				locked++;
+			} else {
+				refused++;
+				last = get32(rsp + 16);
+			}
+		}
+		printf("%d locked, %d refused (result=0x%02x)\n", locked,
+		       refused, last);
 	} else if (!strcmp(c, "read-vdis-short")) {
 		/* READ_VDIS needs a buffer of exactly 2 MiB */
 		simple(fd, 0x02, 0x15, 4096);

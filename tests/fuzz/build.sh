@@ -84,7 +84,7 @@ srcs_btree() { echo tests/fuzz/fuzz_btree.c lib/btree.c lib/proto.c; }
 srcs_request()
 {
 	echo tests/fuzz/fuzz_request.c tests/fuzz/stub_sheep.c \
-		lib/proto.c lib/util.c lib/log.c lib/hash.c lib/net.c \
+		lib/proto.c lib/util.c lib/log.c lib/assert.c lib/hash.c lib/net.c \
 		sheep/ops/ops.c sheep/ops/validate.c sheep/state/vdi.c \
 		sheep/state/cluster.c
 }
@@ -92,27 +92,27 @@ srcs_nbd()
 {
 	echo tests/fuzz/fuzz_nbd.c tests/fuzz/stub_sheep.c \
 		sheep/front/nbd.c sheep/net/stall.c sheep/core/request.c \
-		lib/proto.c lib/util.c lib/log.c lib/net.c
+		lib/proto.c lib/util.c lib/log.c lib/assert.c lib/net.c
 }
 srcs_backup()
 {
-	echo tests/fuzz/fuzz_backup.c lib/proto.c lib/util.c lib/log.c lib/hash.c \
+	echo tests/fuzz/fuzz_backup.c lib/proto.c lib/util.c lib/log.c lib/assert.c lib/hash.c \
 		lib/net.c lib/btree.c lib/vindex.c $(ls dog/*.c)
 }
 srcs_dog_reply()
 {
-	echo tests/fuzz/fuzz_dog_reply.c lib/proto.c lib/util.c lib/log.c \
+	echo tests/fuzz/fuzz_dog_reply.c lib/proto.c lib/util.c lib/log.c lib/assert.c \
 		lib/hash.c lib/net.c lib/btree.c lib/vindex.c $(ls dog/*.c)
 }
 srcs_snapshot()
 {
-	echo tests/fuzz/fuzz_snapshot.c lib/proto.c lib/util.c lib/log.c \
+	echo tests/fuzz/fuzz_snapshot.c lib/proto.c lib/util.c lib/log.c lib/assert.c \
 		lib/hash.c lib/net.c lib/btree.c lib/vindex.c $(ls dog/*.c)
 }
 srcs_cluster_msg()
 {
 	echo tests/fuzz/fuzz_cluster_msg.c tests/fuzz/stub_sheep.c \
-		lib/proto.c lib/util.c lib/log.c lib/hash.c lib/net.c \
+		lib/proto.c lib/util.c lib/log.c lib/assert.c lib/hash.c lib/net.c \
 		sheep/group/group.c sheep/group/vnodes.c sheep/ops/ops.c \
 		sheep/ops/validate.c \
 		sheep/state/cluster.c sheep/state/vdi.c
@@ -120,13 +120,13 @@ srcs_cluster_msg()
 
 srcs_procgroup()
 {
-	echo tests/fuzz/fuzz_procgroup.c lib/proto.c lib/util.c lib/log.c \
+	echo tests/fuzz/fuzz_procgroup.c lib/proto.c lib/util.c lib/log.c lib/assert.c \
 		lib/event.c lib/hash.c
 }
 
 srcs_zk_event()
 {
-	echo tests/fuzz/fuzz_zk_event.c lib/proto.c lib/util.c lib/log.c \
+	echo tests/fuzz/fuzz_zk_event.c lib/proto.c lib/util.c lib/log.c lib/assert.c \
 		lib/event.c lib/hash.c
 }
 
