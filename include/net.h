@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 #include <sys/socket.h>
+#include "util.h"
 #include "internal_proto.h"
 
 int net_set_nonblock(int fd);
@@ -26,7 +27,14 @@ int net_listen_unix(const char *path);
  * TCP_NODELAY, or -1 when none is left.  While @nr_open >= @max, waiting
  * connections are accepted and closed at once (and logged as @what).
  */
-int net_accept_bounded(int lfd, int nr_open, int max, const char *what);
+/* a listener's log lines, one per cause per interval (util.h) */
+struct accept_logs {
+	struct log_limit full, err, fds;
+};
+int net_accept_bounded(int lfd, int nr_open, int max, const char *what,
+		       struct accept_logs *logs);
+/* keep a descriptor in reserve for accept to refuse with (at start-up) */
+void net_reserve_fd(void);
 /* non-blocking connect started; completion shows as EPOLLOUT */
 /* a node address (IPv4 in the last 4 bytes, first 12 zero) as a sockaddr */
 socklen_t net_addr_to_sockaddr(const uint8_t addr[16], uint16_t port,

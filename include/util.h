@@ -48,6 +48,31 @@ void log_write(int level, const char *func, int line, const char *fmt, ...)
 #define sd_debug(fmt, ...) log_write(LOG_L_DEBUG, __func__, __LINE__, fmt, ##__VA_ARGS__)
 
 /*
+ * At most one line per @ll a interval (LOG_LIMIT_MS) for a cause that a
+ * peer or a client can repeat at will (a refused connection, accept
+ * failing for want of descriptors): the line says how many were left out
+ * since the last one.  @ll is a static struct log_limit of the caller.
+ */
+#define LOG_LIMIT_MS	10000
+struct log_limit {
+	uint64_t next_ms;
+	unsigned int skipped;
+};
+/* may a line be logged now?  *@skipped: how many were not since */
+bool log_limit_pass(struct log_limit *ll, unsigned int *skipped);
+#define sd_warn_limited(ll, fmt, ...)					\
+	do {								\
+		unsigned int skipped_;					\
+		if (!log_limit_pass(ll, &skipped_))			\
+			break;						\
+		if (skipped_)						\
+			sd_warn(fmt " (and %u more like it, not logged)",	\
+				##__VA_ARGS__, skipped_);		\
+		else							\
+			sd_warn(fmt, ##__VA_ARGS__);			\
+	} while (0)
+
+/*
  * An invariant: when @cond is false, log it with where it was stated and
  * a backtrace, then abort (lib/assert.c).  On in every build; @cond is
  * evaluated once and must have no effect the program relies on.

@@ -145,6 +145,24 @@ static void write_startup(const char *msg)
 	}
 }
 
+bool log_limit_pass(struct log_limit *ll, unsigned int *skipped)
+{
+	uint64_t now = now_msec();
+	bool pass;
+
+	pthread_mutex_lock(&log_lock);
+	pass = now >= ll->next_ms;
+	if (pass) {
+		*skipped = ll->skipped;
+		ll->skipped = 0;
+		ll->next_ms = now + LOG_LIMIT_MS;
+	} else {
+		ll->skipped++;
+	}
+	pthread_mutex_unlock(&log_lock);
+	return pass;
+}
+
 void log_set_level(int level)
 {
 	log_level = level;

@@ -49,22 +49,60 @@ int net_set_keepalive(int fd, int idle_sec, int interval_sec, int count)
 			  sizeof(user_ms));
 }
 
-int net_accept_bounded(int lfd, int nr_open, int max, const char *what)
+/*
+ * A descriptor kept in reserve: when the process has none left (EMFILE),
+ * a waiting connection could never be accepted and the listener would
+ * stay readable, so that the event loop spun on it.  The reserve is let go
+ * of, the connection accepted and closed at once (its client sees a
+ * refusal, not a hang), and the reserve taken again.
+ */
+static int reserve_fd = -1;
+
+void net_reserve_fd(void)
+{
+	if (reserve_fd < 0)
+		reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+static void refuse_for_want_of_fds(int lfd, const char *what,
+				   struct log_limit *ll)
+{
+	int cfd;
+
+	sd_warn_limited(ll, "%s: no file descriptor left: refusing "
+			"connections (the limit is the process's -n; "
+			"ulimit -n or LimitNOFILE raises it)", what);
+	if (reserve_fd < 0)
+		return;
+	close(reserve_fd);
+	reserve_fd = -1;
+	cfd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (cfd >= 0)
+		close(cfd);
+	net_reserve_fd();
+}
+
+int net_accept_bounded(int lfd, int nr_open, int max, const char *what,
+		       struct accept_logs *logs)
 {
 	for (;;) {
 		int cfd = accept4(lfd, NULL, NULL,
 				  SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (cfd < 0) {
-			if (errno != EAGAIN && errno != EINTR)
-				sd_err("%s accept: %m", what);
+			if (errno == EMFILE || errno == ENFILE)
+				refuse_for_want_of_fds(lfd, what, &logs->fds);
+			else if (errno != EAGAIN && errno != EINTR)
+				sd_warn_limited(&logs->err, "%s accept: %m",
+						what);
 			return -1;
 		}
 		if (nr_open < max) {
 			net_set_nodelay(cfd);
 			return cfd;
 		}
-		sd_warn("%s: too many connections; refusing one", what);
+		sd_warn_limited(&logs->full, "%s: too many connections (%d); "
+				"refusing", what, max);
 		close(cfd);
 	}
 }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -24,6 +25,8 @@
 #include "core/request.h"
 #include "front/access.h"
 #include "front/front.h"
+#include "front/slots.h"
+#include "net.h"
 #include "front/metrics.h"
 #include "front/nbd.h"
 #include "group/group.h"
@@ -669,6 +672,44 @@ static void join_slow(struct timer *t)
 	report_ready(0);
 }
 
+/*
+ * The descriptor limit: the soft one raised to the hard one (a flood of
+ * connections then meets the client slots' refusal, front/slots.c, long
+ * before the table is empty), said in the log; the public client slots
+ * follow from it, and one descriptor is kept for accept to refuse with
+ */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+	rlim_t was;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl)) {
+		sd_warn("cannot read the file descriptor limit: %m");
+		slots_init(1024);
+		return;
+	}
+	was = rl.rlim_cur;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl)) {
+			sd_warn("cannot raise the file descriptor limit from "
+				"%lu to %lu: %m", (unsigned long)was,
+				(unsigned long)rl.rlim_max);
+			rl.rlim_cur = was;
+		}
+	}
+	if (rl.rlim_cur != was)
+		sd_notice("file descriptors: the soft limit raised from %lu to "
+			  "the hard limit, %lu", (unsigned long)was,
+			  (unsigned long)rl.rlim_cur);
+	else
+		sd_notice("file descriptors: at most %lu (the hard limit is "
+			  "%lu)", (unsigned long)rl.rlim_cur,
+			  (unsigned long)rl.rlim_max);
+	slots_init((uint64_t)rl.rlim_cur);
+	net_reserve_fd();
+}
+
 /* what the lower layers call up through (design.md §2) */
 static const struct group_hooks group_hooks = {
 	.op_lookup = get_sd_op,
@@ -886,6 +927,7 @@ int main(int argc, char **argv)
 	}
 	vdi_scan_local();
 	snprintf(sock, sizeof(sock), "%s/sock", sys.base);
+	raise_nofile();
 	if (setup_signals() || listen_init(bindaddr, sys.port, sock))
 		goto fail;
 	if (rdma && listen_rdma(sys.self.nid.io_addr, sys.self.nid.io_port))

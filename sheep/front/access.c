@@ -19,6 +19,7 @@
 #include "hash.h"
 #include "util.h"
 #include "core/auth.h"
+#include "core/core.h"
 #include "front/access.h"
 #include "state/cluster.h"
 
@@ -133,19 +134,36 @@ void access_classify(const struct sockaddr_storage *ss,
 	a->admin = admin_allowed(a);
 }
 
+static bool is_member_addr(const uint8_t addr[16])
+{
+	for (size_t i = 0; i < cstate->nr_members; i++) {
+		const struct node_id *n = &cstate->members[i].nid;
+
+		/* a member's RDMA address (--rdma) is its own too */
+		if (!memcmp(n->addr, addr, 16) ||
+		    (n->io_port && !memcmp(n->io_addr, addr, 16)))
+			return true;
+	}
+	return false;
+}
+
+bool access_member_addr(const struct client_access *a)
+{
+	static const uint8_t zero[16];
+
+	/* the unix socket: no address at all */
+	if (a->local && !memcmp(a->addr, zero, 16))
+		return true;
+	/* before the join, this node's own address is the one it knows */
+	return is_member_addr(a->addr) ||
+	       !memcmp(a->addr, sys.self.nid.addr, 16);
+}
+
 enum req_origin access_origin(const struct client_access *a, bool authed)
 {
 	if (a->local)
 		return FROM_TRUSTED;
 	if (auth_enabled() && !authed)
 		return FROM_CLIENT;
-	for (size_t i = 0; i < cstate->nr_members; i++) {
-		const struct node_id *n = &cstate->members[i].nid;
-
-		/* a member's RDMA address (--rdma) is its own too */
-		if (!memcmp(n->addr, a->addr, 16) ||
-		    (n->io_port && !memcmp(n->io_addr, a->addr, 16)))
-			return FROM_TRUSTED;
-	}
-	return FROM_CLIENT;
+	return is_member_addr(a->addr) ? FROM_TRUSTED : FROM_CLIENT;
 }

@@ -26,5 +26,10 @@ void access_classify(const struct sockaddr_storage *ss,
  * cluster key, members must have proved it on the connection (@authed).
  */
 enum req_origin access_origin(const struct client_access *a, bool authed);
+/*
+ * Is the connection from a member's address (its own or RDMA one), or the
+ * unix socket?  Those never wait for public slots (front/slots.c).
+ */
+bool access_member_addr(const struct client_access *a);
 
 #endif

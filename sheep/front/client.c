@@ -17,6 +17,7 @@
 #include "core/request.h"
 #include "front/access.h"
 #include "front/front.h"
+#include "front/slots.h"
 #include "net/rdma.h"
 #include "net/rdma_api.h"
 #include "net/stall.h"
@@ -45,6 +46,7 @@ struct client {
 	struct request *rx;	/* the request whose payload is read */
 	struct list_head paused_list;
 	struct client_access access;	/* who is at the other end */
+	bool member_slot;		/* from a member's address (slots.c) */
 	uint8_t nonce[AUTH_NONCE_LEN];	/* the cluster-key challenge */
 	bool nonce_set;
 	bool authed;			/* proved the cluster key */
@@ -115,6 +117,7 @@ static void client_gone(struct client *c, bool close_xconn)
 	c->dead = true;
 	list_del(&c->list);
 	nr_clients--;
+	slots_put(c->access.addr, c->member_slot);
 	for (int i = 0; i < c->nr_locks; i++)
 		client_lock_release(c->locks[i]);
 	c->nr_locks = 0;
@@ -417,6 +420,13 @@ static int client_accept(struct xconn *xc, void *arg)
 	if (xconn_peer_addr(xc, &ss))
 		ss.ss_family = AF_UNSPEC;	/* trusted with nothing */
 	access_classify(&ss, &c->access);
+	c->member_slot = access_member_addr(&c->access);
+	if (!slots_take(c->access.addr, c->member_slot)) {
+		list_del(&c->list);
+		nr_clients--;
+		free(c);
+		return -1;	/* the listener closes it */
+	}
 	c->refcnt = 1;
 	c->rx_state = RX_HDR;
 	INIT_LIST_HEAD(&c->paused_list);
@@ -457,7 +467,7 @@ int listen_init(const char *bindaddr, int port, const char *sock_path)
 	budget_add_release_hook(budget_released);
 	stall_timer.fn = check_stalled;
 	timer_add(sys.loop, &stall_timer, 1000);
-	listeners[0] = tcp_listen(sys.loop, bindaddr, port, SD_MAX_CLIENTS,
+	listeners[0] = tcp_listen(sys.loop, bindaddr, port, slots_listener_max(),
 				  "client", client_accept, NULL);
 	if (!listeners[0]) {
 		sd_err("cannot listen on port %d: %m%s", port,
@@ -465,7 +475,7 @@ int listen_init(const char *bindaddr, int port, const char *sock_path)
 		       "sheep another -p PORT)" : "");
 		return -1;
 	}
-	listeners[1] = unix_listen(sys.loop, sock_path, SD_MAX_CLIENTS,
+	listeners[1] = unix_listen(sys.loop, sock_path, slots_listener_max(),
 				   "client", client_accept, NULL);
 	if (!listeners[1]) {
 		sd_err("cannot listen on %s: %m%s", sock_path,

@@ -52,6 +52,7 @@ struct xlistener {
 	int nr_open;		/* connections of this listener not yet freed */
 	int max;
 	char *what;
+	struct accept_logs logs;	/* refusals, one line per interval */
 	xaccept_fn fn;
 	void *arg;
 };
@@ -652,7 +653,8 @@ static void accept_handler(int fd, uint32_t events, void *data)
 	/* the accept fn may close the listener: keep it until we are out */
 	l->refcnt++;
 	while (!l->closed) {
-		int cfd = net_accept_bounded(fd, l->nr_open, l->max, l->what);
+		int cfd = net_accept_bounded(fd, l->nr_open, l->max, l->what,
+					     &l->logs);
 
 		if (cfd < 0)
 			break;

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Connection slots.  A client flood must not take what replication needs:
+ * connections from an address that is a cluster member's (the sheep
+ * there, and the clients on its host), or from the unix socket, may use
+ * every slot; those from other addresses share the public slots, at most
+ * a quarter of them from one address.  The public slots are bounded by
+ * the descriptors the process may open, less what the store, the peers
+ * and the rest of the daemon need, so that a flood meets a refusal at
+ * accept and never an empty descriptor table.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "hash.h"
+#include "util.h"
+#include "core/core.h"
+#include "front/slots.h"
+
+#define SOURCE_BUCKETS	1024
+
+struct source {
+	uint8_t addr[16];
+	unsigned int n;
+	struct source *next;
+};
+
+static struct source *sources[SOURCE_BUCKETS];
+static unsigned int nr_public, max_public = SD_MAX_CLIENTS;
+
+void slots_init(uint64_t nofile)
+{
+	uint64_t room = nofile > SLOTS_FD_HEADROOM ?
+			nofile - SLOTS_FD_HEADROOM : 0;
+
+	max_public = (unsigned int)MIN(room, (uint64_t)SD_MAX_CLIENTS);
+	if (max_public < SLOTS_MIN_PUBLIC)
+		max_public = SLOTS_MIN_PUBLIC;
+	if (max_public < SD_MAX_CLIENTS)
+		sd_notice("client connections from other hosts: at most %u (a "
+			  "file descriptor limit of %" PRIu64 ")", max_public,
+			  nofile);
+}
+
+int slots_listener_max(void)
+{
+	return (int)(max_public + SLOTS_MEMBER_RESERVE);
+}
+
+static struct source **source_slot(const uint8_t addr[16])
+{
+	uint64_t h = fnv_64a_buf(addr, 16, FNV1A_64_INIT);
+	struct source **p = &sources[h % SOURCE_BUCKETS];
+
+	while (*p && memcmp((*p)->addr, addr, 16))
+		p = &(*p)->next;
+	return p;
+}
+
+bool slots_take(const uint8_t addr[16], bool member)
+{
+	static struct log_limit ll_full, ll_source;
+	struct source **p, *s;
+
+	if (member)
+		return true;
+	if (nr_public >= max_public) {
+		sd_warn_limited(&ll_full, "client connections from other hosts:"
+				" all %u slots taken: refusing", max_public);
+		return false;
+	}
+	p = source_slot(addr);
+	s = *p;
+	if (s && s->n >= SLOTS_PER_SOURCE(max_public)) {
+		char a[64];
+
+		sd_warn_limited(&ll_source, "%s holds %u connections, its share"
+				": refusing", addr_to_str(addr, a, sizeof(a)),
+				s->n);
+		return false;
+	}
+	if (!s) {
+		s = xzalloc(sizeof(*s));
+		memcpy(s->addr, addr, 16);
+		*p = s;
+	}
+	s->n++;
+	nr_public++;
+	return true;
+}
+
+void slots_put(const uint8_t addr[16], bool member)
+{
+	struct source **p, *s;
+
+	if (member)
+		return;
+	p = source_slot(addr);
+	s = *p;
+	sd_assert(s && s->n > 0 && nr_public > 0);
+	nr_public--;
+	if (--s->n)
+		return;
+	*p = s->next;
+	free(s);
+}
