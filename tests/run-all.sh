@@ -11,9 +11,9 @@
 #      are given; a driver that cannot run here counts its tests as
 #      skipped).
 # 1 and 2 run one after the other in the background (their output is
-# printed when they are done), while 3 runs its tests side by side in one
-# pool (run.sh -j): functional tests mostly wait, the unit suites mostly
-# compute.  Prints a result line per suite, the time each part took, and
+# printed when they are done), the thrash suite in a lane of its own, while
+# 3 runs its tests side by side in one pool (run.sh -j): functional tests
+# mostly wait, the unit suites mostly compute.  Prints a result line per suite, the time each part took, and
 # ends with exactly one line "N passed, N failed" or "N passed, N failed,
 # N skipped" (totals); exits 1 if anything failed.
 #
@@ -35,9 +35,11 @@ failed_suites=()
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kelpie-run-all.XXXXXX")
 unit_pid=
+thrash_pid=
 cleanup()
 {
 	[ -n "$unit_pid" ] && kill -TERM "$unit_pid" 2>/dev/null
+	[ -n "$thrash_pid" ] && kill -TERM "$thrash_pid" 2>/dev/null
 	for drv in corosync zookeeper; do
 		[ -f "$WORK/$drv.up" ] &&
 			bash "tests/$drv/stop.sh" "$WORK/$drv" >/dev/null 2>&1
@@ -120,7 +122,8 @@ unit_binaries()
 # a script that ends with the summary line
 unit_script()
 {
-	local sc=$1 name=$2 rc p f s out=$WORK/script.out start=$SECONDS
+	local sc=$1 name=$2 rc p f s out=$WORK/script.${2//\//_}.out
+	local start=$SECONDS
 	local limit=$UNIT_TIMEOUT
 
 	# the thrash suite's fault schedule stretches with the machine's load
@@ -147,6 +150,7 @@ unit_stream()
 	unit_binaries
 	echo "unit binaries $((SECONDS - start))" >>"$WORK/times"
 	for sc in tests/unit/*.sh; do
+		[ "$sc" = tests/unit/thrash.sh ] && continue	# a lane of its own
 		[ -f "$sc" ] && unit_script "$sc" "$(basename "$sc")"
 	done
 	# the driver suites start or reuse a corosync, or start a private
@@ -250,11 +254,18 @@ functional()
 
 unit_stream >"$WORK/unit.log" 2>&1 &
 unit_pid=$!
+# the thrash suite (minutes of faults under load, mostly waiting) in a
+# lane of its own beside the others
+[ -f tests/unit/thrash.sh ] &&
+	{ unit_script tests/unit/thrash.sh thrash.sh >"$WORK/thrash.log" 2>&1 &
+	  thrash_pid=$!; }
 functional "$@"
 wait "$unit_pid"
 unit_pid=
-echo "== unit tests, fuzz replay and driver suites (run beside the above):"
-cat "$WORK/unit.log"
+[ -n "$thrash_pid" ] && wait "$thrash_pid"
+thrash_pid=
+echo "== unit tests, fuzz replay, the thrash suite and driver suites (run beside the above):"
+cat "$WORK/unit.log" "$WORK/thrash.log" 2>/dev/null
 
 # ---- results
 while read -r name p f s; do
@@ -275,8 +286,8 @@ echo
 echo "Time: $((SECONDS - START)) s in all; beside each other:"
 echo "  functional pool (local and driver runs): $(tm functional) s"
 echo "  unit stream: $(tm "unit stream") s = unit binaries $(tm "unit binaries") s" \
-	"+ fuzz replay $(tm fuzz.sh) s + thrash $(tm thrash.sh) s + other" \
-	"scripts and driver suites"
+	"+ fuzz replay $(tm fuzz.sh) s + other scripts and driver suites"
+echo "  thrash suite: $(tm thrash.sh) s"
 echo
 [ ${#failed_suites[@]} -gt 0 ] && echo "Failed suites: ${failed_suites[*]}"
 if [ "$total_skip" -gt 0 ]; then
