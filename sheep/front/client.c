@@ -44,6 +44,8 @@ struct client {
 	uint64_t bytes;		/* payload bytes of those requests */
 	uint8_t hdr[SD_REQ_SIZE];
 	struct request *rx;	/* the request whose payload is read */
+	uint64_t rx_cost;	/* its cost, counted in incomplete_bytes */
+	uint64_t rx_since;	/* its payload began to arrive */
 	struct list_head paused_list;
 	struct client_access access;	/* who is at the other end */
 	bool member_slot;		/* from a member's address (slots.c) */
@@ -70,6 +72,21 @@ struct reply {
 static struct xlistener *listeners[2];
 static struct rdma_xlistener *rdma_listener;
 static LIST_HEAD(paused_clients);
+/*
+ * The cost of the requests whose payload is still on its way, on the
+ * connections from one address: at most an eighth of the budget, so that
+ * payloads trickled in slowly (until the rate rule of net/stall.h drops
+ * them) hold little and never what the other addresses need; a
+ * connection waits for its turn
+ */
+#define INCOMPLETE_SHARE	8
+/*
+ * When a request waits for room, payloads arriving slower than
+ * SD_CLIENT_MIN_RATE (averaged since they began, after a quarter of a
+ * second) are dropped at once, not only at the end of the rate window
+ */
+#define EVICT_AFTER_MS		250
+static struct timer evict_timer;
 static LIST_HEAD(all_clients);
 static size_t nr_clients;
 static struct timer resume_timer;
@@ -77,6 +94,7 @@ static struct timer stall_timer;
 
 static void client_req_done(struct request *req);
 static void read_next(struct client *c);
+static void payload_done(struct client *c);
 
 /* budget came back: resume paused clients from the loop, never from
  * inside another client's I/O */
@@ -117,18 +135,20 @@ static void client_gone(struct client *c, bool close_xconn)
 	c->dead = true;
 	list_del(&c->list);
 	nr_clients--;
-	slots_put(c->access.addr, c->member_slot);
 	for (int i = 0; i < c->nr_locks; i++)
 		client_lock_release(c->locks[i]);
 	c->nr_locks = 0;
 	client_unpause(c);
 	if (c->rx) {
+		payload_done(c);
 		c->bytes -= c->rx->caller_bytes;
 		free_request(c->rx);
 		c->rx = NULL;
 		c->nr_inflight--;
 		client_put(c);
 	}
+	/* last: the payload it was receiving is off its source's count */
+	slots_put(c->access.addr, c->member_slot);
 	if (close_xconn)
 		xconn_close(c->xc);	/* replies it cannot write: -1 */
 	c->xc = NULL;
@@ -295,6 +315,56 @@ static bool over_budget(struct client *c, const struct sd_req *rq,
 	return budget_over(cost, op->type == OP_PEER);
 }
 
+/* drop the payloads that trickle in, from the loop */
+static void evict_slow(struct timer *t)
+{
+	static struct log_limit ll;
+	uint64_t now = now_msec();
+	struct client *c, *n;
+
+	list_for_each_entry_safe(c, n, &all_clients, list) {
+		uint64_t span = now - c->rx_since;
+
+		if (c->rx_state != RX_PAYLOAD || span < EVICT_AFTER_MS ||
+		    (uint64_t)xconn_recv_got(c->xc) * 1000 >=
+		    (uint64_t)SD_CLIENT_MIN_RATE * span)
+			continue;
+		sd_warn_limited(&ll, "a client sent its payload slower than "
+				"16 KiB/s while others waited: disconnecting "
+				"it");
+		client_close(c);
+	}
+	/* payloads too young to judge: look again while clients wait */
+	if (!list_empty(&paused_clients))
+		timer_add(sys.loop, t, EVICT_AFTER_MS);
+}
+
+static void want_room(void)
+{
+	if (!evict_timer.armed)
+		timer_add(sys.loop, &evict_timer, 0);
+}
+
+/* may a payload of @cost start arriving on @c now? */
+static bool incomplete_full(struct client *c, uint64_t cost)
+{
+	uint64_t used, limit, held = *slots_incomplete(c->access.addr);
+
+	budget_read(&used, &limit);
+	return held && held + cost > limit / INCOMPLETE_SHARE;
+}
+
+/* the payload of c->rx arrived, or will not */
+static void payload_done(struct client *c)
+{
+	uint64_t *held = slots_incomplete(c->access.addr);
+
+	sd_assert(*held >= c->rx_cost);
+	*held -= c->rx_cost;
+	c->rx_cost = 0;
+	budget_released();	/* a parked payload may come now */
+}
+
 /* a header is decoded in c->hdr: refuse it, park it, or start it */
 static void got_header(struct client *c)
 {
@@ -327,9 +397,12 @@ static void got_header(struct client *c)
 		read_next(c);
 		return;
 	}
-	if (over_budget(c, &rq, op)) {
+	if (over_budget(c, &rq, op) || ((rq.flags & SD_FLAG_CMD_WRITE) &&
+					 len && incomplete_full(c,
+						request_cost(&rq, op)))) {
 		c->rx_state = RX_PARKED;
 		client_pause(c);
+		want_room();
 		return;		/* header kept; retried on resume */
 	}
 	req = client_request(c, len, request_cost(&rq, op));
@@ -339,6 +412,9 @@ static void got_header(struct client *c)
 		c->nr_lock_pending++;
 	if ((rq.flags & SD_FLAG_CMD_WRITE) && len) {
 		c->rx = req;
+		c->rx_cost = request_cost(&rq, op);
+		c->rx_since = now_msec();
+		*slots_incomplete(c->access.addr) += c->rx_cost;
 		c->rx_state = RX_PAYLOAD;
 		xconn_recv(c->xc, req->data, len);
 		return;
@@ -382,6 +458,7 @@ static void client_recv_done(struct xconn *xc, void *arg)
 		got_header(c);
 		break;
 	case RX_PAYLOAD:
+		payload_done(c);
 		req = c->rx;
 		c->rx = NULL;
 		c->rx_state = RX_HDR;
@@ -443,6 +520,7 @@ static int client_accept(struct xconn *xc, void *arg)
  */
 static void check_stalled(struct timer *t)
 {
+	static struct log_limit ll[STALL_SLOW + 1];	/* one per cause */
 	uint64_t now = now_msec();
 	struct client *c, *n;
 
@@ -454,8 +532,8 @@ static void check_stalled(struct timer *t)
 
 		if (st == STALL_NONE)
 			continue;
-		sd_warn("a client %s for %d s: disconnecting it",
-			stall_reason(st), SD_CLIENT_STALL_MS / 1000);
+		sd_warn_limited(&ll[st], "a client %s: disconnecting it",
+				stall_reason(st));
 		client_close(c);
 	}
 	timer_add(sys.loop, t, 1000);
@@ -464,6 +542,7 @@ static void check_stalled(struct timer *t)
 int listen_init(const char *bindaddr, int port, const char *sock_path)
 {
 	resume_timer.fn = resume_paused;
+	evict_timer.fn = evict_slow;
 	budget_add_release_hook(budget_released);
 	stall_timer.fn = check_stalled;
 	timer_add(sys.loop, &stall_timer, 1000);

@@ -974,6 +974,7 @@ static void handshake_timeout(struct timer *t)
  */
 static void check_stalled(struct timer *t)
 {
+	static struct log_limit ll[STALL_SLOW + 1];	/* one per cause */
 	uint64_t now = now_msec();
 	struct nbd_conn *c, *n;
 
@@ -985,8 +986,8 @@ static void check_stalled(struct timer *t)
 
 		if (st == STALL_NONE)
 			continue;
-		sd_warn("NBD: a client %s for %d s: disconnecting it",
-			stall_reason(st), SD_CLIENT_STALL_MS / 1000);
+		sd_warn_limited(&ll[st], "NBD: a client %s: disconnecting it",
+				stall_reason(st));
 		c->refcnt++;
 		conn_close(c);
 		conn_put(c);

@@ -21,7 +21,9 @@
 
 struct source {
 	uint8_t addr[16];
-	unsigned int n;
+	unsigned int n;		/* its connections taking public slots */
+	unsigned int conns;	/* all its connections */
+	uint64_t incomplete;	/* slots_incomplete() */
 	struct source *next;
 };
 
@@ -57,13 +59,27 @@ static struct source **source_slot(const uint8_t addr[16])
 	return p;
 }
 
+static struct source *source_get(const uint8_t addr[16])
+{
+	struct source **p = source_slot(addr), *s = *p;
+
+	if (!s) {
+		s = xzalloc(sizeof(*s));
+		memcpy(s->addr, addr, 16);
+		*p = s;
+	}
+	return s;
+}
+
 bool slots_take(const uint8_t addr[16], bool member)
 {
 	static struct log_limit ll_full, ll_source;
 	struct source **p, *s;
 
-	if (member)
+	if (member) {
+		source_get(addr)->conns++;
 		return true;
+	}
 	if (nr_public >= max_public) {
 		sd_warn_limited(&ll_full, "client connections from other hosts:"
 				" all %u slots taken: refusing", max_public);
@@ -79,28 +95,34 @@ bool slots_take(const uint8_t addr[16], bool member)
 				s->n);
 		return false;
 	}
-	if (!s) {
-		s = xzalloc(sizeof(*s));
-		memcpy(s->addr, addr, 16);
-		*p = s;
-	}
+	s = source_get(addr);
 	s->n++;
+	s->conns++;
 	nr_public++;
 	return true;
 }
 
 void slots_put(const uint8_t addr[16], bool member)
 {
-	struct source **p, *s;
+	struct source **p = source_slot(addr), *s = *p;
 
-	if (member)
+	sd_assert(s && s->conns > 0);
+	if (!member) {
+		sd_assert(s->n > 0 && nr_public > 0);
+		s->n--;
+		nr_public--;
+	}
+	if (--s->conns)
 		return;
-	p = source_slot(addr);
-	s = *p;
-	sd_assert(s && s->n > 0 && nr_public > 0);
-	nr_public--;
-	if (--s->n)
-		return;
+	sd_assert(!s->n && !s->incomplete);
 	*p = s->next;
 	free(s);
+}
+
+uint64_t *slots_incomplete(const uint8_t addr[16])
+{
+	struct source *s = *source_slot(addr);
+
+	sd_assert(s);
+	return &s->incomplete;
 }

@@ -26,5 +26,10 @@ int slots_listener_max(void);
  * socket): false when it must be refused */
 bool slots_take(const uint8_t addr[16], bool member);
 void slots_put(const uint8_t addr[16], bool member);
+/*
+ * The cost of the requests of @addr's connections whose payload is still
+ * on its way (front/client.c); valid while one of them is open
+ */
+uint64_t *slots_incomplete(const uint8_t addr[16]);
 
 #endif

@@ -6,6 +6,37 @@ void stall_watch_init(struct stall_watch *w, uint64_t now)
 {
 	w->rx_progress_at = w->tx_progress_at = now;
 	w->rx_got = w->tx_backlog = 0;
+	w->rate_since = now;
+	w->rate_got = 0;
+	w->rate_on = false;
+}
+
+/* a request under way must come at SD_CLIENT_MIN_RATE or faster */
+static bool too_slow(struct stall_watch *w, bool rx_begun, size_t rx_got,
+		     uint64_t now)
+{
+	uint64_t span = now - w->rate_since;
+
+	/*
+	 * Between requests nothing is timed; a request is timed from what
+	 * it had when first seen (a first burst buys no time, and half a
+	 * header then nothing is a stall, STALL_RX, not a slow sender)
+	 */
+	if (!rx_begun || !w->rate_on || rx_got < w->rate_got) {
+		w->rate_on = rx_begun;
+		w->rate_since = now;
+		w->rate_got = rx_got;
+		return false;
+	}
+	if (span < SD_CLIENT_RATE_WINDOW_MS)
+		return false;
+	/* (no progress at all is a stall, STALL_RX, after its own time) */
+	if (rx_got > w->rate_got && (uint64_t)(rx_got - w->rate_got) * 1000 <
+	    (uint64_t)SD_CLIENT_MIN_RATE * span)
+		return true;
+	w->rate_since = now;
+	w->rate_got = rx_got;
+	return false;
 }
 
 enum stall stall_check(struct stall_watch *w, const struct xconn *xc,
@@ -23,12 +54,19 @@ enum stall stall_check(struct stall_watch *w, const struct xconn *xc,
 	if (!rx_begun || rx_got != w->rx_got)
 		w->rx_progress_at = now;
 	w->rx_got = rx_got;
-	return now - w->rx_progress_at >= SD_CLIENT_STALL_MS ? STALL_RX :
-							       STALL_NONE;
+	if (now - w->rx_progress_at >= SD_CLIENT_STALL_MS)
+		return STALL_RX;
+	return too_slow(w, rx_begun, rx_got, now) ? STALL_SLOW : STALL_NONE;
 }
 
 const char *stall_reason(enum stall s)
 {
-	return s == STALL_TX ? "has not read its replies" :
-	       "sent part of a request and nothing more";
+	switch (s) {
+	case STALL_TX:
+		return "has not read its replies for 30 s";
+	case STALL_SLOW:
+		return "sent its request slower than 16 KiB/s for 20 s";
+	default:
+		return "sent part of a request and nothing more for 30 s";
+	}
 }

@@ -15,12 +15,24 @@
 #include <stdint.h>
 #include "net/transport.h"
 
+/*
+ * A request must also arrive at SD_CLIENT_MIN_RATE bytes a second or more,
+ * over windows of SD_CLIENT_RATE_WINDOW_MS: a payload trickled a byte at a
+ * time keeps moving (no stall) while it holds its share of the budget.
+ * 16 KiB/s is a slow link's rate; a 4 MiB write may take over 4 minutes.
+ */
+#define SD_CLIENT_MIN_RATE		(16 * 1024)
+#define SD_CLIENT_RATE_WINDOW_MS	20000
+
 struct stall_watch {
 	uint64_t rx_progress_at, tx_progress_at;
 	size_t rx_got, tx_backlog;
+	uint64_t rate_since;	/* the rate's window began */
+	size_t rate_got;	/* rx_got then */
+	bool rate_on;		/* a request under way is being timed */
 };
 
-enum stall { STALL_NONE, STALL_TX, STALL_RX };
+enum stall { STALL_NONE, STALL_TX, STALL_RX, STALL_SLOW };
 
 void stall_watch_init(struct stall_watch *w, uint64_t now);
 /*
@@ -30,7 +42,7 @@ void stall_watch_init(struct stall_watch *w, uint64_t now);
  */
 enum stall stall_check(struct stall_watch *w, const struct xconn *xc,
 		       bool rx_begun, size_t rx_got, uint64_t now);
-/* what stall_check reported, for the log line */
+/* what stall_check reported, for the log line ("a client ...") */
 const char *stall_reason(enum stall s);
 
 #endif
