@@ -28,6 +28,8 @@ void budget_charge(uint64_t bytes)
 
 void budget_release(uint64_t bytes)
 {
+	/* the budget never goes below zero: a release without its charge */
+	sd_assert(bytes <= inflight_bytes);
 	inflight_bytes -= bytes;
 	/* also for 0 bytes: a finished request frees a connection's slot */
 	for (int i = 0; i < nr_release_hooks; i++)
@@ -114,6 +116,8 @@ void free_request(struct request *req)
 
 void request_done(struct request *req)
 {
+	sd_assert(!req->completed);
+	req->completed = true;
 	stat_request_end(req);
 	req->rp.opcode = req->rq.opcode;
 	req->rp.id = req->rq.id;

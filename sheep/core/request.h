@@ -63,6 +63,8 @@ struct request {
 	uint32_t cseq;			/* cluster ops: our message number */
 	uint32_t aux;			/* cluster ops: work part -> main part */
 	bool internal;			/* issued by the daemon itself */
+	/* completed since its last dispatch: a second completion is a bug */
+	bool completed;
 	bool flat_index;		/* an index write that is a flat
 					 * entry (DISCARD_OBJ): refused on
 					 * a hyper volume */

@@ -535,6 +535,13 @@ static void gw_start(struct request *req)
 				 ec_policy_parity(policy);
 	}
 	nr = ring_targets(&v->ring, oid, copies, tgt);
+	/* copies on distinct nodes of distinct zones, never more than asked */
+	sd_assert(nr <= copies);
+	for (int i = 0; i < nr; i++)
+		for (int j = 0; j < i; j++)
+			sd_assert(tgt[i] != tgt[j] &&
+				  v->ring.nodes[tgt[i]].zone !=
+				  v->ring.nodes[tgt[j]].zone);
 	if (!nr) {
 		gw_finish(req, SD_RES_HALT);
 		return;

@@ -66,6 +66,7 @@ void queue_request(struct request *req)
 {
 	uint32_t ret;
 
+	req->completed = false;	/* dispatched (again): one completion due */
 	if (!req->op)
 		req->op = get_sd_op(req->rq.opcode);
 	ret = admission(req);

@@ -142,10 +142,13 @@ int epoch_log_write(uint32_t epoch, const struct sd_node *nodes,
 			   size_t nr)
 {
 	size_t len = nr * sizeof(struct sd_node) + 8;
-	uint8_t *buf = xmalloc(len);
+	uint8_t *buf;
 	char path[4200];
 	int ret;
 
+	/* epochs never go back: no epoch is written twice, nor an older one */
+	sd_assert(epoch > epoch_log_latest());
+	buf = xmalloc(len);
 	sd_nodes_encode(nodes, nr, buf);
 	put_le64(buf + len - 8, (uint64_t)time(NULL));
 	epoch_path(path, sizeof(path), epoch);

@@ -220,6 +220,8 @@ int csum_write(int fd, int dfd, uint64_t oid, uint32_t size,
 	csum_init();
 	b1 = (uint32_t)(((uint64_t)off + len - 1) / CSUM_BLOCK);
 	nb = b1 - b0 + 1;
+	/* the entries written lie in the object's table, after its data */
+	sd_assert(b1 < csum_nr_blocks(size) && nb <= csum_nr_blocks(size));
 	t = xmalloc((size_t)nb * 8);
 	tmp = xmalloc_pages(CSUM_BLOCK);
 	pthread_mutex_lock(lock_of(oid));

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <signal.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -393,6 +395,45 @@ static void test_xread_xwrite(void **state)
 	close(p[0]);
 }
 
+/*
+ * sd_assert: a true condition costs nothing; a false one aborts, saying
+ * the condition and where it was stated on stderr; a rate-limited log
+ * line passes once per interval and counts what it left out
+ */
+static void test_assert_and_limit(void **state)
+{
+	struct log_limit ll = { 0 };
+	unsigned int skipped = 7;
+	int pfd[2], status, x = 1;
+	char out[4096] = { 0 };
+	pid_t pid;
+
+	sd_assert(x == 1);
+	assert_int_equal(pipe(pfd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		dup2(pfd[1], STDERR_FILENO);
+		sd_assert(x == 2);
+		_exit(0);
+	}
+	close(pfd[1]);
+	assert_true(read(pfd[0], out, sizeof(out) - 1) > 0);
+	close(pfd[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+	assert_non_null(strstr(out, "assertion failed: x == 2"));
+	assert_non_null(strstr(out, "test_util.c"));
+
+	assert_true(log_limit_pass(&ll, &skipped));
+	assert_int_equal(skipped, 0);
+	assert_false(log_limit_pass(&ll, &skipped));
+	assert_false(log_limit_pass(&ll, &skipped));
+	ll.next_ms = 0;		/* the interval is over */
+	assert_true(log_limit_pass(&ll, &skipped));
+	assert_int_equal(skipped, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -413,6 +454,7 @@ int main(void)
 		cmocka_unit_test(test_macros),
 		cmocka_unit_test(test_mkdir_rmdir),
 		cmocka_unit_test(test_xread_xwrite),
+		cmocka_unit_test(test_assert_and_limit),
 	};
 
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
