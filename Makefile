@@ -9,7 +9,7 @@ DEB_PKGS := build-essential pkg-config liburcu-dev libcmocka-dev libssl-dev \
 	libcpg-dev libquorum-dev corosync zookeeper libzookeeper-mt-dev \
 	e2fsprogs xfsprogs util-linux procps psmisc bc libfuse3-dev fuse3 \
 	qemu-utils qemu-system-x86 fio python3 iproute2 nftables clang \
-	libclang-rt-dev libisal-dev logrotate libibverbs-dev librdmacm-dev
+	libclang-rt-dev libisal-dev logrotate libibverbs-dev librdmacm-dev tgt libiscsi-bin
 
 # Debian packages only the QEMU builds need (qemu-patches/build*.sh, the
 # qemu target); not part of DEB_PKGS
