@@ -234,17 +234,6 @@ static int recovery_info(int argc, char **argv)
 	return EXIT_SUCCESS;
 }
 
-static bool parse_u64(const char *s, uint64_t *v)
-{
-	char *end;
-
-	if (!isdigit((unsigned char)s[0]))
-		return false;
-	errno = 0;
-	*v = strtoull(s, &end, 10);
-	return !*end && !errno;
-}
-
 static int recovery_set_throttle(int argc, char **argv)
 {
 	uint8_t buf[sizeof(struct recovery_throttling)];
@@ -253,11 +242,12 @@ static int recovery_set_throttle(int argc, char **argv)
 	struct sd_rsp rsp;
 	uint64_t max, interval;
 
-	if (!parse_u64(argv[0], &max) || max > UINT32_MAX) {
+	if (parse_u64_range(argv[0], UINT32_MAX, &max)) {
 		fprintf(stderr, "Invalid max (%s)\n", argv[0]);
 		return EXIT_USAGE;
 	}
-	if (!parse_u64(argv[1], &interval)) {
+	/* no more than the sheep's clock can add without wrapping */
+	if (parse_u64_range(argv[1], INT64_MAX, &interval)) {
 		fprintf(stderr, "Invalid interval (%s)\n", argv[1]);
 		return EXIT_USAGE;
 	}

@@ -85,6 +85,12 @@ bool log_limit_pass(struct log_limit *ll, unsigned int *skipped);
 void sd_assert_fail(const char *cond, const char *file, int line,
 		    const char *func) __attribute__((noreturn, cold));
 
+/*
+ * A decimal number of digits only (no sign, no space) from 0 to @max into
+ * *@out: 0, or -1 when it is not one or is out of range (nothing wraps)
+ */
+int parse_u64_range(const char *s, uint64_t max, uint64_t *out);
+
 /* allocation that aborts the process rather than returning NULL */
 void *xmalloc(size_t size);
 void *xzalloc(size_t size);

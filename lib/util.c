@@ -156,6 +156,25 @@ ssize_t xpwrite(int fd, const void *buf, size_t count, off_t off)
 	return (ssize_t)done;
 }
 
+int parse_u64_range(const char *s, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (!s || !*s)
+		return -1;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		if (v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	if (v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
 int parse_size(const char *s, uint64_t *out)
 {
 	char *end;

@@ -249,26 +249,35 @@ static int check_option_pairs(void)
 	return 0;
 }
 
-static int parse_recovery_opts(char *arg)
+static int parse_recovery_opts(const char *opts)
 {
 	struct recovery_throttling t = { 0 };
-	char *tok, *save = NULL, *end;
+	char *arg = xstrdup(opts), *tok, *save = NULL;
+	int ret = -1;
+	uint64_t v;
 
 	for (tok = strtok_r(arg, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
-		if (!strncmp(tok, "max=", 4))
-			t.max_exec_count = (uint32_t)strtoul(tok + 4, &end, 10);
-		else if (!strncmp(tok, "interval=", 9))
-			t.queue_work_interval = strtoull(tok + 9, &end, 10);
-		else
-			return -1;
-		if (*end)
-			return -1;
+		/* range-checked before the cast: max=4294967297 is not 1 */
+		if (!strncmp(tok, "max=", 4)) {
+			if (parse_u64_range(tok + 4, UINT32_MAX, &v))
+				goto out;
+			t.max_exec_count = (uint32_t)v;
+		} else if (!strncmp(tok, "interval=", 9)) {
+			if (parse_u64_range(tok + 9, INT64_MAX, &v))
+				goto out;
+			t.queue_work_interval = v;
+		} else {
+			goto out;
+		}
 	}
 	if (!t.max_exec_count != !t.queue_work_interval)
-		return -1;
+		goto out;
 	recovery_set_throttle(&t);
-	return 0;
+	ret = 0;
+out:
+	free(arg);
+	return ret;
 }
 
 struct log_opts {
@@ -808,7 +817,10 @@ int main(int argc, char **argv)
 		case 'P': pidfile = optarg; break;
 		case 'R':
 			if (parse_recovery_opts(optarg)) {
-				fprintf(stderr, "invalid recovery option\n");
+				fprintf(stderr, "invalid -R '%s': max=N (0 to "
+					"4294967295) and interval=MS (0 to "
+					"9223372036854775807), both 0 or "
+					"neither\n", optarg);
 				return 1;
 			}
 			break;

@@ -708,7 +708,9 @@ static int local_set_recovery(struct request *req)
 	if (req->rq.data_length < sizeof(t))
 		return SD_RES_INVALID_PARMS;
 	throttling_decode(&t, req->data);
-	if (!t.max_exec_count != !t.queue_work_interval)
+	/* an interval that would wrap the throttle's clock is refused */
+	if (!t.max_exec_count != !t.queue_work_interval ||
+	    t.queue_work_interval > INT64_MAX)
 		return SD_RES_INVALID_PARMS;
 	recovery_set_throttle(&t);
 	return SD_RES_SUCCESS;
