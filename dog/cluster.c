@@ -18,6 +18,7 @@
 static struct cluster_opts {
 	char store[SD_MAX_STORE_NAME];
 	uint8_t copies;
+	bool copies_given;	/* -c: without it the sheep chooses */
 	uint8_t copy_policy;
 	uint8_t block_size_shift;
 	bool force;
@@ -116,7 +117,8 @@ static int confirm_format(void)
 		return -2;
 	if (copt.force)
 		return 0;
-	if (copt.copies > zones) {
+	/* without -c the sheep chooses (as Sheepdog's): nothing to ask */
+	if (copt.copies_given && copt.copies > zones) {
 		/* word for word as Sheepdog's: scripts answer it */
 		snprintf(msg, sizeof(msg), "Number of copies (%u) is larger "
 			 "than number of zones (%d).", copt.copies, zones);
@@ -153,7 +155,8 @@ static int cluster_format(int argc, char **argv)
 	sd_init_req(&req, SD_OP_MAKE_FS);
 	req.flags = SD_FLAG_CMD_WRITE;
 	req.data_length = (uint32_t)strlen(copt.store) + 1;
-	req.cluster.copies = copt.copies;
+	/* 0: the sheep's default, as Sheepdog's dog sends without -c */
+	req.cluster.copies = copt.copies_given ? copt.copies : 0;
 	req.cluster.copy_policy = copt.copy_policy;
 	req.cluster.block_size_shift = copt.block_size_shift;
 	req.cluster.ctime = sd_time_now();
@@ -506,6 +509,7 @@ static int cluster_parser(int ch, const char *arg)
 	case 'c':
 		if (parse_copies(arg, &copt.copies, &copt.copy_policy))
 			return EXIT_FAILURE;
+		copt.copies_given = true;
 		break;
 	case 'z':
 		return parse_block_shift(arg, &copt.block_size_shift);

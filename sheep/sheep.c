@@ -840,15 +840,19 @@ int main(int argc, char **argv)
 			if (parse_journal_opts(optarg))
 				return 1;
 			break;
-		case 'V':
-			sys.fixed_vnodes = strtol(optarg, &end, 10);
-			if (*end || sys.fixed_vnodes < 1 ||
-			    sys.fixed_vnodes > UINT16_MAX) {
-				fprintf(stderr, "invalid number of vnodes '%s': "
-					"1 to 65535\n", optarg);
+		case 'V': {
+			uint64_t v;
+
+			/* the original's words (dog.md §3.8) */
+			if (parse_u64_range(optarg, UINT16_MAX, &v) || !v) {
+				fprintf(stderr, "Invalid number of vnodes '%s': "
+					"must be an integer between 1 and "
+					"65535\n", optarg);
 				return 1;
 			}
+			sys.fixed_vnodes = (long)v;
 			break;
+		}
 		case 'D': store_set_direct(true); break;
 		case 'i': case 'r': case 'x':
 			fprintf(stderr, "%s\n", refused_option(c));
