@@ -953,9 +953,10 @@ static void print_targets(uint64_t oid, int copies)
 	n = ring_targets(dog_ring(), oid, MIN(copies, SD_MAX_COPIES), tgt);
 	printf("\nAccording to sheepdog algorithm, the object should be "
 	       "located at:\n");
+	/* separated by spaces, none after the last (as the original) */
 	for (int i = 0; i < n; i++)
-		printf("%s ", node_to_str(&dog_ring()->nodes[tgt[i]], s,
-					  sizeof(s)));
+		printf("%s%s", i ? " " : "",
+		       node_to_str(&dog_ring()->nodes[tgt[i]], s, sizeof(s)));
 	printf("\n");
 }
 
