@@ -282,7 +282,6 @@ static void unlock_owned(uint32_t vid, struct vdi_info *vi, void *arg)
 	}
 }
 
-/* a node that leaves gives up its locks (every node, in event order) */
 bool vdi_locked(uint32_t vid, struct node_id *owner)
 {
 	struct vdi_info *vi = vdi_get(vid, false);
@@ -294,6 +293,7 @@ bool vdi_locked(uint32_t vid, struct node_id *owner)
 	return true;
 }
 
+/* a node that leaves gives up its locks (every node, in event order) */
 void vdi_release_node_locks(const struct node_id *nid)
 {
 	vdi_for_each(unlock_owned, (void *)nid);
