@@ -155,7 +155,12 @@ static void watch_tick(struct timer *t)
 
 void md_watch_start(void)
 {
-	if (sys.gateway || !store_md_multi())
+	/*
+	 * Every storage node, one disk or several: a store directory that
+	 * disappears or fails is a failed disk (the node's only one: it
+	 * leaves, and the others recover its copies), never "no object"
+	 */
+	if (sys.gateway)
 		return;
 	watch_work.fn = watch_fn;
 	watch_work.done = watch_done;

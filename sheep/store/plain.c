@@ -181,8 +181,21 @@ int store_read(struct obj_key k, void *buf, uint32_t len, uint32_t off)
 	int ret;
 
 	e = obj_get(k);
-	if (!e)
-		return store_err_to_res(errno);
+	if (!e) {
+		int err = errno;
+
+		/*
+		 * An object to overwrite is gone with its disk's directory:
+		 * a failed disk, not a missing object.  The watch unplugs it
+		 * (the node leaves when it was its last); the gateway tries
+		 * again once the cluster moved on.
+		 */
+		if (err == ENOENT && !md_healthy(md_disk_of(k.oid), false)) {
+			store_err_to_res(EIO);	/* the next check probes */
+			return SD_RES_KILLED;
+		}
+		return store_err_to_res(err);
+	}
 	size = size_of(k, e);
 	if (!size) {
 		ret = SD_RES_EIO;
