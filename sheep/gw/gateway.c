@@ -134,6 +134,15 @@ static bool slot_acquire(struct request *req)
 	return true;
 }
 
+/* the write slot's invariant: no two overlapping writes active at once */
+static void assert_slot_active(struct request *req, struct oid_slot *s)
+{
+	struct request *r;
+
+	list_for_each_entry(r, &s->active, slot_list)
+		sd_assert(r == req || !writes_conflict(req, r));
+}
+
 static void fence_granted(struct request *req);
 
 static void gw_slot_start(struct timer *t)
@@ -161,6 +170,7 @@ static void slot_release(struct request *req)
 		    conflicts_in(w, &s->waiters, w))
 			continue;
 		list_del(&w->slot_list);
+		assert_slot_active(w, s);
 		list_add_tail(&w->slot_list, &s->active);
 		w->slot_held = true;
 		/* from the loop, not from this stack */
