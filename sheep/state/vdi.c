@@ -263,11 +263,48 @@ static int scan_one(struct obj_key k, void *arg)
 	return 0;
 }
 
+/*
+ * A stale copy of an inode names a VDI too.  A node stopped again before
+ * recovery brought its copies back from the stale area (a whole-cluster
+ * restart soon after the one that made them stale) holds the VDI's inode
+ * only there; if every holder is such a node and the scan saw only
+ * current copies, no node would list the VDI, although recovery then
+ * restores its inode.  A current copy, when there is one, is newer: a
+ * stale one only adds a VDI that none names.
+ */
+static int scan_stale_one(struct obj_key k, void *arg)
+{
+	uint8_t buf[SD_INODE_HEADER_SIZE];
+	struct sd_inode_header h;
+	uint32_t epoch;
+
+	if (!is_vdi_obj(k.oid) || k.idx != OBJ_IDX_REPLICA ||
+	    vdi_test_inuse(oid_to_vid(k.oid)))
+		return 0;
+	if (store_read_stale(k, buf, sizeof(buf), 0, &epoch) != SD_RES_SUCCESS)
+		return 0;
+	inode_header_decode(&h, buf);
+	if (h.vdi_id != oid_to_vid(k.oid) || h.vdi_id >= SD_NR_VDIS)
+		return 0;
+	sd_info("VDI %" PRIx32 " known from a stale copy of its inode "
+		"(epoch %" PRIu32 ")", h.vdi_id, epoch);
+	vdi_set_from_header(&h);
+	*(size_t *)arg += 1;
+	return 0;
+}
+
 /* start-up: rebuild the bitmaps and VDI state from local inodes (§11.5) */
 void vdi_scan_local(void)
 {
-	if (!sys.gateway)
-		store_for_each(scan_one, NULL);
+	size_t from_stale = 0;
+
+	if (sys.gateway)
+		return;
+	store_for_each(scan_one, NULL);
+	store_for_each_stale(scan_stale_one, &from_stale);
+	if (from_stale)
+		sd_notice("%zu VDI(s) known here only from stale copies of "
+			  "their inodes", from_stale);
 }
 
 static void unlock_owned(uint32_t vid, struct vdi_info *vi, void *arg)
