@@ -595,6 +595,8 @@ static void robj_fetch(struct robj *ro)
 		if (src)
 			break;
 		if (ro->pass == 2 && ro->best_buf) {
+			/* the newest copy any member had, and one had it */
+			sd_assert(ro->best_epoch > 0);
 			robj_buf_put(&ro->buf, ro->size);
 			ro->buf = ro->best_buf;
 			ro->best_buf = NULL;
@@ -985,6 +987,8 @@ void recovery_start(uint32_t old_epoch)
 	rw->gen = ++rec_gen ? rec_gen : ++rec_gen;
 	rw->epoch = cstate->epoch;
 	rw->old_epoch = old_epoch;
+	/* copies are fetched from where an epoch up to this one put them */
+	sd_assert(old_epoch <= rw->epoch);
 	rw->state = RS_PREPARING;
 	INIT_LIST_HEAD(&rw->parked);
 	rec_expected = false;

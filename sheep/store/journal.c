@@ -296,6 +296,8 @@ static int switch_half_locked(void)
 	/* a late record must not land in the half begun anew */
 	while (dsync_half == other)
 		pthread_cond_wait(&jcond, &jlock);
+	/* generations only grow: a replay orders the halves by them */
+	sd_assert(jgen >= half_gen[0] && jgen >= half_gen[1]);
 	if (write_half_header(jfd, other, jgen + 1))
 		return SD_RES_EIO;
 	nr_appended++;
@@ -322,6 +324,8 @@ static int append_locked(uint8_t type, struct obj_key k, const void *data,
 		if (ret != SD_RES_SUCCESS)
 			return ret;
 	}
+	/* a record never crosses into the other half (callers bound len) */
+	sd_assert(jpos + R_HDR + len <= half_start(active) + hsize);
 	rec_header(h, type, k, len, off, data);
 	if (pwritev(jfd, iov, 2, (off_t)jpos) != (ssize_t)(R_HDR + len))
 		return SD_RES_EIO;
@@ -369,6 +373,8 @@ static bool dsync_record_locked(struct obj_key k, const void *data,
 	if (!ok && pwritev(jfd, iov, 2, (off_t)pos) != (ssize_t)(R_HDR + len))
 		sd_err("journal: cannot write a record: %m");
 	pthread_mutex_lock(&jlock);
+	/* one sync at a time: they finish in the order they were numbered */
+	sd_assert(mine == sync_done + 1 && covers <= nr_appended);
 	dsync_half = -1;
 	syncing = false;
 	sync_done = mine;
@@ -398,6 +404,7 @@ static int sync_until_locked(uint64_t want)
 		pthread_mutex_unlock(&jlock);
 		r = fdatasync(jfd);
 		pthread_mutex_lock(&jlock);
+		sd_assert(mine == sync_done + 1 && covers <= nr_appended);
 		syncing = false;
 		sync_done = mine;
 		if (r)
