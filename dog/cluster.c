@@ -24,6 +24,7 @@ static struct cluster_opts {
 	bool force;
 	bool strict;
 	bool use_lock;
+	bool avoid_diskfull;
 	bool fixed_vnodes;
 	bool diff;
 } copt = {
@@ -164,6 +165,8 @@ static int cluster_format(int argc, char **argv)
 		req.cluster.flags |= SD_CLUSTER_FLAG_STRICT;
 	if (copt.use_lock)
 		req.cluster.flags |= SD_CLUSTER_FLAG_USE_LOCK;
+	if (copt.avoid_diskfull)
+		req.cluster.flags |= SD_CLUSTER_FLAG_AVOID_DISKFULL;
 	if (!copt.fixed_vnodes)
 		req.cluster.flags |= SD_CLUSTER_FLAG_AUTO_VNODES;
 	if (dog_exec(&req, name, 0, &rsp))
@@ -517,10 +520,8 @@ static int cluster_parser(int ch, const char *arg)
 		copt.force = true;
 		break;
 	case 'F':
-		/* Kelpie's recovery always stops short of a full disk */
-		fprintf(stderr, "-F/--avoid-diskfull is not supported: "
-			"recovery always halts before a disk fills\n");
-		return EXIT_FAILURE;
+		copt.avoid_diskfull = true;
+		break;
 	case 'l':
 		copt.use_lock = true;
 		break;

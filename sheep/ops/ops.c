@@ -1235,12 +1235,10 @@ static int cluster_make_fs(const struct sd_req *req, struct sd_rsp *rsp,
 	    !layout_valid(req->cluster.copies, req->cluster.copy_policy))
 		return SD_RES_INVALID_PARMS;
 	/*
-	 * VID recycling and the disk-full check are not implemented: a
-	 * cluster formatted with them would claim a policy it does not
-	 * follow
+	 * VID recycling is not implemented: a cluster formatted with it
+	 * would claim a policy it does not follow
 	 */
-	if (req->cluster.flags & (SD_CLUSTER_FLAG_RECYCLE_VID |
-				  SD_CLUSTER_FLAG_AVOID_DISKFULL))
+	if (req->cluster.flags & SD_CLUSTER_FLAG_RECYCLE_VID)
 		return SD_RES_NO_SUPPORT;
 	return group_format(req, store);
 }

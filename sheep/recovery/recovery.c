@@ -91,6 +91,7 @@ struct recovery {
 	struct work stale_work;
 	int staling;		/* moves to the stale area not done yet */
 	bool halted;		/* the disk margin stopped it once */
+	bool overfill;		/* -F: it would overfill a node: not started */
 	struct timer halt_timer;
 };
 
@@ -674,7 +675,8 @@ static void rec_unhalt(struct timer *t)
 {
 	struct recovery *rw = container_of(t, struct recovery, halt_timer);
 
-	if (rw->cancelled || rw->state != RS_HALTED)
+	/* -F's refusal stands until the membership changes */
+	if (rw->cancelled || rw->state != RS_HALTED || rw->overfill)
 		return;
 	rw->state = RS_RECOVERING;
 	rec_pump(rw);
@@ -824,11 +826,72 @@ static struct robj *strip_work(struct recovery *rw, uint64_t oid,
 	return idx < 0 ? NULL : robj_new(rw, oid, (uint8_t)idx, policy);
 }
 
+/*
+ * Cluster flag AVOID_DISKFULL (dog cluster format -F; cluster.md §3.3,
+ * §7.3): the bytes each storage node would hold under the new ring, from
+ * every member's object list, against its capacity.  A recovery that
+ * would give a node more than it can hold does not start: nothing is
+ * moved, rather than filling that node and halting with the copies
+ * spread half-way.  Every node decides the same from the same lists.
+ */
+static bool would_overfill(struct recovery *rw)
+{
+	const struct vnode_ring *r = &rw->cur_ring;
+	uint64_t *need;
+	bool over = false;
+
+	if (!(cstate->flags & SD_CLUSTER_FLAG_AVOID_DISKFULL))
+		return false;
+	need = xzalloc((r->nr_nodes + 1) * sizeof(*need));
+	for (size_t i = 0; i < rw->nr_cand; i++) {
+		uint64_t oid = rw->cand[i];
+		uint8_t policy = strip_policy(oid);
+		uint64_t size = sd_obj_size(oid, vdi_shift(oid_to_vid(oid)));
+		int tgt[SD_MAX_COPIES], k;
+
+		if (i && oid == rw->cand[i - 1])
+			continue;
+		if (policy) {
+			k = strip_targets(r, oid, policy, tgt);
+			size /= (uint64_t)ec_policy_data(policy);
+		} else {
+			k = ring_targets(r, oid, copies_of(oid), tgt);
+		}
+		for (int j = 0; j < k; j++) {
+			sd_assert(tgt[j] >= 0 && (size_t)tgt[j] < r->nr_nodes);
+			need[tgt[j]] += size;
+		}
+	}
+	for (size_t j = 0; j < r->nr_nodes; j++) {
+		char name[128], a[32], b[32];
+
+		if (!r->nodes[j].nr_vnodes || need[j] <= r->nodes[j].space)
+			continue;
+		sd_emerg("recovery of epoch %u not started (-F, avoid disk "
+			 "full): node %s would hold %s of objects, its capacity "
+			 "is %s", rw->epoch,
+			 node_to_str(&r->nodes[j], name, sizeof(name)),
+			 size_to_str(need[j], a, sizeof(a)),
+			 size_to_str(r->nodes[j].space, b, sizeof(b)));
+		over = true;
+	}
+	free(need);
+	return over;
+}
+
 static void build_work(struct recovery *rw)
 {
 	size_t n = 0;
 
 	qsort(rw->cand, rw->nr_cand, sizeof(uint64_t), oid_cmp);
+	if (would_overfill(rw)) {
+		/* halted for good: the next membership change checks again */
+		rw->state = RS_HALTED;
+		rw->halted = true;
+		rw->overfill = true;
+		resubmit_list(&rw->parked);
+		return;
+	}
 	rw->work = xzalloc((rw->nr_cand + 1) * sizeof(*rw->work));
 	for (size_t i = 0; i < rw->nr_cand; i++) {
 		uint64_t oid = rw->cand[i];
