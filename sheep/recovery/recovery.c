@@ -865,7 +865,9 @@ static bool would_overfill(struct recovery *rw)
 	for (size_t j = 0; j < r->nr_nodes; j++) {
 		char name[128], a[32], b[32];
 
-		if (!r->nodes[j].nr_vnodes || need[j] <= r->nodes[j].space)
+		/* gateways hold nothing; a capacity not known is no limit */
+		if (!r->nodes[j].nr_vnodes || !r->nodes[j].space ||
+		    need[j] <= r->nodes[j].space)
 			continue;
 		sd_emerg("recovery of epoch %u not started (-F, avoid disk "
 			 "full): node %s would hold %s of objects, its capacity "
