@@ -153,6 +153,23 @@ static struct fdc_ent *obj_get(struct obj_key k)
 	return NULL;
 }
 
+/*
+ * @err from opening or creating an object on disk @slot.  ENOENT with the disk's
+ * directory gone (removed, or its file system failed) is a failed disk,
+ * not a missing object: the watch unplugs it (the node leaves when it was
+ * its last) and the gateway tries the request again once the cluster
+ * moved on.  Without this a write in the second before the watch notices
+ * would fail with "no object".
+ */
+static int open_err_to_res(int slot, int err)
+{
+	if (err == ENOENT && !md_healthy(slot, false)) {
+		store_err_to_res(EIO);	/* the next check probes */
+		return SD_RES_KILLED;
+	}
+	return store_err_to_res(err);
+}
+
 /* @e's O_DIRECT descriptor if its data of @size bytes goes direct, or -1 */
 static int data_fd(struct fdc_ent *e, uint32_t size)
 {
@@ -181,21 +198,8 @@ int store_read(struct obj_key k, void *buf, uint32_t len, uint32_t off)
 	int ret;
 
 	e = obj_get(k);
-	if (!e) {
-		int err = errno;
-
-		/*
-		 * An object to overwrite is gone with its disk's directory:
-		 * a failed disk, not a missing object.  The watch unplugs it
-		 * (the node leaves when it was its last); the gateway tries
-		 * again once the cluster moved on.
-		 */
-		if (err == ENOENT && !md_healthy(md_disk_of(k.oid), false)) {
-			store_err_to_res(EIO);	/* the next check probes */
-			return SD_RES_KILLED;
-		}
-		return store_err_to_res(err);
-	}
+	if (!e)
+		return open_err_to_res(md_disk_of(k.oid), errno);
 	size = size_of(k, e);
 	if (!size) {
 		ret = SD_RES_EIO;
@@ -267,7 +271,7 @@ static int write_obj(struct obj_key k, const void *buf, uint32_t len,
 
 	e = obj_get(k);
 	if (!e)
-		return store_err_to_res(errno);
+		return open_err_to_res(md_disk_of(k.oid), errno);
 	size = size_of(k, e);
 	ret = size ? csum_write(fdc_fd(e), data_fd(e, size), k.oid, size, buf,
 				len, off) :
@@ -463,7 +467,7 @@ static int create_obj(struct obj_key k, uint32_t obj_size, const void *buf,
 	md_path(p, sizeof(p), slot, k, "");
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
-		return store_err_to_res(errno);
+		return open_err_to_res(slot, errno);
 	/* -D: the data past the page cache (dio.c), the trailer through it */
 	if (len && dio_kind(k.oid) && dio_size_ok(obj_size) &&
 	    (dfd = open(tmp, O_RDWR | O_DIRECT | O_CLOEXEC)) < 0)
