@@ -1116,10 +1116,15 @@ static void on_message(const struct pg_event *e)
 /* ------------------------------------------------------------------ */
 /* what follows from the state: grants and join decisions */
 
+/*
+ * A process that called leave is granted nothing more: it could neither
+ * notify nor unblock (its messages would follow its M_LEAVE), and the
+ * others drop its blocks when they see that leave.
+ */
 static void check_grant(void)
 {
-	if (!st.joined || !st.nr_blks || !is_me(st.blks[0].id) ||
-	    st.blks[0].seq == st.granted_seq)
+	if (!st.joined || st.leave_called || !st.nr_blks ||
+	    !is_me(st.blks[0].id) || st.blks[0].seq == st.granted_seq)
 		return;
 	st.granted_seq = st.blks[0].seq;
 	st.unblock_sent = false;

@@ -96,6 +96,8 @@ static void fz_notify(const struct sd_node *sender, const void *msg,
 
 static void fz_block(const struct sd_node *sender)
 {
+	/* a process that called leave can no longer notify or unblock */
+	sd_assert(!st.leave_called);
 }
 
 static const struct cluster_handlers fz_handlers = {
