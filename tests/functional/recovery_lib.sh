@@ -30,9 +30,15 @@ build_loadclient()
 wait_acked()
 {
 	local mirror=$1 n=$2 secs=${3:-30} pid=${4:-} base end
-	base=$(grep -c '^A ' "$mirror" 2>/dev/null)
+	# a mirror the client has yet to create holds nothing yet
+	acked_now() {
+		local c
+		c=$(grep -c '^A ' "$mirror" 2>/dev/null)
+		echo "${c:-0}"
+	}
+	base=$(acked_now)
 	end=$((SECONDS + secs))
-	while [ "$(grep -c '^A ' "$mirror" 2>/dev/null)" -lt $((base + n)) ]; do
+	while [ "$(acked_now)" -lt $((base + n)) ]; do
 		[ -n "$pid" ] && ! _pid_alive "$pid" && return 1
 		[ $SECONDS -ge $end ] &&
 			_fail "the load client did not acknowledge $n writes" \

@@ -63,7 +63,8 @@
  *   -a HOST     sheep address (default 127.0.0.1)
  *   -p P1,P2..  sheep ports; write uses them in turn, verify the first
  *   -m FILE     mirror file (required)
- *   -t SEC      run time of write (default 30)
+ *   -t SEC      run time of write (default 30); SIGUSR1 ends it early
+ *               (no new write starts, those under way finish as usual)
  *   -g SEC      grace time for retries after the run time (default 60)
  *   -j N        threads (default 4)
  *   -n BLOCKS   only use blocks 0..BLOCKS-1 (default: the whole VDI)
@@ -129,6 +130,14 @@ static atomic_uint_fast64_t next_seq;
 static atomic_uint_fast64_t started, acked, abandoned, retries, errors;
 static atomic_int next_port;
 static atomic_bool fatal;
+/* SIGUSR1: the test has what it needs, the run time ends now */
+static volatile sig_atomic_t stop_asked;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_asked = 1;
+}
 static uint8_t *allocated;		/* per object, owned by one thread */
 static double t_start;
 
@@ -512,7 +521,7 @@ static void *writer(void *arg)
 	struct thr *t = arg;
 	double end = t_start + run_secs, hard_end = end + grace_secs;
 
-	while (!atomic_load(&fatal) && now() < end) {
+	while (!atomic_load(&fatal) && !stop_asked && now() < end) {
 		uint32_t obj = t->objs[splitmix(&t->rng) % t->nr_objs];
 		uint64_t first = (uint64_t)obj * blocks_per_obj;
 		uint64_t nr = nr_blocks - first < blocks_per_obj ?
@@ -908,6 +917,7 @@ int main(int argc, char **argv)
 	if (!seed)
 		seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
 	signal(SIGPIPE, SIG_IGN);
+	signal(SIGUSR1, on_stop);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	crc_init();
 	t_start = now();
