@@ -156,10 +156,9 @@ static struct fdc_ent *obj_get(struct obj_key k)
 /*
  * @err from opening or creating an object on disk @slot.  ENOENT with
  * the disk's directory gone (removed, or its file system failed) is a
- * failed disk,
- * not a missing object: the watch unplugs it (the node leaves when it was
- * its last) and the gateway tries the request again once the cluster
- * moved on.  Without this a write in the second before the watch notices
+ * failed disk, not a missing object: the watch unplugs it (the node
+ * leaves when it was its last) and the gateway tries the request again
+ * once the cluster moved on.  Without this a write in the second before the watch notices
  * would fail with "no object".
  */
 static int open_err_to_res(int slot, int err)
