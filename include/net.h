@@ -39,6 +39,12 @@ void net_reserve_fd(void);
 /* a node address (IPv4 in the last 4 bytes, first 12 zero) as a sockaddr */
 socklen_t net_addr_to_sockaddr(const uint8_t addr[16], uint16_t port,
 			       struct sockaddr_storage *ss);
+/*
+ * The other way: an IPv4 or IPv6 peer's address in node form (a dual-stack
+ * socket's ::ffff:a.b.c.d as IPv4); false, and all zero, for other families
+ */
+bool net_sockaddr_to_addr(const struct sockaddr_storage *ss,
+			  uint8_t addr[16]);
 int net_connect_nonblock(const uint8_t addr[16], uint16_t port);
 /*
  * Blocking connect with SO_LINGER {1,0}, SO_SNDTIMEO 5 s, SO_RCVTIMEO

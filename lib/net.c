@@ -180,6 +180,27 @@ socklen_t net_addr_to_sockaddr(const uint8_t addr[16], uint16_t port,
 	}
 }
 
+bool net_sockaddr_to_addr(const struct sockaddr_storage *ss,
+			  uint8_t addr[16])
+{
+	static const uint8_t v4_mapped[12] = { [10] = 0xff, [11] = 0xff };
+
+	memset(addr, 0, 16);
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)ss;
+
+		memcpy(addr + 12, &in->sin_addr, 4);
+		return true;
+	}
+	if (ss->ss_family != AF_INET6)
+		return false;
+	memcpy(addr, &((const struct sockaddr_in6 *)(const void *)ss)->sin6_addr,
+	       16);
+	if (!memcmp(addr, v4_mapped, 12))
+		memset(addr, 0, 12);
+	return true;
+}
+
 int net_connect_nonblock(const uint8_t addr[16], uint16_t port)
 {
 	struct sockaddr_storage ss;

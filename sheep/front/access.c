@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/un.h>
 #include "hash.h"
+#include "net.h"
 #include "util.h"
 #include "core/auth.h"
 #include "core/core.h"
@@ -112,25 +113,11 @@ static bool admin_allowed(const struct client_access *a)
 void access_classify(const struct sockaddr_storage *ss,
 		     struct client_access *a)
 {
-	static const uint8_t v4_mapped[12] = { [10] = 0xff, [11] = 0xff };
-
 	memset(a, 0, sizeof(*a));
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *in = (const void *)ss;
-
-		memcpy(a->addr + 12, &in->sin_addr, 4);
-	} else if (ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const void *)ss;
-
-		memcpy(a->addr, &in6->sin6_addr, 16);
-		/* a dual-stack socket shows IPv4 peers as ::ffff:a.b.c.d */
-		if (!memcmp(a->addr, v4_mapped, 12))
-			memset(a->addr, 0, 12);
-	} else {
-		a->local = ss->ss_family == AF_UNIX;
-	}
-	if (ss->ss_family == AF_INET || ss->ss_family == AF_INET6)
+	if (net_sockaddr_to_addr(ss, a->addr))
 		a->local = is_loopback(a->addr);
+	else
+		a->local = ss->ss_family == AF_UNIX;
 	a->admin = admin_allowed(a);
 }
 

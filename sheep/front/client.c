@@ -73,14 +73,6 @@ static struct xlistener *listeners[2];
 static struct rdma_xlistener *rdma_listener;
 static LIST_HEAD(paused_clients);
 /*
- * The cost of the requests whose payload is still on its way, on the
- * connections from one address: at most an eighth of the budget, so that
- * payloads trickled in slowly (until the rate rule of net/stall.h drops
- * them) hold little and never what the other addresses need; a
- * connection waits for its turn
- */
-#define INCOMPLETE_SHARE	8
-/*
  * When a request waits for room, payloads arriving slower than
  * SD_CLIENT_MIN_RATE (averaged since they began, after a quarter of a
  * second) are dropped at once, not only at the end of the rate window
@@ -345,24 +337,13 @@ static void want_room(void)
 		timer_add(sys.loop, &evict_timer, 0);
 }
 
-/* may a payload of @cost start arriving on @c now? */
-static bool incomplete_full(struct client *c, uint64_t cost)
-{
-	uint64_t used, limit, held = *slots_incomplete(c->access.addr);
-
-	budget_read(&used, &limit);
-	return held && held + cost > limit / INCOMPLETE_SHARE;
-}
-
 /* the payload of c->rx arrived, or will not */
 static void payload_done(struct client *c)
 {
-	uint64_t *held = slots_incomplete(c->access.addr);
+	uint64_t cost = c->rx_cost;
 
-	sd_assert(*held >= c->rx_cost);
-	*held -= c->rx_cost;
 	c->rx_cost = 0;
-	budget_released();	/* a parked payload may come now */
+	slots_incomplete_sub(c->access.addr, cost);
 }
 
 /* a header is decoded in c->hdr: refuse it, park it, or start it */
@@ -397,9 +378,9 @@ static void got_header(struct client *c)
 		read_next(c);
 		return;
 	}
-	if (over_budget(c, &rq, op) || ((rq.flags & SD_FLAG_CMD_WRITE) &&
-					 len && incomplete_full(c,
-						request_cost(&rq, op)))) {
+	if (over_budget(c, &rq, op) ||
+	    ((rq.flags & SD_FLAG_CMD_WRITE) && len &&
+	     slots_incomplete_full(c->access.addr, request_cost(&rq, op)))) {
 		c->rx_state = RX_PARKED;
 		client_pause(c);
 		want_room();
@@ -414,7 +395,7 @@ static void got_header(struct client *c)
 		c->rx = req;
 		c->rx_cost = request_cost(&rq, op);
 		c->rx_since = now_msec();
-		*slots_incomplete(c->access.addr) += c->rx_cost;
+		slots_incomplete_add(c->access.addr, c->rx_cost);
 		c->rx_state = RX_PAYLOAD;
 		xconn_recv(c->xc, req->data, len);
 		return;

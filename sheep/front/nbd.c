@@ -19,9 +19,10 @@
  * Everything runs on the main loop, over the transport interface.  Every
  * length from the network is bounded before anything is allocated: option
  * data (NBD_MAX_OPT_LEN), payloads (NBD_MAX_PAYLOAD), commands in flight
- * per connection, and payload bytes per connection and against the
- * daemon's budget (core/), beyond which a connection is no longer read
- * until commands complete.
+ * per connection, payload bytes per connection and against the daemon's
+ * budget (core/), beyond which a connection is no longer read until
+ * commands complete, and WRITE payloads still on their way per client
+ * address, counted with the client port's (front/slots.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -31,6 +32,7 @@
 #include "util.h"
 #include "core/core.h"
 #include "core/request.h"
+#include "front/slots.h"
 #include "net/stall.h"
 #include "net/transport.h"
 
@@ -112,6 +114,7 @@ struct nbd_conn {
 	uint8_t *optdata;
 	uint64_t discard;
 	struct nbd_cmd *rx_cmd;
+	uint8_t addr[16];	/* the client's, node_id form (front/slots.c) */
 	/* the request being decoded */
 	uint16_t req_flags, req_type;
 	uint64_t req_handle, req_off;
@@ -353,6 +356,7 @@ static void conn_gone(struct nbd_conn *c, bool close_xconn)
 	c->optdata = NULL;
 	if (c->rx_cmd) {
 		/* a WRITE whose payload never fully arrived */
+		slots_incomplete_sub(c->addr, c->rx_cmd->bytes);
 		c->nr_cmds--;
 		cmd_free(c->rx_cmd);
 		c->rx_cmd = NULL;
@@ -365,6 +369,7 @@ static void conn_gone(struct nbd_conn *c, bool close_xconn)
 		cmd->io.cancelled = true;
 	if (c->ex)
 		nbd_export_detach(c->ex);
+	slots_untrack(c->addr);
 	c->refcnt--;	/* the connection's: ours keeps c until here */
 	conn_put(c);
 }
@@ -749,7 +754,9 @@ static void start_cmd(struct nbd_conn *c)
 		       c->req_type == NBD_CMD_READ;
 	uint32_t len = payload ? c->req_len : 0;
 
-	if (!budget_ok(c, len)) {
+	if (!budget_ok(c, len) ||
+	    (c->req_type == NBD_CMD_WRITE && len &&
+	     slots_incomplete_full(c->addr, len))) {
 		c->state = RX_PARKED;
 		conn_block(c);
 		return;
@@ -775,6 +782,7 @@ static void start_cmd(struct nbd_conn *c)
 	c->refcnt++;
 	start_transmission(c);
 	if (c->req_type == NBD_CMD_WRITE && len) {
+		slots_incomplete_add(c->addr, len);
 		c->rx_cmd = cmd;
 		c->state = RX_REQ_DATA;
 		c->rxbuf = cmd->io.buf;
@@ -895,6 +903,7 @@ static void rx_complete(struct nbd_conn *c)
 	case RX_REQ_DATA:
 		cmd = c->rx_cmd;
 		c->rx_cmd = NULL;
+		slots_incomplete_sub(c->addr, cmd->bytes);
 		start_transmission(c);
 		cmd_submit(cmd);
 		break;
@@ -1013,7 +1022,12 @@ static void greet(struct nbd_conn *c)
 static int nbd_accept(struct xconn *xc, void *arg)
 {
 	struct nbd_conn *c = xzalloc(sizeof(*c));
+	struct sockaddr_storage ss = { 0 };
 
+	/* another family (the fuzzer's) counts as the all-zero address */
+	if (!xconn_peer_addr(xc, &ss))
+		net_sockaddr_to_addr(&ss, c->addr);
+	slots_track(c->addr);
 	c->xc = xc;
 	c->refcnt = 1;
 	INIT_LIST_HEAD(&c->cmds);

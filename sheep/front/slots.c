@@ -15,6 +15,7 @@
 #include "hash.h"
 #include "util.h"
 #include "core/core.h"
+#include "core/request.h"
 #include "front/slots.h"
 
 #define SOURCE_BUCKETS	1024
@@ -119,10 +120,43 @@ void slots_put(const uint8_t addr[16], bool member)
 	free(s);
 }
 
-uint64_t *slots_incomplete(const uint8_t addr[16])
+void slots_track(const uint8_t addr[16])
+{
+	source_get(addr)->conns++;
+}
+
+void slots_untrack(const uint8_t addr[16])
+{
+	slots_put(addr, true);
+}
+
+static struct source *source_open(const uint8_t addr[16])
 {
 	struct source *s = *source_slot(addr);
 
-	sd_assert(s);
-	return &s->incomplete;
+	sd_assert(s && s->conns > 0);
+	return s;
+}
+
+bool slots_incomplete_full(const uint8_t addr[16], uint64_t cost)
+{
+	uint64_t used, limit, held = source_open(addr)->incomplete;
+
+	budget_read(&used, &limit);
+	/* one payload always may: a share smaller than it must not wedge */
+	return held && held + cost > limit / SLOTS_INCOMPLETE_SHARE;
+}
+
+void slots_incomplete_add(const uint8_t addr[16], uint64_t cost)
+{
+	source_open(addr)->incomplete += cost;
+}
+
+void slots_incomplete_sub(const uint8_t addr[16], uint64_t cost)
+{
+	struct source *s = source_open(addr);
+
+	sd_assert(s->incomplete >= cost);
+	s->incomplete -= cost;
+	budget_release(0);	/* a parked payload may come now */
 }

@@ -27,9 +27,24 @@ int slots_listener_max(void);
 bool slots_take(const uint8_t addr[16], bool member);
 void slots_put(const uint8_t addr[16], bool member);
 /*
- * The cost of the requests of @addr's connections whose payload is still
- * on its way (front/client.c); valid while one of them is open
+ * A connection of a port with a connection limit of its own (the NBD
+ * export): it takes no slot, but its payloads count with its address's
  */
-uint64_t *slots_incomplete(const uint8_t addr[16]);
+void slots_track(const uint8_t addr[16]);
+void slots_untrack(const uint8_t addr[16]);
+
+/*
+ * Payloads still on their way, from the connections of one address on
+ * every port: at most 1/SLOTS_INCOMPLETE_SHARE of the budget, so that
+ * payloads trickled in slowly (until the rate rule of net/stall.h drops
+ * them) hold little and never what the other addresses need.  The calls
+ * are valid while a connection of @addr is open (taken or tracked).
+ */
+#define SLOTS_INCOMPLETE_SHARE	8
+/* may a payload of @cost start arriving from @addr now? */
+bool slots_incomplete_full(const uint8_t addr[16], uint64_t cost);
+void slots_incomplete_add(const uint8_t addr[16], uint64_t cost);
+/* also wakes the connections of every port that wait for room */
+void slots_incomplete_sub(const uint8_t addr[16], uint64_t cost);
 
 #endif

@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Trickle payloads into a sheep: trickle.py PORT OID N SECONDS.  N
-connections each send a WRITE_OBJ header announcing 4 MiB for object OID
-(hex), 4 KiB of it, then a byte every 8 s, for SECONDS; prints how many the
-sheep closed (or answered) meanwhile."""
+"""Trickle payloads into a sheep, from another host's address.
+
+trickle.py PORT OID N SECONDS: N connections to the client port each send
+a WRITE_OBJ header announcing 4 MiB for object OID (hex).
+trickle.py --nbd PORT PREFIX N SECONDS: N connections to the NBD port,
+connection i to export PREFIXi, each send a WRITE of 32 MiB.
+
+Each then sends 4 KiB of the payload and a byte every 8 s, for SECONDS;
+prints how many the sheep closed (or answered) meanwhile."""
 import socket
 import struct
 import sys
@@ -13,7 +18,7 @@ MIB = 1 << 20
 SRC = "127.0.0.2"  # another host's address, as an attacker's
 
 
-def header(oid, conn_id):
+def sd_header(oid, conn_id):
     # protocol.md §2: version, opcode (WRITE_OBJ), flags (WRITE), epoch,
     # id, data_length, then the object fields (oid first)
     h = struct.pack("<BBHIII", 0x02, 0x03, 0x0001, 0, 0x7e000000 + conn_id,
@@ -22,14 +27,41 @@ def header(oid, conn_id):
     return h + bytes(48 - len(h))
 
 
+def recv_exact(s, n):
+    b = b""
+    while len(b) < n:
+        got = s.recv(n - len(b))
+        if not got:
+            raise OSError("closed during the handshake")
+        b += got
+    return b
+
+
+def nbd_open(s, name):
+    # fixed newstyle: greeting, client flags (FIXED_NEWSTYLE|NO_ZEROES),
+    # NBD_OPT_EXPORT_NAME, then the export's size and flags
+    recv_exact(s, 18)
+    s.sendall(struct.pack(">I", 3))
+    n = name.encode()
+    s.sendall(struct.pack(">QII", 0x49484156454f5054, 1, len(n)) + n)
+    recv_exact(s, 10)
+    # NBD_CMD_WRITE of 32 MiB at offset 0
+    return struct.pack(">IHHQQI", 0x25609513, 0, 1, 1, 0, 32 * MIB)
+
+
 def main():
-    port, oid, n, secs = (int(sys.argv[1]), int(sys.argv[2], 16),
-                          int(sys.argv[3]), float(sys.argv[4]))
+    nbd = sys.argv[1] == "--nbd"
+    args = sys.argv[2:] if nbd else sys.argv[1:]
+    port, what, n, secs = (int(args[0]), args[1], int(args[2]),
+                           float(args[3]))
     conns = []
     for i in range(n):
         s = socket.create_connection(("127.0.0.1", port),
                                      source_address=(SRC, 0))
-        s.sendall(header(oid, i) + bytes(4096))
+        if nbd:
+            s.sendall(nbd_open(s, "%s%d" % (what, i)) + bytes(4096))
+        else:
+            s.sendall(sd_header(int(what, 16), i) + bytes(4096))
         s.setblocking(False)
         conns.append(s)
     print("started %d" % len(conns), flush=True)

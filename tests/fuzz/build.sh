@@ -91,7 +91,8 @@ srcs_request()
 srcs_nbd()
 {
 	echo tests/fuzz/fuzz_nbd.c tests/fuzz/stub_sheep.c \
-		sheep/front/nbd.c sheep/net/stall.c sheep/core/request.c \
+		sheep/front/nbd.c sheep/front/slots.c \
+		sheep/net/stall.c sheep/core/request.c lib/hash.c \
 		lib/proto.c lib/util.c lib/log.c lib/assert.c lib/net.c
 }
 srcs_backup()
