@@ -543,7 +543,7 @@ static int cluster_parser(int ch, const char *arg)
 }
 
 static const struct sd_option cluster_options[] = {
-	{ 'b', "store", true, "store", "backend store (only plain)" },
+	{ 'b', "store", true, "store", "backend store (plain or tree)" },
 	{ 'c', "copies", true, "copies",
 	  "default redundancy: N copies or D:P erasure code" },
 	{ 'f', "force", false, NULL, "do not ask for confirmation" },

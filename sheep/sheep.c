@@ -927,13 +927,20 @@ int main(int argc, char **argv)
 	refcount_init();
 	vdi_reclaim_init();
 	recovery_set_settled(vdi_reclaim_kick);
+	/* the store's layout (plain or tree) is the formatted cluster's */
+	if (config_load())
+		goto fail;
+	if (!sys.gateway && cstate->store[0] &&
+	    store_set_layout(cstate->store) != SD_RES_SUCCESS) {
+		sd_err("%s/config names the store \"%s\", which this sheep "
+		       "does not have", sys.base, cstate->store);
+		goto fail;
+	}
 	if (!sys.gateway && store_init_disks(sys.base, disk_list, sys.nosync))
 		goto fail;
 	if (journal.size &&
 	    store_journal_init(journal.dir ? journal.dir : sys.base,
 			       journal.size))
-		goto fail;
-	if (config_load())
 		goto fail;
 	if (init_self(myaddr, zone, !strncmp(driver, "local", 5)))
 		goto fail;

@@ -392,6 +392,11 @@ static void adopt_cinfo(const struct cluster_info_hdr *h,
 	cs->disable_recovery = h->disable_recovery;
 	memcpy(cs->store, h->default_store, sizeof(cs->store));
 	cs->store[sizeof(cs->store) - 1] = 0;
+	/* a node formatted with the other store moves its files over */
+	if (!sys.gateway && cs->store[0] &&
+	    store_set_layout(cs->store) != SD_RES_SUCCESS)
+		sd_err("the store of the cluster is \"%s\": this node cannot "
+		       "use it", cs->store);
 	set_epoch_nodes(nodes, (size_t)h->nr_nodes);
 }
 
@@ -731,7 +736,8 @@ static void sd_notify_handler(const struct sd_node *sender, const void *msg,
 
 int group_format(const struct sd_req *req, const char *store)
 {
-	if (sys.gateway == false && store_wipe() != SD_RES_SUCCESS)
+	if (sys.gateway == false && (store_wipe() != SD_RES_SUCCESS ||
+				     store_set_layout(store) != SD_RES_SUCCESS))
 		return SD_RES_EIO;
 	recovery_reset();
 	epoch_log_clear();

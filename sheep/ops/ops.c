@@ -491,7 +491,7 @@ static int local_cluster_info(struct request *req)
 
 static int local_get_store_list(struct request *req)
 {
-	static const char list[] = "plain ";
+	static const char list[] = "plain tree ";
 
 	if (req->data_len < sizeof(list))
 		return SD_RES_BUFFER_SMALL;
@@ -1228,8 +1228,7 @@ static int cluster_make_fs(const struct sd_req *req, struct sd_rsp *rsp,
 		strncpy(store, data, MIN(req->data_length,
 					 sizeof(store) - 1));
 	}
-	/* only the plain layout exists: "tree" is refused, not faked */
-	if (strcmp(store, "plain"))
+	if (!store_layout_known(store))
 		return SD_RES_NO_STORE;
 	if (req->cluster.copy_policy &&
 	    !layout_valid(req->cluster.copies, req->cluster.copy_policy))

@@ -4,12 +4,13 @@
  * writes), so that a flush syncs just those: one fdatasync for a VM that
  * wrote one object is cheaper than a syncfs of the whole file system, and
  * a store on FUSE, which syncfs never reaches, still gets its data synced.
- * Also whether a name changed without a directory sync (a cached create,
- * a removal).  At most one entry per object of the store: bounded by the
+ * Also which directories had a name change without a sync (a cached
+ * create, a removal).  At most one entry per object of the store: bounded by the
  * store's size however long a client goes without flushing.
  */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include "util.h"
 #include "store_int.h"
 
@@ -23,7 +24,7 @@ struct dirty_ent {
 static pthread_mutex_t dirty_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct dirty_ent *dirty_hash[DIRTY_HASH];
 static size_t nr_dirty;
-static bool dir_dirty;
+static struct dir_set dirs_dirty;
 
 static struct dirty_ent **bucket(struct obj_key k)
 {
@@ -51,14 +52,15 @@ void dirty_add(struct obj_key k)
 	pthread_mutex_unlock(&dirty_lock);
 }
 
-void dirty_dir(void)
+void dirty_dir(int sub)
 {
+	sd_assert(sub >= 0 && sub < LAYOUT_NR_SUB);
 	pthread_mutex_lock(&dirty_lock);
-	dir_dirty = true;
+	dirs_dirty.bits[sub / 64] |= 1ULL << (sub % 64);
 	pthread_mutex_unlock(&dirty_lock);
 }
 
-struct obj_key *dirty_take(size_t *nr, bool *dir)
+struct obj_key *dirty_take(size_t *nr, struct dir_set *dirs)
 {
 	struct obj_key *keys;
 	size_t n = 0;
@@ -75,18 +77,20 @@ struct obj_key *dirty_take(size_t *nr, bool *dir)
 		}
 	}
 	nr_dirty = 0;
-	*dir = dir_dirty;
-	dir_dirty = false;
+	*dirs = dirs_dirty;
+	memset(&dirs_dirty, 0, sizeof(dirs_dirty));
 	pthread_mutex_unlock(&dirty_lock);
 	*nr = n;
 	return keys;
 }
 
-void dirty_restore(const struct obj_key *keys, size_t nr, bool dir)
+void dirty_restore(const struct obj_key *keys, size_t nr,
+		   const struct dir_set *dirs)
 {
 	pthread_mutex_lock(&dirty_lock);
 	for (size_t i = 0; i < nr; i++)
 		add_locked(keys[i]);
-	dir_dirty |= dir;
+	for (size_t i = 0; i < ARRAY_SIZE(dirs_dirty.bits); i++)
+		dirs_dirty.bits[i] |= dirs->bits[i];
 	pthread_mutex_unlock(&dirty_lock);
 }

@@ -145,6 +145,12 @@ static int disk_open(struct md_disk *d)
 		d->dir_fd = -1;
 		return -1;
 	}
+	/* a tree store's subdirectories, before any object goes there */
+	if (layout_make(d->dir_fd, store_sync_off())) {
+		close(d->dir_fd);
+		d->dir_fd = -1;
+		return -1;
+	}
 	d->size = (uint64_t)vs.f_frsize * vs.f_blocks;
 	d->on_fuse = !fstatfs(d->dir_fd, &fs) && fs.f_type == FUSE_MAGIC;
 	return 0;
@@ -364,9 +370,9 @@ bool md_on_fuse(int slot)
 void md_path(char *buf, size_t len, int slot, struct obj_key k,
 	     const char *sfx)
 {
-	char name[STORE_NAME_MAX];
+	char name[STORE_NAME_MAX + 16];
 
-	store_key_name(name, sizeof(name), k);
+	layout_rel(name, sizeof(name), k, "");
 	pthread_rwlock_rdlock(&md_lock);
 	snprintf(buf, len, "%s/%s%s",
 		 slot >= 0 && slot < MD_MAX_DISKS && disks[slot].used ?
@@ -403,11 +409,11 @@ int md_disk_of(uint64_t oid)
 int md_locate(struct obj_key k)
 {
 	int first = md_disk_of(k.oid);
-	char name[STORE_NAME_MAX];
+	char name[STORE_NAME_MAX + 16];
 
 	if (first < 0)
 		return -1;
-	store_key_name(name, sizeof(name), k);
+	layout_rel(name, sizeof(name), k, "");
 	if (!faccessat(md_dir_fd(first), name, F_OK, 0))
 		return first;
 	if (!multi)
@@ -514,6 +520,15 @@ bool md_healthy(int slot, bool probe)
 	md_dir(slot, dir, sizeof(dir));
 	if (dfd < 0 || fstat(dfd, &st) || stat(dir, &now) ||
 	    now.st_dev != st.st_dev || !S_ISDIR(now.st_mode)) {
+		ok = false;
+		goto out;
+	}
+	/* a tree store's subdirectory gone is part of the store gone */
+	if (!layout_present(dfd)) {
+		static struct log_limit ll;
+
+		sd_warn_limited(&ll, "%s: a subdirectory of the tree store is "
+				"missing", dir);
 		ok = false;
 		goto out;
 	}

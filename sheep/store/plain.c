@@ -33,25 +33,42 @@ static bool store_nosync;
 
 #define for_each_disk(s) for (int s = md_next(-1); s >= 0; s = md_next(s))
 
+static int remove_tmp(const char *dir, const char *name, void *arg)
+{
+	char p[MD_PATH_MAX + 300];
+	size_t l = strlen(name);
+
+	if (l > 4 && !strcmp(name + l - 4, ".tmp")) {
+		snprintf(p, sizeof(p), "%s/%s", dir, name);
+		unlink(p);
+	}
+	return 0;
+}
+
 static int remove_tmp_files(int slot)
 {
-	char dir[MD_PATH_MAX + 8], p[MD_PATH_MAX + 300];
-	struct dirent *de;
-	DIR *d;
+	char dir[MD_PATH_MAX + 8];
 
 	md_dir(slot, dir, sizeof(dir));
-	d = opendir(dir);
-	if (!d)
-		return -1;
-	while ((de = readdir(d))) {
-		size_t l = strlen(de->d_name);
+	return layout_walk(dir, remove_tmp, NULL);
+}
 
-		if (l > 4 && !strcmp(de->d_name + l - 4, ".tmp")) {
-			snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
-			unlink(p);
-		}
+/* files of the other layout (a store formatted the other way) moved in */
+static int convert_disk(int slot, bool nosync)
+{
+	char dir[MD_PATH_MAX + 8];
+	uint64_t moved;
+
+	md_dir(slot, dir, sizeof(dir));
+	if (layout_convert(dir, md_dir_fd(slot), nosync, &moved)) {
+		sd_err("cannot move the objects in %s to the %s store's "
+		       "places: %m", dir, layout_tree() ? "tree" : "plain");
+		return -1;
 	}
-	closedir(d);
+	if (moved)
+		sd_notice("%s: %" PRIu64 " object file(s) moved to the %s "
+			  "store's places", dir, moved,
+			  layout_tree() ? "tree" : "plain");
 	return 0;
 }
 
@@ -60,6 +77,8 @@ static int init_disk(int slot, bool nosync)
 	char dir[MD_PATH_MAX + 8];
 
 	md_dir(slot, dir, sizeof(dir));
+	if (convert_disk(slot, nosync))
+		return -1;
 	if (store_upgrade(slot, nosync)) {
 		sd_err("cannot add checksums to the objects in %s: %m", dir);
 		return -1;
@@ -79,26 +98,23 @@ static int init_disk(int slot, bool nosync)
 	return remove_tmp_files(slot);
 }
 
+static int is_object(const char *dir, const char *name, void *arg)
+{
+	struct obj_key k;
+
+	return !store_parse_key(name, &k);
+}
+
 /* BASE/obj of a node that was not multi-disk before: not used now */
 static void warn_unused_base(const char *base)
 {
 	char dir[PATH_MAX + 8];
-	struct dirent *de;
-	struct obj_key k;
-	DIR *d;
 
 	snprintf(dir, sizeof(dir), "%s/obj", base);
-	d = opendir(dir);
-	if (!d)
-		return;
-	while ((de = readdir(d)))
-		if (!store_parse_key(de->d_name, &k)) {
-			sd_warn("%s holds objects that a multi-disk node does "
-				"not use: recovery fetches them again (move "
-				"them into a disk's obj/ to keep them)", dir);
-			break;
-		}
-	closedir(d);
+	if (layout_walk(dir, is_object, NULL) > 0)
+		sd_warn("%s holds objects that a multi-disk node does not use:"
+			" recovery fetches them again (move them into a disk's"
+			" obj/ to keep them)", dir);
 }
 
 int store_init_disks(const char *base, const char *disks, bool nosync)
@@ -123,6 +139,30 @@ int store_init_disks(const char *base, const char *disks, bool nosync)
 bool store_sync_off(void)
 {
 	return store_nosync;
+}
+
+bool store_layout_known(const char *name)
+{
+	return !strcmp(name, "plain") || !strcmp(name, "tree");
+}
+
+int store_set_layout(const char *name)
+{
+	bool tree = !strcmp(name, "tree");
+	int ret = SD_RES_SUCCESS;
+
+	if (!store_layout_known(name))
+		return SD_RES_NO_STORE;
+	if (tree == layout_tree())
+		return SD_RES_SUCCESS;
+	layout_set_tree(tree);
+	sd_notice("object store: %s", name);
+	fdc_drop_all();		/* names open under the old paths */
+	for_each_disk(s)
+		if (convert_disk(s, store_nosync))
+			ret = SD_RES_EIO;
+	fdc_drop_all();
+	return ret;
 }
 
 int store_init(const char *base, bool nosync)
@@ -384,20 +424,26 @@ uint64_t store_nr_mismatches(void)
 	return csum_mismatches();
 }
 
-static int sync_dir(int slot)
+/* the directory of subdirectory @sub of disk @slot */
+static int sync_dir(int slot, int sub)
 {
 	if (store_nosync)
 		return 0;
-	return fsync(md_dir_fd(slot));
+	return layout_sync_sub(md_dir_fd(slot), sub);
 }
 
-static int sync_all_dirs(void)
+/* the directories of @dirs on every disk (NULL: all of them) */
+static int sync_all_dirs(const struct dir_set *dirs)
 {
 	int ret = 0;
 
 	for_each_disk(s)
-		if (sync_dir(s))
-			ret = -1;
+		for (int sub = 0; sub < LAYOUT_NR_SUB; sub++)
+			if ((dirs ? dir_set_has(dirs, sub) :
+				    sub == LAYOUT_SUB_TOP ||
+				    layout_tree()) &&
+			    sync_dir(s, sub))
+				ret = -1;
 	return ret;
 }
 
@@ -515,8 +561,8 @@ static int create_obj(struct obj_key k, uint32_t obj_size, const void *buf,
 	}
 	fdc_drop(k);
 	if (!sync && !store_nosync)
-		dirty_dir();
-	else if (sync && sync_dir(slot))
+		dirty_dir(layout_sub(k));
+	else if (sync && sync_dir(slot, layout_sub(k)))
 		return SD_RES_EIO;
 	return SD_RES_SUCCESS;
 fail:
@@ -561,7 +607,7 @@ int store_remove(struct obj_key k)
 	sd_debug("object %" PRIx64 " (index %u) removed", k.oid, k.idx);
 	fdc_drop(k);
 	if (!store_nosync)
-		dirty_dir();
+		dirty_dir(layout_sub(k));
 	return SD_RES_SUCCESS;
 }
 
@@ -571,8 +617,8 @@ int store_exist(struct obj_key k)
 }
 
 /* fdatasync the objects @keys (gone ones need nothing), then the names */
-static int sync_each(const struct obj_key *keys, size_t nr, bool dir,
-		     size_t *done)
+static int sync_each(const struct obj_key *keys, size_t nr,
+		     const struct dir_set *dirs, size_t *done)
 {
 	for (*done = 0; *done < nr; (*done)++) {
 		struct fdc_ent *e;
@@ -588,8 +634,7 @@ static int sync_each(const struct obj_key *keys, size_t nr, bool dir,
 		if (err)
 			return store_err_to_res(err);
 	}
-	return dir && sync_all_dirs() ? store_err_to_res(errno) :
-					 SD_RES_SUCCESS;
+	return sync_all_dirs(dirs) ? store_err_to_res(errno) : SD_RES_SUCCESS;
 }
 
 /*
@@ -626,48 +671,46 @@ static int sync_fs_all(void)
 int store_flush(void)
 {
 	size_t nr, done = 0;
-	bool dir;
+	struct dir_set dirs;
 	struct obj_key *keys;
 	int ret;
 
 	if (store_nosync)
 		return SD_RES_SUCCESS;
 	pthread_mutex_lock(&flush_lock);
-	keys = dirty_take(&nr, &dir);
+	keys = dirty_take(&nr, &dirs);
 	if (nr > FLUSH_EACH_MAX && !any_fuse())
 		ret = sync_fs_all();
 	else
-		ret = sync_each(keys, nr, dir, &done);
+		ret = sync_each(keys, nr, &dirs, &done);
 	if (ret != SD_RES_SUCCESS)
-		dirty_restore(keys + done, nr - done, dir);
+		dirty_restore(keys + done, nr - done, &dirs);
 	pthread_mutex_unlock(&flush_lock);
 	free(keys);
 	return ret;
+}
+
+struct each_obj {
+	int (*fn)(struct obj_key k, void *arg);
+	void *arg;
+};
+
+static int each_obj(const char *dir, const char *name, void *arg)
+{
+	struct each_obj *e = arg;
+	struct obj_key k;
+
+	return store_parse_key(name, &k) ? 0 : e->fn(k, e->arg);
 }
 
 static int for_each_in(int slot, int (*fn)(struct obj_key k, void *arg),
 		       void *arg)
 {
 	char dir[MD_PATH_MAX + 8];
-	struct dirent *de;
-	int ret = 0;
-	DIR *d;
+	struct each_obj e = { fn, arg };
 
 	md_dir(slot, dir, sizeof(dir));
-	d = opendir(dir);
-	if (!d)
-		return -1;
-	while ((de = readdir(d))) {
-		struct obj_key k;
-
-		if (store_parse_key(de->d_name, &k))
-			continue;
-		ret = fn(k, arg);
-		if (ret)
-			break;
-	}
-	closedir(d);
-	return ret;
+	return layout_walk(dir, each_obj, &e);
 }
 
 int store_for_each(int (*fn)(struct obj_key k, void *arg), void *arg)
@@ -682,23 +725,22 @@ int store_for_each(int (*fn)(struct obj_key k, void *arg), void *arg)
 	return ret;
 }
 
+static int wipe_one(const char *dir, const char *name, void *arg)
+{
+	char p[MD_PATH_MAX + 300];
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	unlink(p);
+	return 0;
+}
+
+/* every file; a tree store's subdirectories stay */
 static void wipe_disk(int slot)
 {
-	char dir[MD_PATH_MAX + 8], p[MD_PATH_MAX + 300];
-	struct dirent *de;
-	DIR *d;
+	char dir[MD_PATH_MAX + 8];
 
 	md_dir(slot, dir, sizeof(dir));
-	d = opendir(dir);
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
-		unlink(p);
-	}
-	closedir(d);
+	layout_walk(dir, wipe_one, NULL);
 }
 
 int store_wipe(void)
@@ -707,7 +749,7 @@ int store_wipe(void)
 	for_each_disk(s)
 		wipe_disk(s);
 	store_purge_stale();
-	sync_all_dirs();
+	sync_all_dirs(NULL);
 	/* again: an fd opened while the files were going must not stay */
 	fdc_drop_all();
 	journal_wiped();
@@ -739,7 +781,7 @@ int store_stale_all(uint32_t epoch)
 		store_drain_left();	/* rare: a second rejoin meanwhile */
 	fdc_drop_all();
 	for_each_disk(s) {
-		if (md_swap(s, swap_one, &epoch) || sync_dir(s))
+		if (md_swap(s, swap_one, &epoch) || sync_dir(s, LAYOUT_SUB_TOP))
 			ret = SD_RES_EIO;
 	}
 	return ret;

@@ -247,6 +247,18 @@ static void keep_hidden(int slot, const char *left)
 	closedir(d);
 }
 
+/* a tree store's subdirectories in the new object directory @dir */
+static int make_layout(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return -1;
+	ret = layout_make(fd, store_sync_off());
+	close(fd);
+	return ret;
+}
+
 int stale_swap_dir(int slot, uint32_t epoch)
 {
 	char dir[MD_PATH_MAX + 8], left[MD_PATH_MAX + 32];
@@ -264,8 +276,9 @@ int stale_swap_dir(int slot, uint32_t epoch)
 		ret = -1;
 		goto out;
 	}
-	if (mkdir(dir, 0755)) {
+	if (mkdir(dir, 0755) || make_layout(dir)) {
 		/* the store stays where it was: the caller moves one by one */
+		rmdir_r(dir);
 		if (rename(left, dir))
 			sd_emerg("cannot put %s back: %m", dir);
 		ret = -1;
@@ -338,42 +351,45 @@ static void keep_undo_locked(struct obj_key k, const char *undo)
 			" (index %u): %m", k.oid, k.idx);
 }
 
+struct drain {
+	int slot;
+	uint32_t epoch;
+	uint64_t n;
+};
+
+/* one file of a store left behind in as a stale copy, a strip's undo too */
+static int drain_one(const char *dir, const char *name, void *arg)
+{
+	char p[MD_PATH_MAX + 320], u[MD_PATH_MAX + 340];
+	struct drain *dr = arg;
+	struct obj_key k;
+
+	if (store_parse_key(name, &k))
+		return 0;
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	snprintf(u, sizeof(u), "%s%s", p, STRIP_UNDO_SFX);
+	pthread_mutex_lock(&stale_lock);
+	if (move_in_locked(p, dr->slot, k, dr->epoch) == SD_RES_SUCCESS) {
+		dr->n++;
+		if (k.idx != OBJ_IDX_REPLICA)
+			keep_undo_locked(k, u);
+	}
+	pthread_mutex_unlock(&stale_lock);
+	return 0;
+}
+
 /*
- * move the files of @left in as stale copies of @epoch (a strip with its
- * undo file), then remove it
+ * move the files of @left (in its subdirectories too: a tree store) in
+ * as stale copies of @epoch, then remove it
  */
 static uint64_t drain_dir(int slot, const char *left, uint32_t epoch)
 {
-	char p[MD_PATH_MAX + 320];
-	struct dirent *de;
-	uint64_t n = 0;
-	DIR *d;
+	struct drain dr = { .slot = slot, .epoch = epoch };
 
 	drain_old_stale(slot, left);
-	d = opendir(left);
-	if (d) {
-		while ((de = readdir(d))) {
-			struct obj_key k;
-
-			char u[MD_PATH_MAX + 340];
-
-			if (store_parse_key(de->d_name, &k))
-				continue;
-			snprintf(p, sizeof(p), "%s/%s", left, de->d_name);
-			snprintf(u, sizeof(u), "%s%s", p, STRIP_UNDO_SFX);
-			pthread_mutex_lock(&stale_lock);
-			if (move_in_locked(p, slot, k, epoch) ==
-			    SD_RES_SUCCESS) {
-				n++;
-				if (k.idx != OBJ_IDX_REPLICA)
-					keep_undo_locked(k, u);
-			}
-			pthread_mutex_unlock(&stale_lock);
-		}
-		closedir(d);
-	}
+	layout_walk(left, drain_one, &dr);
 	rmdir_r(left);
-	return n;
+	return dr.n;
 }
 
 static uint64_t drain_left_of(int slot)
@@ -559,9 +575,9 @@ static uint32_t newest_stale(struct obj_key k, int *slot)
  */
 static int find_left(struct obj_key k, char *buf, size_t len, uint32_t *epoch)
 {
-	char name[STORE_NAME_MAX];
+	char name[STORE_NAME_MAX + 16];
 
-	store_key_name(name, sizeof(name), k);
+	layout_rel(name, sizeof(name), k, "");
 	for (int s = 0; s < MD_MAX_DISKS; s++) {
 		uint32_t e;
 
@@ -699,28 +715,34 @@ static int for_each_indexed(int (*fn)(struct obj_key k, void *arg),
 	return ret;
 }
 
+struct each_left {
+	int (*fn)(struct obj_key k, void *arg);
+	void *arg;
+};
+
+static int each_left(const char *dir, const char *name, void *arg)
+{
+	struct each_left *e = arg;
+	struct obj_key k;
+
+	return store_parse_key(name, &k) ? 0 : e->fn(k, e->arg);
+}
+
 /* the copies in a store left behind, not moved in yet */
 static int for_each_left(int (*fn)(struct obj_key k, void *arg), void *arg)
 {
 	char left[MD_PATH_MAX + 32];
-	struct dirent *de;
+	struct each_left e = { fn, arg };
 	int ret = 0;
-	DIR *d;
 
 	for (int s = 0; s < MD_MAX_DISKS && !ret; s++) {
 		pthread_mutex_lock(&stale_lock);
 		snprintf(left, sizeof(left), "%.*s", (int)sizeof(left) - 1,
 			 left_dir[s]);
 		pthread_mutex_unlock(&stale_lock);
-		if (!left[0] || !(d = opendir(left)))
-			continue;
-		while (!ret && (de = readdir(d))) {
-			struct obj_key k;
-
-			if (!store_parse_key(de->d_name, &k))
-				ret = fn(k, arg);
-		}
-		closedir(d);
+		/* one drained and removed meanwhile has nothing left */
+		if (left[0] && !access(left, F_OK))
+			ret = layout_walk(left, each_left, &e);
 	}
 	return ret;
 }

@@ -46,6 +46,14 @@ static inline uint64_t obj_key_hash(struct obj_key k)
  */
 void store_set_direct(bool on);
 bool store_direct(void);
+/*
+ * The layout of the store the cluster was formatted with (cluster.md
+ * §11.2): "plain" or "tree".  Before store_init; again when a format or a
+ * join changes it, and then the files already stored move to their new
+ * places.  SD_RES_NO_STORE for an unknown name.
+ */
+bool store_layout_known(const char *name);
+int store_set_layout(const char *name);
 int store_init(const char *base, bool nosync);
 /*
  * The same, with the objects on the disks of @disks ("DIR1,DIR2,...",

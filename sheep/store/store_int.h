@@ -43,6 +43,42 @@ bool store_sync_off(void);
 #define STRIP_UNDO_SFX	".undo"
 
 
+/*
+ * layout.c: where an object's file is inside an object directory: the
+ * plain store's files all in it, the tree store's in subdirectories
+ * (cluster.md §11.2), numbered 0..255 (xx/), LAYOUT_SUB_META (meta/), and
+ * LAYOUT_SUB_TOP for the directory itself
+ */
+#define LAYOUT_SUB_META	256
+#define LAYOUT_SUB_TOP	257
+#define LAYOUT_NR_SUB	258
+bool layout_tree(void);
+void layout_set_tree(bool on);
+int layout_sub(struct obj_key k);
+/* "xx/", "meta/" or "" */
+void layout_prefix(int sub, char *buf, size_t len);
+/* @k's path relative to an object directory, then @sfx */
+void layout_rel(char *buf, size_t len, struct obj_key k, const char *sfx);
+/* a tree store's subdirectories in the object directory @dfd (synced) */
+int layout_make(int dfd, bool nosync);
+/* remove them where empty */
+void layout_unmake(int dfd);
+/* does @dfd have what the layout needs (a tree's subdirectories)? */
+bool layout_present(int dfd);
+/*
+ * @fn for every entry of the object directory @dir and of its
+ * subdirectories (those of either layout), except names that start with
+ * a dot; @fn gets the directory the entry is in.  Stops at the first
+ * nonzero return, and returns it; -1 if @dir cannot be read.
+ */
+int layout_walk(const char *dir,
+		int (*fn)(const char *dir, const char *name, void *arg),
+		void *arg);
+/* fsync the subdirectory @sub of the object directory @dfd */
+int layout_sync_sub(int dfd, int sub);
+/* move every file of @dir named after an object where the layout wants it */
+int layout_convert(const char *dir, int dfd, bool nosync, uint64_t *moved);
+
 /* base.c */
 void store_obj_path(char *buf, size_t len, struct obj_key k);
 void store_note_first_dir(void);
@@ -112,11 +148,20 @@ int csum_repair(int fd, int dfd, uint64_t oid, uint32_t size,
 int store_upgrade(int slot, bool nosync);
 
 /* dirty.c: what a flush must sync (writes and names not synced yet) */
+struct dir_set {
+	uint64_t bits[(LAYOUT_NR_SUB + 63) / 64];	/* by subdirectory */
+};
+static inline bool dir_set_has(const struct dir_set *d, int sub)
+{
+	return d->bits[sub / 64] & (1ULL << (sub % 64));
+}
 void dirty_add(struct obj_key k);
-void dirty_dir(void);
+/* a name changed in subdirectory @sub (of any disk) */
+void dirty_dir(int sub);
 /* take the whole set (the caller frees the array); restore what failed */
-struct obj_key *dirty_take(size_t *nr, bool *dir);
-void dirty_restore(const struct obj_key *keys, size_t nr, bool dir);
+struct obj_key *dirty_take(size_t *nr, struct dir_set *dirs);
+void dirty_restore(const struct obj_key *keys, size_t nr,
+		   const struct dir_set *dirs);
 
 /* journal.c: sheep -j; the store's functions it calls, from plain.c */
 struct journal_store {

@@ -231,7 +231,8 @@ static int undo_load(struct obj_key k, bool create, struct undo *u)
 		return SD_RES_SUCCESS;
 	if (u->fd < 0)
 		return store_err_to_res(errno);
-	if (create && !store_sync_off() && fsync(md_dir_fd(slot)))
+	if (create && !store_sync_off() &&
+	    layout_sync_sub(md_dir_fd(slot), layout_sub(k)))
 		goto eio;
 	if (fstat(u->fd, &sb))
 		goto eio;

@@ -85,7 +85,32 @@ out:
 	return ret;
 }
 
-static int upgrade_dir(const char *dir, bool nosync, size_t *nr)
+struct upgrade {
+	bool nosync;
+	size_t nr;
+};
+
+static int upgrade_entry(const char *dir, const char *name, void *arg)
+{
+	struct upgrade *up = arg;
+	size_t l = strlen(name);
+	struct obj_key k;
+	char p[4400];
+
+	if (l > strlen(UP_SUFFIX) &&
+	    !strcmp(name + l - strlen(UP_SUFFIX), UP_SUFFIX)) {
+		snprintf(p, sizeof(p), "%s/%s", dir, name);
+		unlink(p);	/* an upgrade a crash interrupted */
+		return 0;
+	}
+	if (!object_name(name, &k))
+		return 0;
+	up->nr++;
+	return upgrade_file(dir, name, up->nosync);
+}
+
+/* the stale area: flat with either store */
+static int upgrade_flat(const char *dir, struct upgrade *up)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
@@ -93,22 +118,9 @@ static int upgrade_dir(const char *dir, bool nosync, size_t *nr)
 
 	if (!d)
 		return errno == ENOENT ? 0 : -1;
-	while ((de = readdir(d)) && !ret) {
-		size_t l = strlen(de->d_name);
-		struct obj_key k;
-		char p[4400];
-
-		if (l > strlen(UP_SUFFIX) &&
-		    !strcmp(de->d_name + l - strlen(UP_SUFFIX), UP_SUFFIX)) {
-			snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
-			unlink(p);	/* an upgrade a crash interrupted */
-			continue;
-		}
-		if (!object_name(de->d_name, &k))
-			continue;
-		ret = upgrade_file(dir, de->d_name, nosync);
-		(*nr)++;
-	}
+	while (!ret && (de = readdir(d)))
+		if (de->d_name[0] != '.')
+			ret = upgrade_entry(dir, de->d_name, up);
 	closedir(d);
 	return ret;
 }
@@ -117,7 +129,7 @@ int store_upgrade(int slot, bool nosync)
 {
 	char dir[MD_PATH_MAX + 8], marker[MD_PATH_MAX + 32];
 	char stale[MD_PATH_MAX + 32];
-	size_t nr = 0;
+	struct upgrade up = { .nosync = nosync };
 	int fd;
 
 	md_dir(slot, dir, sizeof(dir));
@@ -125,12 +137,13 @@ int store_upgrade(int slot, bool nosync)
 	if (!access(marker, F_OK))
 		return 0;
 	snprintf(stale, sizeof(stale), "%s/.stale", dir);
-	if (upgrade_dir(dir, nosync, &nr) ||
-	    upgrade_dir(stale, nosync, &nr))
+	/* an original tree store's objects are in its subdirectories */
+	if (layout_walk(dir, upgrade_entry, &up) ||
+	    upgrade_flat(stale, &up))
 		return -1;
-	if (nr)
+	if (up.nr)
 		sd_notice("added checksums to %zu object(s) stored without "
-			  "them", nr);
+			  "them", up.nr);
 	fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -1;

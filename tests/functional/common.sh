@@ -676,9 +676,35 @@ node_objects()
 	fi
 	for d in "${dirs[@]}"; do
 		[ -d "$d" ] || continue
-		find "$d" -maxdepth 1 -type f -regextype posix-extended \
+		# a tree store's files are one level down (meta/, xx/)
+		find "$d" -maxdepth 2 -path "$d/.stale" -prune -o -type f \
+			-regextype posix-extended \
 			-regex ".*/${2:-}[0-9a-f]{$((16 - ${#2}))}" -printf '%f\n'
 	done | sort
+}
+
+# obj_file IDX NAME: the path of object file NAME on node IDX (its obj/,
+# or its disks' obj/), in the plain store's place or the tree store's
+# (meta/ for inode, vmstate and attribute objects, else the low byte of
+# the VDI id)
+obj_file()
+{
+	local dirs=("$T/$1/obj") d sub
+	if [ -n "${SHEEP_DISKS[$1]:-}" ]; then
+		dirs=()
+		for d in ${SHEEP_DISKS[$1]//,/ }; do
+			dirs+=("$d/obj")
+		done
+	fi
+	case ${2:0:1} in
+	[2-9a-f]) sub=meta ;;
+	*) sub=${2:6:2} ;;
+	esac
+	for d in "${dirs[@]}"; do
+		[ -e "$d/$2" ] && { echo "$d/$2"; return; }
+		[ -e "$d/$sub/$2" ] && { echo "$d/$sub/$2"; return; }
+	done
+	echo "$T/$1/obj/$2"
 }
 
 # ---------------------------------------------------------------------------

@@ -74,10 +74,7 @@ lc_verify()
 # all objects (any kind) of VDI id $1 (6 hex digits) on node IDX $2
 vdi_objects_on()
 {
-	local dir=$T/$2/obj
-	[ -d "$dir" ] || return 0
-	find "$dir" -maxdepth 1 -type f -regextype posix-extended \
-		-regex ".*/[0-9a-f]{2}$1[0-9a-f]{8}" -printf '%f\n' | sort
+	node_objects "$2" | grep -E "^[0-9a-f]{2}$1[0-9a-f]{8}\$"
 }
 
 # check_placement VID N WHAT [IDX...]: every object of VID held by one of
@@ -99,13 +96,13 @@ check_placement()
 		"$want nodes: $bad"
 	[ -s "$T/placement" ] || _fail "$what: no object of vid $vid anywhere"
 	while read -r i oid; do
-		echo "$oid $(obj_data "$T/$i/obj/$oid" | sha1sum | cut -c1-40)"
+		echo "$oid $(obj_data "$(obj_file "$i" "$oid")" | sha1sum | cut -c1-40)"
 	done <"$T/placement" | sort -u >"$T/placement.sums"
 	bad=$(awk '{ print $1 }' "$T/placement.sums" | uniq -d | head -n 5)
 	[ -z "$bad" ] || _fail "$what: replicas of vid $vid differ:" \
 		"$(for oid in $bad; do grep "$oid" "$T/placement" |
 			while read -r i o; do
-				echo "$o@node$i=$(obj_data "$T/$i/obj/$o" | sha1sum | cut -c1-8)"
+				echo "$o@node$i=$(obj_data "$(obj_file "$i" "$o")" | sha1sum | cut -c1-8)"
 			done; done | tr '\n' ' ')"
 	return 0
 }

@@ -35,11 +35,22 @@
 #define OBJ	(4u << 20)
 #define OID	UINT64_C(0x00abcdef00000007)	/* a data object */
 
-static char base[] = "/tmp/kelpie-test-store.XXXXXX";
+#define BASE_TEMPLATE	"/tmp/kelpie-test-store.XXXXXX"
+static char base[] = BASE_TEMPLATE;
 static uint8_t *a, *b, *got;
+
+/* where the store keeps @oid's file (plain: obj/, tree: obj/xx/, meta/) */
+static void obj_path(char *p, size_t len, uint64_t oid, const char *sfx)
+{
+	char rel[64];
+
+	layout_rel(rel, sizeof(rel), obj_key_rep(oid), sfx);
+	snprintf(p, len, "%s/obj/%s", base, rel);
+}
 
 static int setup(void **state)
 {
+	memcpy(base, BASE_TEMPLATE, sizeof(base));
 	if (!mkdtemp(base))
 		return -1;
 	a = malloc(OBJ);
@@ -50,6 +61,14 @@ static int setup(void **state)
 	memset(a, 0xaa, OBJ);
 	memset(b, 0xbb, OBJ);
 	return store_init(base, true);
+}
+
+/* the same tests again with a tree store */
+static int setup_tree(void **state)
+{
+	if (setup(state))
+		return -1;
+	return store_set_layout("tree") == SD_RES_SUCCESS ? 0 : -1;
 }
 
 static int teardown(void **state)
@@ -104,22 +123,21 @@ static void test_create_replaces(void **state)
 	read_back(b);
 }
 
+static int tmp_cb(const char *dir, const char *name, void *arg)
+{
+	size_t l = strlen(name);
+
+	*(int *)arg += l > 4 && !strcmp(name + l - 4, ".tmp");
+	return 0;
+}
+
 static int count_tmp(void)
 {
 	char p[256];
-	struct dirent *de;
-	DIR *d;
 	int n = 0;
 
 	snprintf(p, sizeof(p), "%s/obj", base);
-	d = opendir(p);
-	assert_non_null(d);
-	while ((de = readdir(d))) {
-		size_t l = strlen(de->d_name);
-
-		n += l > 4 && !strcmp(de->d_name + l - 4, ".tmp");
-	}
-	closedir(d);
+	assert_int_equal(layout_walk(p, tmp_cb, &n), 0);
 	return n;
 }
 
@@ -145,8 +163,7 @@ static void test_leftover_tmp(void **state)
 	int fd;
 
 	store_remove(obj_key_rep(OID + 2));
-	snprintf(p, sizeof(p), "%s/obj/%016llx.tmp", base,
-		 (unsigned long long)(OID + 2));
+	obj_path(p, sizeof(p), OID + 2, ".tmp");
 	fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0644);
 	assert_true(fd >= 0);
 	close(fd);
@@ -168,8 +185,7 @@ static void test_short_object(void **state)
 	assert_int_equal(store_create(obj_key_rep(OID + 3), OBJ, a, OBJ, 0,
 				      false),
 			 SD_RES_SUCCESS);
-	snprintf(p, sizeof(p), "%s/obj/%016llx", base,
-		 (unsigned long long)(OID + 3));
+	obj_path(p, sizeof(p), OID + 3, "");
 	assert_int_equal(truncate(p, 1 << 20), 0);
 	assert_int_equal(store_read(obj_key_rep(OID + 3), got, 4096, 2 << 20),
 			 SD_RES_EIO);
@@ -177,8 +193,7 @@ static void test_short_object(void **state)
 	assert_int_equal(store_create(obj_key_rep(inode), 8192, a, 4096, 0,
 				      false),
 			 SD_RES_SUCCESS);
-	snprintf(p, sizeof(p), "%s/obj/%016llx", base,
-		 (unsigned long long)inode);
+	obj_path(p, sizeof(p), inode, "");
 	assert_int_equal(truncate(p, 4096), 0);
 	assert_int_equal(store_read(obj_key_rep(inode), got, 4096, 0),
 			 SD_RES_EIO);
@@ -391,8 +406,7 @@ static void test_sparse_create_keeps_holes(void **state)
 	assert_int_equal(store_create_new(obj_key_rep(inode), size, buf, size,
 					  0, false),
 			 SD_RES_SUCCESS);
-	snprintf(p, sizeof(p), "%s/obj/%016llx", base,
-		 (unsigned long long)inode);
+	obj_path(p, sizeof(p), inode, "");
 	assert_int_equal(stat(p, &st), 0);
 	/* data, then a {cur, prev} CRC pair per 4 KiB block, then a footer */
 	assert_int_equal(st.st_size, size + size / 4096 * 8 + 16);
@@ -409,7 +423,7 @@ static void test_sparse_create_keeps_holes(void **state)
 
 static void obj_file(char *p, size_t len, uint64_t oid)
 {
-	snprintf(p, len, "%s/obj/%016llx", base, (unsigned long long)oid);
+	obj_path(p, len, oid, "");
 }
 
 static void poke(uint64_t oid, off_t off, const void *data, size_t len)
@@ -540,8 +554,7 @@ static void test_unlinked_reads_missing(void **state)
 	assert_int_equal(store_read(obj_key_rep(oid), got, 4096, 0),
 			 SD_RES_SUCCESS);
 	assert_true(store_read_nowait(obj_key_rep(oid), got, 4096, 0));
-	snprintf(p, sizeof(p), "%s/obj/%016llx", base,
-		 (unsigned long long)oid);
+	obj_path(p, sizeof(p), oid, "");
 	assert_int_equal(unlink(p), 0);
 	assert_false(store_read_nowait(obj_key_rep(oid), got, 4096, 0));
 	assert_false(store_write_nowait(obj_key_rep(oid), b, 4096, 0));
@@ -685,24 +698,37 @@ static void test_dirty_set(void **state)
 	const struct obj_key one = obj_key_rep(1), two = obj_key_rep(2);
 	const struct obj_key strip = { 1, 0 };
 	struct obj_key *o;
+	struct dir_set dir, none = { { 0 } };
 	size_t nr;
-	bool dir;
 
 	dirty_add(one);
 	dirty_add(two);
 	dirty_add(one);
-	dirty_dir();
+	dirty_dir(LAYOUT_SUB_META);
+	dirty_dir(7);
 	o = dirty_take(&nr, &dir);
 	assert_int_equal(nr, 2);
-	assert_true(dir);
+	assert_true(dir_set_has(&dir, LAYOUT_SUB_META));
+	assert_true(dir_set_has(&dir, 7));
+	assert_false(dir_set_has(&dir, 8));
+	assert_false(dir_set_has(&dir, LAYOUT_SUB_TOP));
 	assert_true((obj_key_eq(o[0], one) && obj_key_eq(o[1], two)) ||
 		    (obj_key_eq(o[0], two) && obj_key_eq(o[1], one)));
 	/* a failed flush puts back what it did not sync */
-	dirty_restore(o + 1, 1, false);
+	dirty_restore(o + 1, 1, &none);
 	free(o);
 	o = dirty_take(&nr, &dir);
 	assert_int_equal(nr, 1);
-	assert_false(dir);
+	assert_false(dir_set_has(&dir, LAYOUT_SUB_META));
+	assert_false(dir_set_has(&dir, 7));
+	dirty_dir(LAYOUT_SUB_TOP);
+	free(o);
+	o = dirty_take(&nr, &dir);
+	assert_int_equal(nr, 0);
+	dirty_restore(o, 0, &dir);
+	free(o);
+	o = dirty_take(&nr, &dir);
+	assert_true(dir_set_has(&dir, LAYOUT_SUB_TOP));
 	free(o);
 	o = dirty_take(&nr, &dir);
 	assert_int_equal(nr, 0);
@@ -727,7 +753,12 @@ static bool file_exists(const char *dir, const char *name)
 {
 	char p[300];
 
-	snprintf(p, sizeof(p), "%s/obj%s/%s", base, dir, name);
+	char pre[8];
+
+	/* "": where the store keeps SOID's files */
+	layout_prefix(layout_sub(obj_key_rep(SOID)), pre, sizeof(pre));
+	snprintf(p, sizeof(p), "%s/obj%s/%s%s", base, dir, *dir ? "" : pre,
+		 name);
 	return !access(p, F_OK);
 }
 
@@ -973,6 +1004,53 @@ static void test_unknown_names_skipped(void **state)
 	assert_int_equal(store_purge_stale(), SD_RES_SUCCESS);
 }
 
+/*
+ * Changing the layout (a format, a node joining a cluster formatted the
+ * other way) moves every file to its place in the other: data objects,
+ * inodes and strips with their undo files; then back
+ */
+static void test_layout_convert(void **state)
+{
+	const uint64_t inode = UINT64_C(0x80abcdef00000000);
+	const char *was = layout_tree() ? "tree" : "plain";
+	const char *other = layout_tree() ? "plain" : "tree";
+	char p[300], d[300];
+	struct seen n = { 0 };
+
+	make_three();
+	assert_int_equal(store_create(obj_key_rep(inode), 8192, b, 8192, 0,
+				      false), 0);
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(store_set_layout(round ? was : other),
+				 SD_RES_SUCCESS);
+		obj_path(p, sizeof(p), inode, "");
+		assert_int_equal(access(p, F_OK), 0);
+		assert_true(strstr(p, "/meta/") ? layout_tree() :
+			    !layout_tree());
+		assert_true(file_exists("", "00abcdef00000020_0"));
+		assert_true(file_exists("", "00abcdef00000020_1"));
+		assert_true(file_exists("", "00abcdef00000020"));
+		/* a plain store has no subdirectories left */
+		snprintf(d, sizeof(d), "%s/obj/ef", base);
+		assert_int_equal(access(d, F_OK) == 0, layout_tree());
+		assert_int_equal(store_read(s1, got, SSIZE, 0), 0);
+		assert_memory_equal(got, b, SSIZE);
+		assert_int_equal(store_read(obj_key_rep(inode), got, 8192, 0),
+				 0);
+		assert_memory_equal(got, b, 8192);
+	}
+	memset(&n, 0, sizeof(n));
+	assert_int_equal(store_for_each(see_key, &n), 0);
+	assert_int_equal(n.s0 + n.s1 + n.rep, 3);
+	assert_int_equal(store_remove(s0), 0);
+	assert_int_equal(store_remove(s1), 0);
+	assert_int_equal(store_remove(obj_key_rep(SOID)), 0);
+	assert_int_equal(store_remove(obj_key_rep(inode)), 0);
+	/* an unknown store is refused, the layout unchanged */
+	assert_int_equal(store_set_layout("bogus"), SD_RES_NO_STORE);
+	assert_string_equal(layout_tree() ? "tree" : "plain", was);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1000,7 +1078,11 @@ int main(void)
 		cmocka_unit_test(test_strips_stale_all),
 		cmocka_unit_test(test_strips_stale_version),
 		cmocka_unit_test(test_unknown_names_skipped),
+		cmocka_unit_test(test_layout_convert),
 	};
+	int failed = cmocka_run_group_tests_name("store", tests, setup,
+						 teardown);
 
-	return cmocka_run_group_tests_name("store", tests, setup, teardown);
+	return failed + cmocka_run_group_tests_name("store, tree layout", tests,
+						    setup_tree, teardown);
 }

@@ -107,7 +107,7 @@ static size_t take_dirty(struct obj_key k, bool *has_k)
 {
 	struct obj_key *o;
 	size_t nr;
-	bool dir;
+	struct dir_set dir;
 
 	o = dirty_take(&nr, &dir);
 	*has_k = false;
