@@ -26,7 +26,6 @@
 #include "store_int.h"
 #include "util.h"
 
-static bool store_nosync;
 
 /* a flush of more written objects than this is one syncfs() per disk */
 #define FLUSH_EACH_MAX	2
@@ -119,7 +118,7 @@ static void warn_unused_base(const char *base)
 
 int store_init_disks(const char *base, const char *disks, bool nosync)
 {
-	store_nosync = nosync;
+	store_set_sync_off(nosync);
 	csum_init();
 	if (md_init(base, disks))
 		return -1;
@@ -134,11 +133,6 @@ int store_init_disks(const char *base, const char *disks, bool nosync)
 		return -1;
 	}
 	return 0;
-}
-
-bool store_sync_off(void)
-{
-	return store_nosync;
 }
 
 bool store_layout_known(const char *name)
@@ -159,7 +153,7 @@ int store_set_layout(const char *name)
 	sd_notice("object store: %s", name);
 	fdc_drop_all();		/* names open under the old paths */
 	for_each_disk(s)
-		if (convert_disk(s, store_nosync))
+		if (convert_disk(s, store_sync_off()))
 			ret = SD_RES_EIO;
 	fdc_drop_all();
 	return ret;
@@ -296,7 +290,7 @@ bool store_write_nowait(struct obj_key k, const void *buf, uint32_t len,
 	fdc_put(e);
 	if (r)
 		return false;
-	if (!store_nosync)
+	if (!store_sync_off())
 		dirty_add(k);		/* before the write is acknowledged */
 	return true;
 }
@@ -316,7 +310,7 @@ static int write_obj(struct obj_key k, const void *buf, uint32_t len,
 	ret = size ? csum_write(fdc_fd(e), data_fd(e, size), k.oid, size, buf,
 				len, off) :
 		     SD_RES_EIO;
-	if (ret != SD_RES_SUCCESS || store_nosync)
+	if (ret != SD_RES_SUCCESS || store_sync_off())
 		goto out;
 	if (!sync || journal_on())
 		dirty_add(k);		/* before the write is acknowledged */
@@ -350,7 +344,7 @@ static int store_sync_obj(struct obj_key k)
 	e = obj_get(k);
 	if (!e)
 		return store_err_to_res(errno);
-	if (!store_nosync && fdatasync(fdc_fd(e)))
+	if (!store_sync_off() && fdatasync(fdc_fd(e)))
 		ret = store_err_to_res(errno);
 	fdc_put(e);
 	return ret;
@@ -413,7 +407,7 @@ int store_repair(struct obj_key k, const void *good, uint32_t len, int *nr)
 	*nr = csum_repair(fdc_fd(e), data_fd(e, size), k.oid, size, good);
 	if (*nr < 0)
 		ret = SD_RES_EIO;
-	else if (*nr && !store_nosync && fdatasync(fdc_fd(e)))
+	else if (*nr && !store_sync_off() && fdatasync(fdc_fd(e)))
 		ret = store_err_to_res(errno);
 	fdc_put(e);
 	return ret;
@@ -427,7 +421,7 @@ uint64_t store_nr_mismatches(void)
 /* the directory of subdirectory @sub of disk @slot */
 static int sync_dir(int slot, int sub)
 {
-	if (store_nosync)
+	if (store_sync_off())
 		return 0;
 	return layout_sync_sub(md_dir_fd(slot), sub);
 }
@@ -541,7 +535,7 @@ static int create_obj(struct obj_key k, uint32_t obj_size, const void *buf,
 	 * checksums would make the whole object unreadable, not just lose
 	 * the unflushed write.
 	 */
-	if (!store_nosync && fdatasync(fd))
+	if (!store_sync_off() && fdatasync(fd))
 		goto fail;
 	if (dfd >= 0)
 		close(dfd);
@@ -560,7 +554,7 @@ static int create_obj(struct obj_key k, uint32_t obj_size, const void *buf,
 			return ret;
 	}
 	fdc_drop(k);
-	if (!sync && !store_nosync)
+	if (!sync && !store_sync_off())
 		dirty_dir(layout_sub(k));
 	else if (sync && sync_dir(slot, layout_sub(k)))
 		return SD_RES_EIO;
@@ -606,7 +600,7 @@ int store_remove(struct obj_key k)
 	}
 	sd_debug("object %" PRIx64 " (index %u) removed", k.oid, k.idx);
 	fdc_drop(k);
-	if (!store_nosync)
+	if (!store_sync_off())
 		dirty_dir(layout_sub(k));
 	return SD_RES_SUCCESS;
 }
@@ -675,7 +669,7 @@ int store_flush(void)
 	struct obj_key *keys;
 	int ret;
 
-	if (store_nosync)
+	if (store_sync_off())
 		return SD_RES_SUCCESS;
 	pthread_mutex_lock(&flush_lock);
 	keys = dirty_take(&nr, &dirs);
@@ -868,7 +862,7 @@ int store_md_plug(const char *path)
 		/* the disk's lock is another sheep's: "locked" */
 		return errno == EBUSY ? SD_RES_VDI_LOCKED : SD_RES_EIO;
 	}
-	if (init_disk(slot, store_nosync)) {
+	if (init_disk(slot, store_sync_off())) {
 		forget_disk(slot);
 		return SD_RES_EIO;
 	}

@@ -37,7 +37,8 @@ int md_slot_of(const char *path);
 bool md_healthy(int slot, bool probe);
 int md_swap(int slot, int (*swap)(int slot, void *arg), void *arg);
 
-/* plain.c: sheep --nosync (tests): no fdatasync anywhere */
+/* nosync.c: sheep --nosync (tests): no fdatasync anywhere */
+void store_set_sync_off(bool off);
 bool store_sync_off(void);
 /* strip.c: a strip's undo records, in the file named as it plus this */
 #define STRIP_UNDO_SFX	".undo"
