@@ -28,7 +28,15 @@
 
 #define RHASH		4096
 #define MAX_INFLIGHT	4
-#define LIST_BUF_START	(4U << 20)
+/*
+ * A member's object list is fetched into a buffer of a guessed size that
+ * grows fourfold while the member answers BUFFER_SMALL.  The responder
+ * allocates (and charges to its budget) the whole buffer: a fixed 4 MiB
+ * cost every node 4 MiB per member on every epoch, a 100-node cluster
+ * 400 MiB of each node's budget.  So the guess starts small and follows
+ * the largest list seen.
+ */
+#define LIST_BUF_MIN	(64U << 10)
 #define LIST_BUF_MAX	(256U << 20)
 #define DISK_MARGIN_PCT	5
 #define HALT_RETRY_MS	10000	/* a halted recovery tries again */
@@ -941,6 +949,20 @@ struct list_fetch {
 
 #define LIST_TRIES	2
 
+/* the largest object list a member answered, in bytes (list_start) */
+static uint32_t list_seen;
+
+/* the first buffer to ask a member's list into: room to grow by half */
+static uint32_t list_start(void)
+{
+	uint64_t want = (uint64_t)list_seen + list_seen / 2 + 8;
+	uint32_t size = LIST_BUF_MIN;
+
+	while (size < want && size < LIST_BUF_MAX)
+		size *= 2;
+	return size;
+}
+
 static void fetch_list_try(struct recovery *rw, const struct sd_node *n,
 			   uint32_t size, int tries);
 
@@ -959,8 +981,10 @@ static void list_done(struct peer_req *pr, int result)
 
 	if (!rw->cancelled && result == SD_RES_BUFFER_SMALL &&
 	    pr->rbuf_len < LIST_BUF_MAX) {
-		fetch_list(rw, &lf->node, pr->rbuf_len * 2);
+		fetch_list(rw, &lf->node, MIN(pr->rbuf_len * 4, LIST_BUF_MAX));
 	} else if (!rw->cancelled && result == SD_RES_SUCCESS) {
+		if (pr->rp.data_length > list_seen)
+			list_seen = pr->rp.data_length;
 		if (rw->nr_cand + nr > rw->cap_cand) {
 			rw->cap_cand = (rw->nr_cand + nr) * 2;
 			rw->cand = xrealloc(rw->cand, rw->cap_cand * 8);
@@ -989,6 +1013,13 @@ static void list_done(struct peer_req *pr, int result)
 	rec_put(rw);
 }
 
+/* the reply's size, not the size asked for: most lists are small */
+static void *list_buf(struct peer_req *pr, uint32_t len)
+{
+	pr->rbuf_len = MIN(len, pr->rbuf_len);
+	return xmalloc(pr->rbuf_len);
+}
+
 static void fetch_list_try(struct recovery *rw, const struct sd_node *n,
 			   uint32_t size, int tries)
 {
@@ -1002,8 +1033,8 @@ static void fetch_list_try(struct recovery *rw, const struct sd_node *n,
 	sd_init_req(&lf->pr.rq, SD_OP_GET_OBJ_LIST);
 	lf->pr.rq.epoch = cstate->epoch;
 	lf->pr.rq.data_length = size;
-	lf->pr.rbuf = xmalloc(size);
 	lf->pr.rbuf_len = size;
+	lf->pr.alloc_rbuf = list_buf;
 	lf->pr.done = list_done;
 	peer_submit(&n->nid, &lf->pr);
 }
@@ -1073,7 +1104,7 @@ void recovery_start(uint32_t old_epoch)
 	rw->refs++;		/* held while fetching lists */
 	for (size_t i = 0; i < rw->cur_ring.nr_nodes; i++)
 		if (rw->cur_ring.nodes[i].nr_vnodes)
-			fetch_list(rw, &rw->cur_ring.nodes[i], LIST_BUF_START);
+			fetch_list(rw, &rw->cur_ring.nodes[i], list_start());
 	if (!rw->lists_pending)
 		build_work(rw);
 	rec_put(rw);
