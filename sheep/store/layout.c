@@ -158,6 +158,27 @@ int layout_walk(const char *dir,
 	return ret;
 }
 
+struct each_key {
+	int (*fn)(struct obj_key k, void *arg);
+	void *arg;
+};
+
+static int each_key(const char *dir, const char *name, void *arg)
+{
+	struct each_key *e = arg;
+	struct obj_key k;
+
+	return store_parse_key(name, &k) ? 0 : e->fn(k, e->arg);
+}
+
+int layout_for_each_key(const char *dir,
+			int (*fn)(struct obj_key k, void *arg), void *arg)
+{
+	struct each_key e = { fn, arg };
+
+	return layout_walk(dir, each_key, &e);
+}
+
 int layout_sync_sub(int dfd, int sub)
 {
 	char pre[8];

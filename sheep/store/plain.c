@@ -684,27 +684,13 @@ int store_flush(void)
 	return ret;
 }
 
-struct each_obj {
-	int (*fn)(struct obj_key k, void *arg);
-	void *arg;
-};
-
-static int each_obj(const char *dir, const char *name, void *arg)
-{
-	struct each_obj *e = arg;
-	struct obj_key k;
-
-	return store_parse_key(name, &k) ? 0 : e->fn(k, e->arg);
-}
-
 static int for_each_in(int slot, int (*fn)(struct obj_key k, void *arg),
 		       void *arg)
 {
 	char dir[MD_PATH_MAX + 8];
-	struct each_obj e = { fn, arg };
 
 	md_dir(slot, dir, sizeof(dir));
-	return layout_walk(dir, each_obj, &e);
+	return layout_for_each_key(dir, fn, arg);
 }
 
 int store_for_each(int (*fn)(struct obj_key k, void *arg), void *arg)

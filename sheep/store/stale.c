@@ -715,24 +715,10 @@ static int for_each_indexed(int (*fn)(struct obj_key k, void *arg),
 	return ret;
 }
 
-struct each_left {
-	int (*fn)(struct obj_key k, void *arg);
-	void *arg;
-};
-
-static int each_left(const char *dir, const char *name, void *arg)
-{
-	struct each_left *e = arg;
-	struct obj_key k;
-
-	return store_parse_key(name, &k) ? 0 : e->fn(k, e->arg);
-}
-
 /* the copies in a store left behind, not moved in yet */
 static int for_each_left(int (*fn)(struct obj_key k, void *arg), void *arg)
 {
 	char left[MD_PATH_MAX + 32];
-	struct each_left e = { fn, arg };
 	int ret = 0;
 
 	for (int s = 0; s < MD_MAX_DISKS && !ret; s++) {
@@ -742,7 +728,7 @@ static int for_each_left(int (*fn)(struct obj_key k, void *arg), void *arg)
 		pthread_mutex_unlock(&stale_lock);
 		/* one drained and removed meanwhile has nothing left */
 		if (left[0] && !access(left, F_OK))
-			ret = layout_walk(left, each_left, &e);
+			ret = layout_for_each_key(left, fn, arg);
 	}
 	return ret;
 }

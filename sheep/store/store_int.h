@@ -75,6 +75,9 @@ bool layout_present(int dfd);
 int layout_walk(const char *dir,
 		int (*fn)(const char *dir, const char *name, void *arg),
 		void *arg);
+/* layout_walk's files named as an object is: @fn gets their keys */
+int layout_for_each_key(const char *dir,
+			int (*fn)(struct obj_key k, void *arg), void *arg);
 /* fsync the subdirectory @sub of the object directory @dfd */
 int layout_sync_sub(int dfd, int sub);
 /* move every file of @dir named after an object where the layout wants it */
