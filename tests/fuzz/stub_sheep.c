@@ -132,6 +132,10 @@ WEAK int store_remove(struct obj_key k) { return SD_RES_EIO; }
 WEAK int store_exist(struct obj_key k) { return SD_RES_NO_OBJ; }
 WEAK int store_flush(void) { return SD_RES_EIO; }
 WEAK int store_wipe(void) { return SD_RES_SUCCESS; }
+WEAK bool store_layout_known(const char *name)
+{ return !strcmp(name, "plain") || !strcmp(name, "tree"); }
+WEAK int store_set_layout(const char *name)
+{ return store_layout_known(name) ? SD_RES_SUCCESS : SD_RES_NO_STORE; }
 WEAK int store_stat(uint64_t *size, uint64_t *free_bytes) { return -1; }
 WEAK int store_for_each(int (*fn)(struct obj_key k, void *arg), void *arg)
 { return -1; }
