@@ -239,6 +239,11 @@ dog_at()
 		done
 		[ $inserted = 1 ] || args+=(-p "${PORT[idx]}")
 	fi
+	# KELPIE_STORE=tree: every format without -b makes a tree store
+	if [ -n "${KELPIE_STORE:-}" ] && [ "${args[0]:-}" = cluster ] &&
+	   [ "${args[1]:-}" = format ] && [[ " ${args[*]} " != *" -b "* ]]; then
+		args=(cluster format -b "$KELPIE_STORE" "${args[@]:2}")
+	fi
 	timeout -k 5 "$DOG_TIMEOUT" "$DOG_BIN" "${args[@]}"
 }
 
