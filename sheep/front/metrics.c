@@ -19,6 +19,7 @@
 #include "nbd.h"
 #include "util.h"
 #include "core/core.h"
+#include "ops/ops.h"
 #include "recovery/recovery.h"
 #include "state/cluster.h"
 #include "state/vdi.h"
@@ -139,6 +140,7 @@ static void take_snapshot(struct metrics_snap *m)
 	m->loop_served = request_loop_served(false);
 	m->loop_writes = request_loop_served(true);
 	m->reclaimed = vdi_reclaimed();
+	obj_list_stats(&m->list_walks, &m->list_served);
 	m->io_queue_max = SD_IO_QUEUE;
 	m->clients = client_count();
 	m->nbd_conns = nbd_conn_count();
@@ -386,6 +388,12 @@ static void format_traffic(struct out *o, const struct metrics_snap *m)
 		"Copies of data objects and ledgers of deleted VDIs this "
 		"node removed after the deletion itself (left by a power loss "
 		"or by a node down during the delete).", m->reclaimed);
+	counter(o, "kelpie_object_list_requests_total",
+		"Object lists other members asked this node for (each "
+		"recovery asks every member).", m->list_served);
+	counter(o, "kelpie_object_list_walks_total",
+		"Walks of the store that answered them: the requests of a "
+		"burst share one.", m->list_walks);
 	gauge(o, "kelpie_client_connections",
 	      "Connections on the Sheepdog port (dog, QEMU, other sheep).",
 	      m->clients);

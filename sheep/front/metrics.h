@@ -37,6 +37,7 @@ struct metrics_snap {
 	uint64_t io_queue, io_queue_max;
 	uint64_t loop_served, loop_writes;
 	uint64_t reclaimed;		/* vdi/reclaim.c */
+	uint64_t list_walks, list_served;	/* ops/obj_list.c */
 	uint64_t clients, nbd_conns;
 	uint32_t epoch;
 	uint8_t status;

@@ -149,36 +149,10 @@ static int local_get_hash(struct request *req)
 	return SD_RES_ASYNC;
 }
 
-struct obj_list_ctx {
-	uint8_t *buf;
-	uint32_t n, max;
-};
-
-static int add_oid(struct obj_key k, void *arg)
-{
-	struct obj_list_ctx *ctx = arg;
-
-	/*
-	 * oids only: a strip's oid tells recovery that the object exists;
-	 * each node works out which strip of it it holds (recovery/strips.c)
-	 */
-	if (ctx->n == ctx->max)
-		return 1;
-	put_le64(ctx->buf + 8 * ctx->n++, k.oid);
-	return 0;
-}
-
+/* a walk of the store shared by the requests of a burst (obj_list.c) */
 static int local_get_obj_list(struct request *req)
 {
-	struct obj_list_ctx ctx = {
-		.buf = req->data, .max = req->data_len / 8,
-	};
-
-	if (store_for_each(add_oid, &ctx) > 0 ||
-	    store_for_each_stale(add_oid, &ctx) > 0)
-		return SD_RES_BUFFER_SMALL;
-	req->rp.data_length = ctx.n * 8;
-	return SD_RES_SUCCESS;
+	return obj_list_get(req->data, req->data_len, &req->rp.data_length);
 }
 
 /*
