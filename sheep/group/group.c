@@ -394,9 +394,12 @@ static void adopt_cinfo(const struct cluster_info_hdr *h,
 	cs->store[sizeof(cs->store) - 1] = 0;
 	/* a node formatted with the other store moves its files over */
 	if (!sys.gateway && cs->store[0] &&
-	    store_set_layout(cs->store) != SD_RES_SUCCESS)
-		sd_err("the store of the cluster is \"%s\": this node cannot "
-		       "use it", cs->store);
+	    store_set_layout(cs->store) != SD_RES_SUCCESS) {
+		/* files left in the other layout would be served as missing */
+		sd_emerg("the cluster's store is \"%s\" and this node cannot "
+			 "move its files to that layout: leaving", cs->store);
+		sheep_exit(1);
+	}
 	set_epoch_nodes(nodes, (size_t)h->nr_nodes);
 }
 

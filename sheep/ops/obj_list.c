@@ -83,6 +83,8 @@ static void wait_for_fresh_walk(void)
 		pthread_mutex_unlock(&list_lock);
 		w = walk_store();
 		pthread_mutex_lock(&list_lock);
+		/* one walk at a time, finished in the order they began */
+		sd_assert(walking && gen == walk_done_gen + 1);
 		free(last.oids);
 		last = w;
 		walk_done_gen = gen;
