@@ -16,7 +16,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -197,7 +196,6 @@ int layout_sync_sub(int dfd, int sub)
 }
 
 struct convert {
-	int dfd;
 	const char *top;
 	uint64_t moved;
 	int err;
@@ -230,7 +228,7 @@ static int convert_one(const char *dir, const char *name, void *arg)
 
 int layout_convert(const char *dir, int dfd, bool nosync, uint64_t *moved)
 {
-	struct convert cv = { .dfd = dfd, .top = dir };
+	struct convert cv = { .top = dir };
 	int ret;
 
 	*moved = 0;

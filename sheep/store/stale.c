@@ -263,6 +263,7 @@ int stale_swap_dir(int slot, uint32_t epoch)
 {
 	char dir[MD_PATH_MAX + 8], left[MD_PATH_MAX + 32];
 	char from[MD_PATH_MAX + 48], to[MD_PATH_MAX + 48];
+	bool made;
 	int ret = 0;
 
 	md_dir(slot, dir, sizeof(dir));
@@ -276,9 +277,11 @@ int stale_swap_dir(int slot, uint32_t epoch)
 		ret = -1;
 		goto out;
 	}
-	if (mkdir(dir, 0755) || make_layout(dir)) {
+	made = !mkdir(dir, 0755);
+	if (!made || make_layout(dir)) {
 		/* the store stays where it was: the caller moves one by one */
-		rmdir_r(dir);
+		if (made)
+			rmdir_r(dir);	/* ours, and empty but for subdirs */
 		if (rename(left, dir))
 			sd_emerg("cannot put %s back: %m", dir);
 		ret = -1;
