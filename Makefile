@@ -53,6 +53,10 @@ SAN_LIB_OBJS := $(LIB_SRCS:%.c=build/san/%.o)
 # unit tests may exercise sheep modules too (everything but main)
 SAN_SHEEP_OBJS := $(filter-out build/san/sheep/sheep.o,$(SHEEP_SRCS:%.c=build/san/%.o))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=build/tests/%)
+# the placement simulator (tests/sim/, doc/scale.md): optimised, since
+# its long runs place millions of objects; tests/unit/ringsim.sh checks it
+SIM_SRCS := $(wildcard tests/sim/*.c)
+SIM_BIN := build/ringsim
 
 .PHONY: all deps check unit functional demo bench install clean qemu qemu-orig
 .SECONDARY:
@@ -94,6 +98,9 @@ build/tests/%: tests/unit/%.c build/san/libsheep.a build/san/libkelpie.a
 		build/san/libkelpie.a -Wl,--end-group $(PKG_LIBS) -lcmocka \
 		$(RDMA_LIBS) $(LDLIBS)
 
+$(SIM_BIN): $(SIM_SRCS:%.c=build/%.o) build/libkelpie.a
+	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
+
 -include $(shell find build -name '*.d' 2>/dev/null)
 
 # Install the Debian packages the build and the tests need (idempotent).
@@ -115,13 +122,13 @@ deps-quiet:
 		[ -f /usr/include/rdma/rdma_cma.h ] || \
 		$(MAKE) --no-print-directory deps
 
-unit: all $(UNIT_BINS)
+unit: all $(UNIT_BINS) $(SIM_BIN)
 
 # the packages first, then the build on every core (make -j would start
 # compiling before deps installed the headers), then the suites
 NPROC := $(shell nproc 2>/dev/null || echo 1)
 check: deps
-	@$(MAKE) --no-print-directory -j$(NPROC) all $(UNIT_BINS)
+	@$(MAKE) --no-print-directory -j$(NPROC) all $(UNIT_BINS) $(SIM_BIN)
 	@bash tests/run-all.sh
 
 functional: all

@@ -1,0 +1,34 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# The placement tables of doc/scale.md, by hand (a few minutes, up to
+# 3 GiB of memory at 10,000 nodes):
+#
+#   make build/ringsim && bash tests/sim/tables.sh >/tmp/tables.md
+#
+# Each run prints its own header line; the time each took goes to stderr.
+set -e
+SIM=${SIM:-build/ringsim}
+run()
+{
+	echo
+	echo "\$ ringsim $*"
+	echo
+	"$SIM" "$@"
+}
+
+# the ring against rendezvous hashing: racks of 10 as zones, 3 copies
+run -n 100 -o 1000000
+run -n 1000 -o 3000000 -a ring
+run -n 1000 -o 300000 -a hrw
+run -n 10000 -o 30000000 -a ring
+# capacities that differ, and zones per node (Sheepdog's default)
+run -n 100 -o 1000000 -m -a ring
+run -n 100 -o 1000000 -z node -a ring
+# erasure coding 4:2, racks as zones
+run -n 100 -o 1000000 -e 4:2 -a ring
+run -n 1000 -o 3000000 -e 4:2 -a ring
+# the balance as vnodes grow (fixed counts, as sheep -V)
+for v in 64 128 256 512 1024; do
+	run -n 100 -o 1000000 -V "$v" -a ring
+done
