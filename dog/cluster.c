@@ -26,6 +26,7 @@ static struct cluster_opts {
 	bool use_lock;
 	bool avoid_diskfull;
 	bool fixed_vnodes;
+	bool stable_vnodes;	/* -S: a way of weighing, not with -V */
 	bool diff;
 } copt = {
 	.store = "plain",
@@ -50,6 +51,11 @@ static int node_cluster_info(const struct sd_node *n,
 /* every storage node must agree with -V about fixed or auto vnodes */
 static int check_vnode_strategy(void)
 {
+	if (copt.fixed_vnodes && copt.stable_vnodes) {
+		fprintf(stderr, "-S/--stable-vnodes weighs vnodes by capacity: "
+			"it cannot be used with -V/--fixedvnodes\n");
+		return EXIT_FAILURE;
+	}
 	for (int i = 0; i < sd_nodes_nr; i++) {
 		struct cluster_info_hdr c;
 		bool is_auto;
@@ -169,6 +175,8 @@ static int cluster_format(int argc, char **argv)
 		req.cluster.flags |= SD_CLUSTER_FLAG_AVOID_DISKFULL;
 	if (!copt.fixed_vnodes)
 		req.cluster.flags |= SD_CLUSTER_FLAG_AUTO_VNODES;
+	if (copt.stable_vnodes)
+		req.cluster.flags |= SD_CLUSTER_FLAG_STABLE_VNODES;
 	if (dog_exec(&req, name, 0, &rsp))
 		return EXIT_SYSFAIL;
 	if (rsp.result != SD_RES_SUCCESS) {
@@ -240,7 +248,9 @@ static void print_cluster_details(const struct epoch_rec *first)
 	       copies_to_str(h->nr_copies, h->copy_policy, copies,
 			     sizeof(copies)));
 	printf("Cluster vnodes strategy: %s\n",
-	       h->flags & SD_CLUSTER_FLAG_AUTO_VNODES ? "auto" : "fixed");
+	       !(h->flags & SD_CLUSTER_FLAG_AUTO_VNODES) ? "fixed" :
+	       h->flags & SD_CLUSTER_FLAG_STABLE_VNODES ? "auto (stable)" :
+	       "auto");
 	printf("Cluster vnode mode: %s\n",
 	       h->flags & SD_CLUSTER_FLAG_DISKMODE ? "disk" : "node");
 }
@@ -535,6 +545,9 @@ static int cluster_parser(int ch, const char *arg)
 	case 'V':
 		copt.fixed_vnodes = true;
 		break;
+	case 'S':
+		copt.stable_vnodes = true;
+		break;
 	case 'd':
 		copt.diff = true;
 		break;
@@ -559,6 +572,8 @@ static const struct sd_option cluster_options[] = {
 	  "default object size 2^shift (20 to 26)" },
 	{ 'V', "fixedvnodes", false, NULL,
 	  "fixed number of vnodes per node" },
+	{ 'S', "stable-vnodes", false, NULL,
+	  "re-weigh only the nodes a membership change concerns" },
 	{ 'd', "diff", false, NULL,
 	  "show membership changes instead of node lists" },
 	{ 0, NULL, false, NULL, NULL },
@@ -567,7 +582,7 @@ static const struct sd_option cluster_options[] = {
 static const struct subcommand cluster_cmds[] = {
 	{ "info", NULL, "aprhvTd", "show cluster status and epoch history",
 	  NULL, CMD_NEED_NODELIST, 0, cluster_info },
-	{ "format", NULL, "bcltaphzTVRfF", "create a new cluster", NULL,
+	{ "format", NULL, "bcltaphzTVSRfF", "create a new cluster", NULL,
 	  CMD_NEED_NODELIST, 0, cluster_format },
 	{ "shutdown", NULL, "aphT", "stop every sheep of the cluster", NULL,
 	  0, 0, cluster_shutdown },

@@ -692,7 +692,8 @@ static uint16_t vnode_mode_flags(void)
 
 	if (dog_cluster_info(NULL, &c, &result) || result != SD_RES_SUCCESS)
 		return SD_CLUSTER_FLAG_AUTO_VNODES;
-	return c.flags & SD_CLUSTER_FLAG_AUTO_VNODES;
+	return c.flags & (SD_CLUSTER_FLAG_AUTO_VNODES |
+			  SD_CLUSTER_FLAG_STABLE_VNODES);
 }
 
 static int make_fs(const struct log_hdr *h)

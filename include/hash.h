@@ -45,6 +45,21 @@ void nodes_sort(struct sd_node *nodes, size_t nr);
  */
 void nodes_auto_vnodes(struct sd_node *nodes, size_t nr);
 
+/*
+ * Stable vnodes (Kelpie, cluster flag STABLE_VNODES, opt-in at format):
+ * counts weighted by capacity like nodes_auto_vnodes, but a change of
+ * membership re-weighs only the nodes it concerns.  The vnodes per byte
+ * are the median of the counts over capacities in @prev (the latest
+ * epoch's records); a storage node of @nodes whose record there still
+ * fits that ratio (within a vnode and 1 %) keeps its count, any other
+ * (a joiner, a node whose capacity changed) gets its capacity times the
+ * ratio.  Without records to go by (the first epoch) it is
+ * nodes_auto_vnodes.  Integer arithmetic only: every node computes the
+ * same counts.
+ */
+void nodes_stable_vnodes(struct sd_node *nodes, size_t nr,
+			 const struct sd_node *prev, size_t nr_prev);
+
 /* returns 0, or -1 if out of memory */
 int ring_build(struct vnode_ring *ring, const struct sd_node *nodes,
 	       size_t nr);

@@ -227,6 +227,8 @@ static inline void ec_prev_set(struct sd_req *rq, uint64_t prev)
 #define SD_CLUSTER_FLAG_USE_LOCK	0x0008
 #define SD_CLUSTER_FLAG_RECYCLE_VID	0x0010
 #define SD_CLUSTER_FLAG_AVOID_DISKFULL	0x0020
+/* Kelpie: with AUTO_VNODES, re-weigh only the nodes a change concerns */
+#define SD_CLUSTER_FLAG_STABLE_VNODES	0x0040
 
 #define SD_MAX_NODES			6144
 #define SD_DEFAULT_VNODES		128

@@ -147,6 +147,83 @@ void nodes_auto_vnodes(struct sd_node *nodes, size_t nr)
 	}
 }
 
+/* a count over a capacity, compared exactly */
+struct vnode_ratio {
+	uint64_t count, space;
+};
+
+static int ratio_cmp(const void *a, const void *b)
+{
+	const struct vnode_ratio *x = a, *y = b;
+	unsigned __int128 l = (unsigned __int128)x->count * y->space;
+	unsigned __int128 r = (unsigned __int128)y->count * x->space;
+
+	return l < r ? -1 : l > r;
+}
+
+static const struct sd_node *find_record(const struct sd_node *prev,
+					 size_t nr, const struct node_id *nid)
+{
+	for (size_t i = 0; i < nr; i++)
+		if (node_id_eq(&prev[i].nid, nid))
+			return &prev[i];
+	return NULL;
+}
+
+/* rint(space * ratio) clamped to a storage node's range */
+static uint16_t ratio_vnodes(uint64_t space, const struct vnode_ratio *r)
+{
+	unsigned __int128 v = ((unsigned __int128)space * r->count * 2 +
+			       r->space) / ((unsigned __int128)r->space * 2);
+
+	if (v < 1)
+		return 1;
+	return v > UINT16_MAX ? UINT16_MAX : (uint16_t)v;
+}
+
+void nodes_stable_vnodes(struct sd_node *nodes, size_t nr,
+			 const struct sd_node *prev, size_t nr_prev)
+{
+	struct vnode_ratio *r = calloc(nr_prev ? nr_prev : 1, sizeof(*r)), m;
+	size_t n = 0;
+
+	/* no way around: a node that weighed otherwise would place otherwise */
+	if (!r)
+		abort();
+	for (size_t i = 0; i < nr_prev; i++)
+		if (prev[i].nr_vnodes && prev[i].space)
+			r[n++] = (struct vnode_ratio){ prev[i].nr_vnodes,
+						       prev[i].space };
+	if (!n) {
+		free(r);
+		nodes_auto_vnodes(nodes, nr);
+		return;
+	}
+	qsort(r, n, sizeof(*r), ratio_cmp);
+	m = r[n / 2];
+	free(r);
+	for (size_t i = 0; i < nr; i++) {
+		const struct sd_node *e;
+		uint16_t want;
+		uint32_t diff, slack;
+
+		if (!nodes[i].nr_vnodes || !nodes[i].space)
+			continue;
+		want = ratio_vnodes(nodes[i].space, &m);
+		e = find_record(prev, nr_prev, &nodes[i].nid);
+		if (e && e->nr_vnodes && e->space == nodes[i].space) {
+			diff = e->nr_vnodes > want ? e->nr_vnodes - want :
+			       want - e->nr_vnodes;
+			slack = 1 + want / 100;
+			if (diff <= slack) {
+				nodes[i].nr_vnodes = e->nr_vnodes;
+				continue;
+			}
+		}
+		nodes[i].nr_vnodes = want;
+	}
+}
+
 int ring_build(struct vnode_ring *ring, const struct sd_node *nodes,
 	       size_t nr)
 {

@@ -2,7 +2,9 @@
 /*
  * Vnode counts (cluster.md §2.4): fixed per node (sheep -V, a cluster
  * formatted with dog cluster format -V) or weighted by capacity (the
- * default, cluster flag AUTO_VNODES).  The rules here are plain
+ * default, cluster flag AUTO_VNODES), every count against the mean of
+ * the members, or, opt-in (dog cluster format -S, flag STABLE_VNODES),
+ * only the counts of the nodes a change concerns (lib/hash.c).  The rules here are plain
  * functions of the lists they are given; group.c applies them to the
  * membership in the same order on every node, so every ring is the same.
  */
@@ -60,7 +62,11 @@ void vnodes_weigh(struct sd_node *members, size_t nr,
 		if (!weighted)
 			members[i].nr_vnodes = e->nr_vnodes;
 	}
-	if (weighted)
+	if (!weighted)
+		return;
+	if (cstate->flags & SD_CLUSTER_FLAG_STABLE_VNODES)
+		nodes_stable_vnodes(members, nr, epoch, nr_epoch);
+	else
 		nodes_auto_vnodes(members, nr);
 }
 

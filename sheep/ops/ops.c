@@ -1213,6 +1213,10 @@ static int cluster_make_fs(const struct sd_req *req, struct sd_rsp *rsp,
 	 */
 	if (req->cluster.flags & SD_CLUSTER_FLAG_RECYCLE_VID)
 		return SD_RES_NO_SUPPORT;
+	/* stable weighing is a way of weighing by capacity */
+	if ((req->cluster.flags & SD_CLUSTER_FLAG_STABLE_VNODES) &&
+	    !(req->cluster.flags & SD_CLUSTER_FLAG_AUTO_VNODES))
+		return SD_RES_INVALID_PARMS;
 	return group_format(req, store);
 }
 

@@ -48,6 +48,26 @@ static uint32_t sd_node_id(const struct sd_node *sd)
 	return id;
 }
 
+/* the counts sheep gives @sd: fixed, by the mean, or stable */
+static void weigh(struct sd_node *sd, size_t nr, const struct sim_layout *lay)
+{
+	struct sd_node *prev;
+
+	if (lay->fixed_vnodes)
+		return;
+	if (!lay->stable || !lay->prev) {
+		nodes_auto_vnodes(sd, nr);
+		return;
+	}
+	/* the members before were weighed at format: by the mean */
+	prev = xzalloc(lay->nr_prev * sizeof(*prev));
+	for (size_t i = 0; i < lay->nr_prev; i++)
+		to_sd_node(&lay->prev[i], 0, &prev[i]);
+	nodes_auto_vnodes(prev, lay->nr_prev);
+	nodes_stable_vnodes(sd, nr, prev, lay->nr_prev);
+	free(prev);
+}
+
 static int place_ring(const struct sim_node *nodes, size_t nr,
 		      const struct sim_layout *lay, struct sim_placement *out)
 {
@@ -57,8 +77,7 @@ static int place_ring(const struct sim_node *nodes, size_t nr,
 
 	for (size_t i = 0; i < nr; i++)
 		to_sd_node(&nodes[i], lay->fixed_vnodes, &sd[i]);
-	if (!lay->fixed_vnodes)
-		nodes_auto_vnodes(sd, nr);
+	weigh(sd, nr, lay);
 	if (ring_build(&ring, sd, nr)) {
 		free(sd);
 		return -1;

@@ -33,6 +33,10 @@ struct sim_layout {
 	size_t nr_objects;
 	uint32_t nr_ids;	/* node ids are below this */
 	uint16_t fixed_vnodes;	/* sheep -V for every node; 0: by capacity */
+	/* stable vnodes (format -S): the members before the change */
+	bool stable;
+	const struct sim_node *prev;
+	size_t nr_prev;
 };
 
 /* where every copy of every object is: nr_objects * copies node ids */

@@ -7,13 +7,14 @@
  * rack lost, one node's capacity doubled) and what it moves.
  *
  *   ringsim [-n NODES] [-o OBJECTS] [-c COPIES | -e D:P] [-r RACK]
- *           [-z node|rack] [-m] [-a ring|hrw|both] [-V VNODES]
+ *           [-z node|rack] [-m] [-a ring|hrw|both] [-V VNODES] [-s]
  *   ringsim --check        the properties make check holds the ring to
  *
  * -r: nodes per rack (10); -z: zones are nodes or racks (racks); -m:
  * every other node has twice the capacity; -o: objects (1000 per node);
  * -V: a fixed number of vnodes per node, as sheep -V (default: weighted
- * by capacity, 128 for an average node).
+ * by capacity, 128 for an average node); -s: stable vnodes, as a cluster
+ * formatted with dog cluster format -S weighs them.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -33,6 +34,7 @@ struct sim_opts {
 	bool zone_rack, mixed;
 	int algos;		/* bit 0 ring, bit 1 rendezvous */
 	uint16_t vnodes;	/* fixed vnodes per node (sheep -V), 0: auto */
+	bool stable;		/* stable vnodes (dog cluster format -S) */
 };
 
 struct cluster {
@@ -125,7 +127,7 @@ static struct sim_layout layout(const struct sim_opts *o)
 	return (struct sim_layout){
 		.copies = o->copies, .strips = o->data > 0,
 		.nr_objects = o->objects, .nr_ids = (uint32_t)o->nodes + 16,
-		.fixed_vnodes = o->vnodes,
+		.fixed_vnodes = o->vnodes, .stable = o->stable,
 	};
 }
 
@@ -148,6 +150,8 @@ static int run_one(const struct sim_opts *o, enum sim_algo a,
 
 	copy_cluster(base, &after);
 	apply(o, s, &after);
+	lay.prev = base->n;
+	lay.nr_prev = base->nr;
 	if (sim_place(a, after.n, after.nr, &lay, &pa)) {
 		free(after.n);
 		return -1;
@@ -173,6 +177,8 @@ static void print_header(const struct sim_opts *o)
 	       "1 TiB each");
 	if (o->vnodes)
 		printf(", %u vnodes per node (fixed)", o->vnodes);
+	if (o->stable)
+		printf(", stable vnodes (-S)");
 	printf("\n\n");
 	printf("| change | placement | moved / ideal | moved needlessly | max/mean before | max/mean after | "
 	       "per zone after |\n|---|---|--:|--:|--:|--:|--:|\n");
@@ -283,6 +289,16 @@ static int self_check(void)
 	ch = change(&o, SIM_RING, JOIN1);
 	check(ch.max_before < 1.5, "mixed capacities: weighted balance",
 	      ch.max_before);
+	/* stable vnodes: a join or a reweight with mixed capacities moves
+	 * only what it must */
+	o.stable = true;
+	ch = change(&o, SIM_RING, JOIN1);
+	check(ch.needless == 0, "stable vnodes, mixed capacities: one joins",
+	      (double)ch.needless);
+	ch = change(&o, SIM_RING, REWEIGHT);
+	check(ch.needless == 0, "stable vnodes: one node's capacity doubled",
+	      (double)ch.needless);
+	o.stable = false;
 	/* racks as zones: no two copies of an object in one rack */
 	o.mixed = false;
 	o.zone_rack = true;
@@ -322,7 +338,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: ringsim [-n NODES] [-o OBJECTS] [-c COPIES | "
 		"-e D:P] [-r RACK] [-z node|rack] [-m] [-a ring|hrw|both] "
-		"[-V VNODES]\n"
+		"[-V VNODES] [-s]\n"
 		"       ringsim --check\n");
 	exit(2);
 }
@@ -339,7 +355,7 @@ int main(int argc, char **argv)
 	uint64_t v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "n:o:c:e:r:z:ma:V:", lopts,
+	while ((c = getopt_long(argc, argv, "n:o:c:e:r:z:ma:V:s", lopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'C':
@@ -376,6 +392,9 @@ int main(int argc, char **argv)
 			break;
 		case 'm':
 			o.mixed = true;
+			break;
+		case 's':
+			o.stable = true;
 			break;
 		case 'V':
 			if (parse_u64_range(optarg, UINT16_MAX, &v) || !v)

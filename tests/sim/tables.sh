@@ -25,6 +25,9 @@ run -n 10000 -o 30000000 -a ring
 # capacities that differ, and zones per node (Sheepdog's default)
 run -n 100 -o 1000000 -m -a ring
 run -n 100 -o 1000000 -z node -a ring
+# the same with stable vnodes (dog cluster format -S)
+run -n 100 -o 1000000 -m -a ring -s
+run -n 100 -o 1000000 -a ring -s
 # erasure coding 4:2, racks as zones
 run -n 100 -o 1000000 -e 4:2 -a ring
 run -n 1000 -o 3000000 -e 4:2 -a ring

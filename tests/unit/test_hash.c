@@ -580,6 +580,91 @@ static void test_auto_vnodes_bounded(void **state)
 	assert_int_equal(n[1].nr_vnodes, 1);
 }
 
+/* ---- stable vnodes (Kelpie, flag STABLE_VNODES) ---- */
+
+#define GiB U64(1073741824)
+
+/* @nr storage nodes 127.0.0.1:7000+i with @space GiB each */
+static void mk_nodes(struct sd_node *n, size_t nr, const uint64_t *space)
+{
+	memset(n, 0, nr * sizeof(*n));
+	for (size_t i = 0; i < nr; i++) {
+		set_ipv4(&n[i].nid, 127, 0, 0, 1, (uint16_t)(7000 + i));
+		n[i].space = space[i] * GiB;
+		n[i].nr_vnodes = 128;
+	}
+}
+
+/* the first epoch: no records to go by, the counts of nodes_auto_vnodes */
+static void test_stable_vnodes_first(void **state)
+{
+	struct sd_node a[3], b[3];
+
+	mk_nodes(a, 3, (const uint64_t[]){ 1, 2, 3 });
+	mk_nodes(b, 3, (const uint64_t[]){ 1, 2, 3 });
+	nodes_auto_vnodes(a, 3);
+	nodes_stable_vnodes(b, 3, NULL, 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(a[i].nr_vnodes, b[i].nr_vnodes);
+	assert_int_equal(b[0].nr_vnodes, 64);
+}
+
+/*
+ * A join, a leave and a capacity change re-weigh only the node they
+ * concern, where the mean rule re-weighs every node
+ */
+static void test_stable_vnodes_changes(void **state)
+{
+	struct sd_node prev[4], n[4], m[4];
+
+	mk_nodes(prev, 3, (const uint64_t[]){ 1, 2, 3 });
+	nodes_auto_vnodes(prev, 3);		/* 64, 128, 192 */
+	/* a 4 GiB node joins: 256, the others keep theirs */
+	mk_nodes(n, 4, (const uint64_t[]){ 1, 2, 3, 4 });
+	nodes_stable_vnodes(n, 4, prev, 3);
+	assert_int_equal(n[0].nr_vnodes, 64);
+	assert_int_equal(n[1].nr_vnodes, 128);
+	assert_int_equal(n[2].nr_vnodes, 192);
+	assert_int_equal(n[3].nr_vnodes, 256);
+	/* the mean rule moves all of them: 51, 102, 154, 205 */
+	mk_nodes(m, 4, (const uint64_t[]){ 1, 2, 3, 4 });
+	nodes_auto_vnodes(m, 4);
+	assert_int_equal(m[0].nr_vnodes, 51);
+	/* the 1 GiB node leaves: nobody else changes */
+	memcpy(prev, n, sizeof(n));
+	memcpy(m, &n[1], 3 * sizeof(*m));
+	nodes_stable_vnodes(m, 3, prev, 4);
+	assert_int_equal(m[0].nr_vnodes, 128);
+	assert_int_equal(m[1].nr_vnodes, 192);
+	assert_int_equal(m[2].nr_vnodes, 256);
+	/* the 2 GiB node grows to 3 GiB (its record says so, with its old
+	 * count, as an update writes it): 192, the others keep theirs */
+	memcpy(prev, m, 3 * sizeof(*m));
+	prev[0].space = 3 * GiB;
+	memcpy(n, prev, 3 * sizeof(*n));
+	nodes_stable_vnodes(n, 3, prev, 3);
+	assert_int_equal(n[0].nr_vnodes, 192);
+	assert_int_equal(n[1].nr_vnodes, 192);
+	assert_int_equal(n[2].nr_vnodes, 256);
+}
+
+/* counts a rounding away from the ratio are kept; gateways stay 0 */
+static void test_stable_vnodes_rounding(void **state)
+{
+	struct sd_node prev[3], n[4];
+
+	mk_nodes(prev, 3, (const uint64_t[]){ 10, 10, 10 });
+	prev[0].nr_vnodes = 129;	/* within a vnode of 128 */
+	prev[1].nr_vnodes = 133;	/* beyond a vnode and 1 % */
+	mk_nodes(n, 4, (const uint64_t[]){ 10, 10, 10, 10 });
+	n[3].nr_vnodes = 0;		/* a gateway */
+	nodes_stable_vnodes(n, 4, prev, 3);
+	assert_int_equal(n[0].nr_vnodes, 129);
+	assert_int_equal(n[1].nr_vnodes, 129);	/* the median: 129/10 */
+	assert_int_equal(n[2].nr_vnodes, 128);
+	assert_int_equal(n[3].nr_vnodes, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -600,6 +685,9 @@ int main(void)
 		cmocka_unit_test(test_node_order),
 		cmocka_unit_test(test_auto_vnodes_vectors),
 		cmocka_unit_test(test_auto_vnodes_bounded),
+		cmocka_unit_test(test_stable_vnodes_first),
+		cmocka_unit_test(test_stable_vnodes_changes),
+		cmocka_unit_test(test_stable_vnodes_rounding),
 	};
 
 	return cmocka_run_group_tests_name("hash", tests, NULL, NULL);
