@@ -145,6 +145,7 @@ static void take_snapshot(struct metrics_snap *m)
 	m->clients = client_count();
 	m->nbd_conns = nbd_conn_count();
 	m->epoch = cstate->epoch;
+	m->epoch_since_ms = cstate->epoch_since_ms;
 	m->status = cstate->status;
 	m->joined = cstate->joined;
 	m->nr_nodes = cstate->nr_members;
@@ -435,6 +436,12 @@ static void format_cluster(struct out *o, const struct metrics_snap *m)
 	};
 
 	gauge(o, "kelpie_cluster_epoch", "The current epoch.", m->epoch);
+	/* the spread of this over the members is how long they took to agree */
+	family(o, "kelpie_cluster_epoch_timestamp_seconds", "gauge",
+	       "When this node entered the current epoch (unix time).");
+	emit(o, "kelpie_cluster_epoch_timestamp_seconds %llu.%03llu\n",
+	     (unsigned long long)(m->epoch_since_ms / 1000),
+	     (unsigned long long)(m->epoch_since_ms % 1000));
 	gauge(o, "kelpie_cluster_nodes", "Members of the cluster.",
 	      m->nr_nodes);
 	family(o, "kelpie_cluster_status", "gauge",

@@ -40,6 +40,7 @@ struct metrics_snap {
 	uint64_t list_walks, list_served;	/* ops/obj_list.c */
 	uint64_t clients, nbd_conns;
 	uint32_t epoch;
+	uint64_t epoch_since_ms;	/* unix ms: this node entered it */
 	uint8_t status;
 	bool joined;
 	uint64_t nr_nodes;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "net.h"
 #include "proto.h"
@@ -46,13 +47,26 @@ static size_t nr_announced;
 
 /* ---- epochs ---- */
 
+/* @epoch is this node's from now on (metrics: how long agreement took) */
+static void enter_epoch(uint32_t epoch)
+{
+	struct timespec ts;
+
+	if (cs->epoch == epoch && cs->epoch_since_ms)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	cs->epoch = epoch;
+	cs->epoch_since_ms = (uint64_t)ts.tv_sec * 1000 +
+			     (uint64_t)ts.tv_nsec / 1000000;
+}
+
 static void new_epoch(void)
 {
 	if (cs->epoch && cs->status == SD_STATUS_OK) {
 		recover_from = cs->epoch;
 		recover_pending = true;
 	}
-	cs->epoch++;
+	enter_epoch(cs->epoch + 1);
 	set_epoch_nodes(cs->members, cs->nr_members);
 	epoch_log_write(cs->epoch, cs->members, cs->nr_members);
 	sd_notice("epoch %u: %zu node(s)", cs->epoch, cs->nr_members);
@@ -383,7 +397,7 @@ static int cinfo_decode(const void *buf, size_t len,
 static void adopt_cinfo(const struct cluster_info_hdr *h,
 			const struct sd_node *nodes)
 {
-	cs->epoch = h->epoch;
+	enter_epoch(h->epoch);
 	cs->ctime = h->ctime;
 	cs->flags = h->flags;
 	cs->copies = h->nr_copies;
@@ -920,7 +934,7 @@ static int load_latest_epoch(void)
 		free(nodes);
 		return -1;
 	}
-	cs->epoch = latest;
+	enter_epoch(latest);
 	set_epoch_nodes(nodes, (size_t)nr);
 	free(nodes);
 	return 0;

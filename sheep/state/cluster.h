@@ -34,6 +34,7 @@ struct cluster_state {
 	uint8_t status;
 	uint8_t disable_recovery;
 	uint32_t epoch;
+	uint64_t epoch_since_ms;	/* unix ms: when this node entered it */
 	bool joined;
 	bool shutdown_clean;		/* the config's shutdown flag */
 	struct sd_node *members;	/* current membership */
