@@ -176,6 +176,8 @@ _ports_release()
 _alloc_ports()
 {
 	local try base p i lo=0 first=20000 span=40000
+	# the window searched from a random base: wider for many-node runs
+	local win=$((NR_PORTS < 150 ? 200 : NR_PORTS + 50))
 	# stay below the ephemeral range, so that no outgoing connection
 	# takes one of our ports before the daemon binds it
 	read -r lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null
@@ -191,7 +193,7 @@ _alloc_ports()
 		PORT=()
 		_ports_release
 		while [ ${#PORT[@]} -lt "$NR_PORTS" ] && [ $p -lt 65000 ] &&
-			[ $p -lt $((base + 200)) ]; do
+			[ $p -lt $((base + win)) ]; do
 			if ! _port_in_use $p && _port_reserve $p; then
 				PORT+=("$p")
 			fi
