@@ -373,3 +373,61 @@ void sim_compare(const struct sim_node *before, size_t nr_before,
 	free(grow);
 	free(present);
 }
+
+/* the first of @n holders still a member, or -1 */
+static int first_alive(const uint32_t *h, int n, const uint8_t *alive)
+{
+	for (int i = 0; i < n; i++)
+		if (alive[h[i]])
+			return i;
+	return -1;
+}
+
+uint64_t sim_recovery_traffic(const struct sim_node *after, size_t nr_after,
+			      const struct sim_placement *pb,
+			      const struct sim_placement *pa,
+			      const struct sim_layout *lay, int data,
+			      uint64_t *in, uint64_t *out)
+{
+	uint8_t *alive = xzalloc(lay->nr_ids);
+	uint64_t lost = 0;
+
+	for (size_t i = 0; i < nr_after; i++)
+		alive[after[i].id] = 1;
+	for (size_t o = 0; o < lay->nr_objects; o++) {
+		const uint32_t *b = &pb->node[o * (size_t)lay->copies];
+		const uint32_t *a = &pa->node[o * (size_t)lay->copies];
+		bool gone = false;
+
+		for (int c = 0; c < pa->width; c++) {
+			int src, got = 0;
+
+			if (lay->strips ? c < pb->width && b[c] == a[c] :
+			    holds(b, pb->width, a[c]))
+				continue;
+			in[a[c]]++;
+			if (lay->strips && c < pb->width && alive[b[c]]) {
+				out[b[c]]++;
+				continue;
+			}
+			if (!lay->strips) {
+				src = first_alive(b, pb->width, alive);
+				if (src < 0)
+					gone = true;
+				else
+					out[b[src]]++;
+				continue;
+			}
+			/* decoded from data-many strips that survive */
+			for (int k = 0; k < pb->width && got < data; k++)
+				if (alive[b[k]] && k != c) {
+					out[b[k]]++;
+					got++;
+				}
+			gone |= got < data;
+		}
+		lost += gone;
+	}
+	free(alive);
+	return lost;
+}

@@ -75,6 +75,19 @@ double sim_balance(const struct sim_node *nodes, size_t nr,
 		   const struct sim_placement *p,
 		   const struct sim_layout *lay, bool by_zone);
 
+/*
+ * What recovery moves from @pb (members before) to @pa (members @after):
+ * per node id, the copies it receives (@in) and sends (@out), each copy
+ * read from the first holder before that is still a member (a strip
+ * whose holder is gone is decoded from data-many others).  Returns the
+ * objects some copy of which no member could give (lost).
+ */
+uint64_t sim_recovery_traffic(const struct sim_node *after, size_t nr_after,
+			      const struct sim_placement *pb,
+			      const struct sim_placement *pa,
+			      const struct sim_layout *lay, int data,
+			      uint64_t *in, uint64_t *out);
+
 /* the data object ids the simulation places: spread over 256 VDIs */
 uint64_t sim_oid(size_t i);
 

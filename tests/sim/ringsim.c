@@ -14,9 +14,13 @@
  * every other node has twice the capacity; -o: objects (1000 per node);
  * -V: a fixed number of vnodes per node, as sheep -V (default: weighted
  * by capacity, 128 for an average node); -s: stable vnodes, as a cluster
- * formatted with dog cluster format -S weighs them.
+ * formatted with dog cluster format -S weighs them.  -L GIB: instead of
+ * the tables of moves, a model of how long recovery takes when every
+ * node holds GIB of data and moves it at -N Gbit/s (10) and -W MB/s
+ * (400) at most: the busiest node sets the time.
  */
 #include <getopt.h>
+#include <math.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +39,8 @@ struct sim_opts {
 	int algos;		/* bit 0 ring, bit 1 rendezvous */
 	uint16_t vnodes;	/* fixed vnodes per node (sheep -V), 0: auto */
 	bool stable;		/* stable vnodes (dog cluster format -S) */
+	double data_gib;	/* -L: data per node, the recovery model */
+	double net_gbit, disk_mbps;	/* -N, -W: a node's rates */
 };
 
 struct cluster {
@@ -220,6 +226,82 @@ static int report(const struct sim_opts *o)
 	return 0;
 }
 
+/* ---- -L: how long recovery takes, a model ---- */
+
+/*
+ * Every copy that must move is read from one surviving holder and
+ * written on its new one; a node moves its copies at the lesser of its
+ * network and disk rates, and the busiest node (in or out) sets the time.
+ * The sampled objects stand for all data: @scale bytes each.
+ */
+static void recovery_row(const struct sim_opts *o, enum scenario s,
+			 const struct cluster *base,
+			 const struct sim_placement *pb)
+{
+	struct sim_layout lay = layout(o);
+	struct cluster after;
+	struct sim_placement pa;
+	uint64_t *in = xzalloc(lay.nr_ids * sizeof(*in));
+	uint64_t *out = xzalloc(lay.nr_ids * sizeof(*out));
+	uint64_t total = 0, busiest = 0, lost;
+	double rate = fmin(o->net_gbit * 1e9 / 8, o->disk_mbps * 1e6);
+	double scale = (double)base->nr * o->data_gib * 1073741824.0 /
+		       ((double)lay.nr_objects * pb->width);
+	double in_max = 0;
+
+	copy_cluster(base, &after);
+	apply(o, s, &after);
+	lay.prev = base->n;
+	lay.nr_prev = base->nr;
+	sd_assert(!sim_place(SIM_RING, after.n, after.nr, &lay, &pa));
+	lost = sim_recovery_traffic(after.n, after.nr, pb, &pa, &lay, o->data,
+				    in, out);
+	for (uint32_t k = 0; k < lay.nr_ids; k++) {
+		total += in[k];
+		busiest = MAX(busiest, MAX(in[k], out[k]));
+		in_max = fmax(in_max, (double)in[k]);
+	}
+	printf("| %s | %.0f GiB | %.1f GiB | %.2f | %.0f s | %.0f s | %" PRIu64
+	       " |\n", scen_name[s], (double)total * scale / 1073741824.0,
+	       (double)busiest * scale / 1073741824.0,
+	       total ? in_max * (double)after.nr / (double)total : 0,
+	       (double)busiest * scale / rate,
+	       (double)total * scale / rate / (double)after.nr, lost);
+	sim_placement_free(&pa);
+	free(after.n);
+	free(in);
+	free(out);
+}
+
+static int recovery_report(const struct sim_opts *o)
+{
+	struct sim_layout lay = layout(o);
+	struct cluster base;
+	struct sim_placement pb;
+	static const enum scenario which[] = { LEAVE1, KILL10, RACK, JOIN1,
+					       JOIN10 };
+
+	base_cluster(o, &base);
+	printf("%zu nodes with %.0f GiB each, ", o->nodes, o->data_gib);
+	if (o->data)
+		printf("erasure %d:%d", o->data, o->copies - o->data);
+	else
+		printf("%d copies", o->copies);
+	printf(", racks of %" PRIu32 "%s; a node moves data at %.0f Gbit/s "
+	       "and %.0f MB/s\n\n", o->rack, o->zone_rack ? " as zones" : "",
+	       o->net_gbit, o->disk_mbps);
+	printf("| change | data moved | busiest node moves | max/mean "
+	       "received | time (model) | time if spread evenly | copies "
+	       "lost |\n|---|--:|--:|--:|--:|--:|--:|\n");
+	if (sim_place(SIM_RING, base.n, base.nr, &lay, &pb))
+		return 1;
+	for (size_t i = 0; i < ARRAY_SIZE(which); i++)
+		recovery_row(o, which[i], &base, &pb);
+	sim_placement_free(&pb);
+	free(base.n);
+	return 0;
+}
+
 /* ---- --check: what make check holds the ring to ---- */
 
 static int passed, failed;
@@ -247,6 +329,34 @@ static struct sim_change change(const struct sim_opts *o, enum sim_algo a,
 	sim_placement_free(&pb);
 	free(base.n);
 	return ch;
+}
+
+static uint64_t recovery_lost(const struct sim_opts *o, enum scenario s)
+{
+	struct sim_layout lay = layout(o);
+	struct cluster base, after;
+	struct sim_placement pb, pa;
+	uint64_t *in = xzalloc(lay.nr_ids * sizeof(*in));
+	uint64_t *out = xzalloc(lay.nr_ids * sizeof(*out));
+	uint64_t lost, moved = 0;
+
+	base_cluster(o, &base);
+	copy_cluster(&base, &after);
+	apply(o, s, &after);
+	sd_assert(!sim_place(SIM_RING, base.n, base.nr, &lay, &pb));
+	sd_assert(!sim_place(SIM_RING, after.n, after.nr, &lay, &pa));
+	lost = sim_recovery_traffic(after.n, after.nr, &pb, &pa, &lay, 0, in,
+				    out);
+	for (uint32_t k = 0; k < lay.nr_ids; k++)
+		moved += in[k];
+	sd_assert(moved > 0);	/* the change moved something */
+	sim_placement_free(&pb);
+	sim_placement_free(&pa);
+	free(base.n);
+	free(after.n);
+	free(in);
+	free(out);
+	return lost;
 }
 
 static bool racks_apart(const struct sim_opts *o, enum sim_algo a)
@@ -299,6 +409,9 @@ static int self_check(void)
 	check(ch.needless == 0, "stable vnodes: one node's capacity doubled",
 	      (double)ch.needless);
 	o.stable = false;
+	/* recovery finds a source for every copy a lost node or rack held */
+	check(recovery_lost(&o, LEAVE1) == 0, "a node lost: every copy has "
+	      "a surviving source", 0);
 	/* racks as zones: no two copies of an object in one rack */
 	o.mixed = false;
 	o.zone_rack = true;
@@ -307,6 +420,8 @@ static int self_check(void)
 	      ch.zone_max_after);
 	check(racks_apart(&o, SIM_RING), "racks as zones: no rack holds two "
 	      "copies of an object", 0);
+	check(recovery_lost(&o, RACK) == 0, "racks as zones: a rack lost, "
+	      "nothing lost", 0);
 	/* the reference hashing never moves needlessly */
 	ch = change(&o, SIM_RENDEZVOUS, JOIN10);
 	check(ch.needless == 0, "rendezvous: ten join, racks as zones",
@@ -339,6 +454,7 @@ static void usage(void)
 	fprintf(stderr, "usage: ringsim [-n NODES] [-o OBJECTS] [-c COPIES | "
 		"-e D:P] [-r RACK] [-z node|rack] [-m] [-a ring|hrw|both] "
 		"[-V VNODES] [-s]\n"
+		"               [-L GIB [-N GBIT] [-W MBPS]]\n"
 		"       ringsim --check\n");
 	exit(2);
 }
@@ -350,12 +466,12 @@ int main(int argc, char **argv)
 	};
 	struct sim_opts o = {
 		.nodes = 100, .copies = 3, .rack = 10, .zone_rack = true,
-		.algos = 3,
+		.algos = 3, .net_gbit = 10, .disk_mbps = 400,
 	};
 	uint64_t v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "n:o:c:e:r:z:ma:V:s", lopts,
+	while ((c = getopt_long(argc, argv, "n:o:c:e:r:z:ma:V:sL:N:W:", lopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'C':
@@ -396,6 +512,21 @@ int main(int argc, char **argv)
 		case 's':
 			o.stable = true;
 			break;
+		case 'L':
+			if (parse_u64_range(optarg, 1 << 20, &v) || !v)
+				usage();
+			o.data_gib = (double)v;
+			break;
+		case 'N':
+			if (parse_u64_range(optarg, 1000, &v) || !v)
+				usage();
+			o.net_gbit = (double)v;
+			break;
+		case 'W':
+			if (parse_u64_range(optarg, 100000, &v) || !v)
+				usage();
+			o.disk_mbps = (double)v;
+			break;
 		case 'V':
 			if (parse_u64_range(optarg, UINT16_MAX, &v) || !v)
 				usage();
@@ -416,5 +547,5 @@ int main(int argc, char **argv)
 		usage();
 	if (!o.objects)
 		o.objects = 1000 * o.nodes;
-	return report(&o);
+	return o.data_gib > 0 ? recovery_report(&o) : report(&o);
 }

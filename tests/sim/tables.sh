@@ -35,3 +35,10 @@ run -n 1000 -o 3000000 -e 4:2 -a ring
 for v in 64 128 256 512 1024; do
 	run -n 100 -o 1000000 -V "$v" -a ring
 done
+# the recovery model: 1,000 GiB per node, 10 Gbit/s and 400 MB/s a node
+run -n 100 -L 1000 -o 100000
+run -n 1000 -L 1000 -o 1000000
+run -n 10000 -L 1000 -o 10000000
+for v in 512 2048; do
+	run -n 1000 -L 1000 -o 1000000 -V "$v"
+done
