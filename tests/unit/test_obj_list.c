@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * GET_OBJ_LIST's shared walks (sheep/ops/obj_list.c), over a store that
- * this file stands in for: a walk takes 50 ms and lists one oid, the
- * store's version when the walk began (500 ms for the burst).  An answer always comes from a
- * walk that began after the call (never older than a walk of its own);
- * eight calls that come while a walk runs share the next one; a buffer
- * too small is BUFFER_SMALL.
+ * this file stands in for: a walk lists one oid, the store's version when
+ * the walk began, and ends when the test opens its gate (then after 5 ms).
+ * An answer always comes from a walk that began after the call (never
+ * older than a walk of its own); calls that come while a walk runs share
+ * the next one; a buffer too small is BUFFER_SMALL.  The tests wait for
+ * conditions (a walk began, the callers are in), never for a time alone:
+ * a loaded machine only makes them slower.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,14 +26,30 @@
 #include "store/store.h"
 
 static uint64_t version;	/* bumped by the tests: the store changed */
-static unsigned int walk_us = 50000;
+static int gate_closed;		/* walks wait while it is closed */
+static int begun;		/* walks that read the version */
+static int callers;		/* askers about to call */
 
 int store_for_each(int (*fn)(struct obj_key k, void *arg), void *arg)
 {
 	uint64_t v = __atomic_load_n(&version, __ATOMIC_SEQ_CST);
 
-	usleep(walk_us);
+	__atomic_add_fetch(&begun, 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&gate_closed, __ATOMIC_SEQ_CST))
+		usleep(1000);
+	usleep(5000);
 	return fn(obj_key_rep(v), arg);
+}
+
+static void wait_until(int *counter, int want)
+{
+	while (__atomic_load_n(counter, __ATOMIC_SEQ_CST) < want)
+		usleep(1000);
+}
+
+static void gate(bool closed)
+{
+	__atomic_store_n(&gate_closed, closed, __ATOMIC_SEQ_CST);
 }
 
 int store_for_each_stale(int (*fn)(struct obj_key k, void *arg), void *arg)
@@ -53,6 +71,7 @@ static uint64_t ask(void)
 
 static void *asker(void *arg)
 {
+	__atomic_add_fetch(&callers, 1, __ATOMIC_SEQ_CST);
 	*(uint64_t *)arg = ask();
 	return NULL;
 }
@@ -69,32 +88,44 @@ static void test_never_older_than_the_call(void **state)
 {
 	pthread_t t;
 	uint64_t first;
+	int b = __atomic_load_n(&begun, __ATOMIC_SEQ_CST);
 
 	__atomic_store_n(&version, 1, __ATOMIC_SEQ_CST);
+	gate(true);
 	assert_int_equal(pthread_create(&t, NULL, asker, &first), 0);
-	usleep(10000);			/* its walk (version 1) runs */
+	wait_until(&begun, b + 1);	/* its walk read version 1 */
 	__atomic_store_n(&version, 2, __ATOMIC_SEQ_CST);
+	gate(false);
 	assert_int_equal(ask(), 2);
 	pthread_join(t, NULL);
 	assert_int_equal(first, 1);
 	assert_int_equal(ask(), 2);	/* a call after both: a walk again */
 }
 
-/* eight calls that come during one walk share the next one */
+/*
+ * eight calls that come during one walk share the next one (a caller the
+ * machine holds back between counting itself and calling may come after
+ * that walk began: one more walk at most)
+ */
 static void test_burst_shares_a_walk(void **state)
 {
 	pthread_t first, t[8];
 	uint64_t got0, got[8], w0, w1;
+	int b = __atomic_load_n(&begun, __ATOMIC_SEQ_CST);
+	int c = __atomic_load_n(&callers, __ATOMIC_SEQ_CST);
 
-	walk_us = 500000;	/* the eight start well within it */
 	walks(&w0);
 	__atomic_store_n(&version, 10, __ATOMIC_SEQ_CST);
+	gate(true);
 	assert_int_equal(pthread_create(&first, NULL, asker, &got0), 0);
-	usleep(10000);
+	wait_until(&begun, b + 1);
 	__atomic_store_n(&version, 11, __ATOMIC_SEQ_CST);
 	for (int i = 0; i < 8; i++)
 		assert_int_equal(pthread_create(&t[i], NULL, asker, &got[i]),
 				 0);
+	wait_until(&callers, c + 9);
+	usleep(20000);		/* from counting themselves to their calls */
+	gate(false);
 	for (int i = 0; i < 8; i++) {
 		pthread_join(t[i], NULL);
 		assert_int_equal(got[i], 11);
@@ -102,8 +133,7 @@ static void test_burst_shares_a_walk(void **state)
 	pthread_join(first, NULL);
 	assert_int_equal(got0, 10);
 	walks(&w1);
-	assert_int_equal(w1 - w0, 2);
-	walk_us = 50000;
+	assert_in_range(w1 - w0, 2, 3);
 }
 
 static void test_buffer_small(void **state)
