@@ -27,6 +27,7 @@ static struct cluster_opts {
 	bool avoid_diskfull;
 	bool fixed_vnodes;
 	bool stable_vnodes;	/* -S: a way of weighing, not with -V */
+	uint16_t vnodes;	/* -N: a mean node's vnodes, with -S */
 	bool diff;
 } copt = {
 	.store = "plain",
@@ -51,6 +52,12 @@ static int node_cluster_info(const struct sd_node *n,
 /* every storage node must agree with -V about fixed or auto vnodes */
 static int check_vnode_strategy(void)
 {
+	if (copt.vnodes && !copt.stable_vnodes) {
+		fprintf(stderr, "-N/--vnodes needs -S/--stable-vnodes: the "
+			"default weighing gives a node of the mean capacity "
+			"128 vnodes\n");
+		return EXIT_FAILURE;
+	}
 	if (copt.fixed_vnodes && copt.stable_vnodes) {
 		fprintf(stderr, "-S/--stable-vnodes weighs vnodes by capacity: "
 			"it cannot be used with -V/--fixedvnodes\n");
@@ -177,6 +184,7 @@ static int cluster_format(int argc, char **argv)
 		req.cluster.flags |= SD_CLUSTER_FLAG_AUTO_VNODES;
 	if (copt.stable_vnodes)
 		req.cluster.flags |= SD_CLUSTER_FLAG_STABLE_VNODES;
+	set_format_vnodes(&req, copt.vnodes);
 	if (dog_exec(&req, name, 0, &rsp))
 		return EXIT_SYSFAIL;
 	if (rsp.result != SD_RES_SUCCESS) {
@@ -548,6 +556,19 @@ static int cluster_parser(int ch, const char *arg)
 	case 'S':
 		copt.stable_vnodes = true;
 		break;
+	case 'N': {
+		uint64_t v;
+
+		if (parse_u64_range(arg, SD_MAX_FORMAT_VNODES, &v) ||
+		    v < SD_MIN_FORMAT_VNODES) {
+			fprintf(stderr, "Invalid number of vnodes '%s': must be "
+				"an integer between %d and %d\n", arg,
+				SD_MIN_FORMAT_VNODES, SD_MAX_FORMAT_VNODES);
+			return EXIT_USAGE;
+		}
+		copt.vnodes = (uint16_t)v;
+		break;
+	}
 	case 'd':
 		copt.diff = true;
 		break;
@@ -574,6 +595,9 @@ static const struct sd_option cluster_options[] = {
 	  "fixed number of vnodes per node" },
 	{ 'S', "stable-vnodes", false, NULL,
 	  "re-weigh only the nodes a membership change concerns" },
+	{ 'N', "vnodes", true, "count",
+	  "with -S: vnodes of a node of the mean capacity (16 to 4096, "
+	  "default 128)" },
 	{ 'd', "diff", false, NULL,
 	  "show membership changes instead of node lists" },
 	{ 0, NULL, false, NULL, NULL },
@@ -582,7 +606,7 @@ static const struct sd_option cluster_options[] = {
 static const struct subcommand cluster_cmds[] = {
 	{ "info", NULL, "aprhvTd", "show cluster status and epoch history",
 	  NULL, CMD_NEED_NODELIST, 0, cluster_info },
-	{ "format", NULL, "bcltaphzTVSRfF", "create a new cluster", NULL,
+	{ "format", NULL, "bcltaphzTVSNRfF", "create a new cluster", NULL,
 	  CMD_NEED_NODELIST, 0, cluster_format },
 	{ "shutdown", NULL, "aphT", "stop every sheep of the cluster", NULL,
 	  0, 0, cluster_shutdown },

@@ -44,6 +44,8 @@ void nodes_sort(struct sd_node *nodes, size_t nr);
  * anything), and a count never passes 65535.
  */
 void nodes_auto_vnodes(struct sd_node *nodes, size_t nr);
+/* the same with @base vnodes for a node of the mean capacity, not 128 */
+void nodes_auto_vnodes_base(struct sd_node *nodes, size_t nr, uint16_t base);
 
 /*
  * Stable vnodes (Kelpie, cluster flag STABLE_VNODES, opt-in at format):
@@ -54,11 +56,13 @@ void nodes_auto_vnodes(struct sd_node *nodes, size_t nr);
  * fits that ratio (within a vnode and 1 %) keeps its count, any other
  * (a joiner, a node whose capacity changed) gets its capacity times the
  * ratio.  Without records to go by (the first epoch) it is
- * nodes_auto_vnodes.  Integer arithmetic only: every node computes the
- * same counts.
+ * nodes_auto_vnodes_base with @base (0: 128), so the base chosen at
+ * format lives on in the records.  Integer arithmetic only: every node
+ * computes the same counts.
  */
 void nodes_stable_vnodes(struct sd_node *nodes, size_t nr,
-			 const struct sd_node *prev, size_t nr_prev);
+			 const struct sd_node *prev, size_t nr_prev,
+			 uint16_t base);
 
 /* returns 0, or -1 if out of memory */
 int ring_build(struct vnode_ring *ring, const struct sd_node *nodes,

@@ -232,6 +232,9 @@ static inline void ec_prev_set(struct sd_req *rq, uint64_t prev)
 
 #define SD_MAX_NODES			6144
 #define SD_DEFAULT_VNODES		128
+/* dog cluster format -S -N: the range of a mean node's vnodes */
+#define SD_MIN_FORMAT_VNODES		16
+#define SD_MAX_FORMAT_VNODES		4096
 #define SD_MAX_EVENT_BUF_SIZE		(128 * 1024)
 #define SD_FORMAT_VERSION		6
 #define SD_MAX_STORE_NAME		16

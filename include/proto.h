@@ -90,4 +90,19 @@ static inline uint64_t get_le64(const void *p)
 /* which opcode classes exist: see ops table in sheep/ops.c */
 int sd_opcode_is_internal(uint8_t opcode);
 
+/*
+ * MAKE_FS with STABLE_VNODES (dog cluster format -S -N): the vnodes of a
+ * node of the mean capacity, in the cluster part's reserved bytes (0 from
+ * a dog that does not know them: 128)
+ */
+static inline uint16_t format_vnodes(const struct sd_req *req)
+{
+	return get_le16(req->cluster.reserved);
+}
+
+static inline void set_format_vnodes(struct sd_req *req, uint16_t n)
+{
+	put_le16(req->cluster.reserved, n);
+}
+
 #endif

@@ -151,6 +151,8 @@ struct sd_req {
 			uint32_t tag;
 			uint32_t nodes_nr;
 			uint8_t block_size_shift;
+			/* Kelpie, MAKE_FS with STABLE_VNODES: le16 vnodes of a
+			 * node of the mean capacity (0: 128) */
 			uint8_t reserved[3];
 		} cluster;
 		struct {

@@ -111,15 +111,20 @@ static int count_zones(const struct sd_node *nodes, size_t nr)
 }
 
 /* the capacity-weighted count of cluster.md §2.4, before clamping */
-static float weighted_vnodes(uint64_t space, uint64_t avg)
+static float weighted_vnodes(uint64_t space, uint64_t avg, uint16_t base)
 {
 	/* single precision, as the spec: the float product, then divided */
-	float f = (float)SD_DEFAULT_VNODES * (float)space;
+	float f = (float)base * (float)space;
 
 	return rintf(f / (float)avg);
 }
 
 void nodes_auto_vnodes(struct sd_node *nodes, size_t nr)
+{
+	nodes_auto_vnodes_base(nodes, nr, SD_DEFAULT_VNODES);
+}
+
+void nodes_auto_vnodes_base(struct sd_node *nodes, size_t nr, uint16_t base)
 {
 	uint64_t total = 0, n = 0, avg;
 
@@ -138,7 +143,7 @@ void nodes_auto_vnodes(struct sd_node *nodes, size_t nr)
 
 		if (!nodes[i].nr_vnodes || !nodes[i].space)
 			continue;
-		v = weighted_vnodes(nodes[i].space, avg);
+		v = weighted_vnodes(nodes[i].space, avg, base);
 		if (v < 1)
 			v = 1;
 		if (v > UINT16_MAX)
@@ -182,7 +187,8 @@ static uint16_t ratio_vnodes(uint64_t space, const struct vnode_ratio *r)
 }
 
 void nodes_stable_vnodes(struct sd_node *nodes, size_t nr,
-			 const struct sd_node *prev, size_t nr_prev)
+			 const struct sd_node *prev, size_t nr_prev,
+			 uint16_t base)
 {
 	struct vnode_ratio *r = calloc(nr_prev ? nr_prev : 1, sizeof(*r)), m;
 	size_t n = 0;
@@ -196,7 +202,8 @@ void nodes_stable_vnodes(struct sd_node *nodes, size_t nr,
 						       prev[i].space };
 	if (!n) {
 		free(r);
-		nodes_auto_vnodes(nodes, nr);
+		nodes_auto_vnodes_base(nodes, nr, base ? base :
+				       SD_DEFAULT_VNODES);
 		return;
 	}
 	qsort(r, n, sizeof(*r), ratio_cmp);

@@ -761,6 +761,7 @@ int group_format(const struct sd_req *req, const char *store)
 	vdi_reset();
 	cs->ctime = req->cluster.ctime;
 	cs->flags = req->cluster.flags;
+	cs->format_vnodes = format_vnodes(req);
 	cs->copies = req->cluster.copies ? req->cluster.copies :
 		     SD_DEFAULT_COPIES;
 	cs->copy_policy = req->cluster.copy_policy;

@@ -65,7 +65,8 @@ void vnodes_weigh(struct sd_node *members, size_t nr,
 	if (!weighted)
 		return;
 	if (cstate->flags & SD_CLUSTER_FLAG_STABLE_VNODES)
-		nodes_stable_vnodes(members, nr, epoch, nr_epoch);
+		nodes_stable_vnodes(members, nr, epoch, nr_epoch,
+				    cstate->format_vnodes);
 	else
 		nodes_auto_vnodes(members, nr);
 }

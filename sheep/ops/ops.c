@@ -1217,6 +1217,12 @@ static int cluster_make_fs(const struct sd_req *req, struct sd_rsp *rsp,
 	if ((req->cluster.flags & SD_CLUSTER_FLAG_STABLE_VNODES) &&
 	    !(req->cluster.flags & SD_CLUSTER_FLAG_AUTO_VNODES))
 		return SD_RES_INVALID_PARMS;
+	/* a base for the counts only where it lasts: stable vnodes */
+	if (format_vnodes(req) &&
+	    (!(req->cluster.flags & SD_CLUSTER_FLAG_STABLE_VNODES) ||
+	     format_vnodes(req) < SD_MIN_FORMAT_VNODES ||
+	     format_vnodes(req) > SD_MAX_FORMAT_VNODES))
+		return SD_RES_INVALID_PARMS;
 	return group_format(req, store);
 }
 

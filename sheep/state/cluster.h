@@ -35,6 +35,8 @@ struct cluster_state {
 	uint8_t disable_recovery;
 	uint32_t epoch;
 	uint64_t epoch_since_ms;	/* unix ms: when this node entered it */
+	/* stable vnodes: a mean node's count at format (0: 128) */
+	uint16_t format_vnodes;
 	bool joined;
 	bool shutdown_clean;		/* the config's shutdown flag */
 	struct sd_node *members;	/* current membership */

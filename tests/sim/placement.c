@@ -55,16 +55,20 @@ static void weigh(struct sd_node *sd, size_t nr, const struct sim_layout *lay)
 
 	if (lay->fixed_vnodes)
 		return;
-	if (!lay->stable || !lay->prev) {
+	if (!lay->stable) {
 		nodes_auto_vnodes(sd, nr);
+		return;
+	}
+	if (!lay->prev) {
+		nodes_stable_vnodes(sd, nr, NULL, 0, lay->base);
 		return;
 	}
 	/* the members before were weighed at format: by the mean */
 	prev = xzalloc(lay->nr_prev * sizeof(*prev));
 	for (size_t i = 0; i < lay->nr_prev; i++)
 		to_sd_node(&lay->prev[i], 0, &prev[i]);
-	nodes_auto_vnodes(prev, lay->nr_prev);
-	nodes_stable_vnodes(sd, nr, prev, lay->nr_prev);
+	nodes_stable_vnodes(prev, lay->nr_prev, NULL, 0, lay->base);
+	nodes_stable_vnodes(sd, nr, prev, lay->nr_prev, lay->base);
 	free(prev);
 }
 

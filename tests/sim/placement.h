@@ -35,6 +35,7 @@ struct sim_layout {
 	uint16_t fixed_vnodes;	/* sheep -V for every node; 0: by capacity */
 	/* stable vnodes (format -S): the members before the change */
 	bool stable;
+	uint16_t base;		/* a mean node's vnodes at format (-S -N) */
 	const struct sim_node *prev;
 	size_t nr_prev;
 };

@@ -14,7 +14,9 @@
  * every other node has twice the capacity; -o: objects (1000 per node);
  * -V: a fixed number of vnodes per node, as sheep -V (default: weighted
  * by capacity, 128 for an average node); -s: stable vnodes, as a cluster
- * formatted with dog cluster format -S weighs them.  -L GIB: instead of
+ * formatted with dog cluster format -S weighs them; -b BASE: with -s, the
+ * vnodes of a node of the mean capacity at format (dog cluster format -S
+ * -N BASE; default 128).  -L GIB: instead of
  * the tables of moves, a model of how long recovery takes when every
  * node holds GIB of data and moves it at -N Gbit/s (10) and -W MB/s
  * (400) at most: the busiest node sets the time.
@@ -39,6 +41,7 @@ struct sim_opts {
 	int algos;		/* bit 0 ring, bit 1 rendezvous */
 	uint16_t vnodes;	/* fixed vnodes per node (sheep -V), 0: auto */
 	bool stable;		/* stable vnodes (dog cluster format -S) */
+	uint16_t base;		/* -b: with -s, a mean node's vnodes (-N) */
 	double data_gib;	/* -L: data per node, the recovery model */
 	double net_gbit, disk_mbps;	/* -N, -W: a node's rates */
 };
@@ -134,6 +137,7 @@ static struct sim_layout layout(const struct sim_opts *o)
 		.copies = o->copies, .strips = o->data > 0,
 		.nr_objects = o->objects, .nr_ids = (uint32_t)o->nodes + 16,
 		.fixed_vnodes = o->vnodes, .stable = o->stable,
+		.base = o->base,
 	};
 }
 
@@ -184,7 +188,8 @@ static void print_header(const struct sim_opts *o)
 	if (o->vnodes)
 		printf(", %u vnodes per node (fixed)", o->vnodes);
 	if (o->stable)
-		printf(", stable vnodes (-S)");
+		printf(", stable vnodes (-S), %u for a mean node",
+		       o->base ? o->base : 128);
 	printf("\n\n");
 	printf("| change | placement | moved / ideal | moved needlessly | max/mean before | max/mean after | "
 	       "per zone after |\n|---|---|--:|--:|--:|--:|--:|\n");
@@ -287,6 +292,9 @@ static int recovery_report(const struct sim_opts *o)
 		printf("erasure %d:%d", o->data, o->copies - o->data);
 	else
 		printf("%d copies", o->copies);
+	if (o->stable || o->vnodes)
+		printf(", %u vnodes for a mean node", o->vnodes ? o->vnodes :
+		       o->base ? o->base : 128);
 	printf(", racks of %" PRIu32 "%s; a node moves data at %.0f Gbit/s "
 	       "and %.0f MB/s\n\n", o->rack, o->zone_rack ? " as zones" : "",
 	       o->net_gbit, o->disk_mbps);
@@ -408,6 +416,14 @@ static int self_check(void)
 	ch = change(&o, SIM_RING, REWEIGHT);
 	check(ch.needless == 0, "stable vnodes: one node's capacity doubled",
 	      (double)ch.needless);
+	/* a base of 512 at format: better balanced, still nothing needless */
+	r = ch.max_before;
+	o.base = 512;
+	ch = change(&o, SIM_RING, JOIN1);
+	check(ch.max_before < r && ch.needless == 0,
+	      "stable vnodes, 512 for a mean node: balance better than 128",
+	      ch.max_before);
+	o.base = 0;
 	o.stable = false;
 	/* recovery finds a source for every copy a lost node or rack held */
 	check(recovery_lost(&o, LEAVE1) == 0, "a node lost: every copy has "
@@ -453,7 +469,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: ringsim [-n NODES] [-o OBJECTS] [-c COPIES | "
 		"-e D:P] [-r RACK] [-z node|rack] [-m] [-a ring|hrw|both] "
-		"[-V VNODES] [-s]\n"
+		"[-V VNODES] [-s [-b BASE]]\n"
 		"               [-L GIB [-N GBIT] [-W MBPS]]\n"
 		"       ringsim --check\n");
 	exit(2);
@@ -471,7 +487,7 @@ int main(int argc, char **argv)
 	uint64_t v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "n:o:c:e:r:z:ma:V:sL:N:W:", lopts,
+	while ((c = getopt_long(argc, argv, "n:o:c:e:r:z:ma:V:sb:L:N:W:", lopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'C':
@@ -512,6 +528,12 @@ int main(int argc, char **argv)
 		case 's':
 			o.stable = true;
 			break;
+		case 'b':
+			if (parse_u64_range(optarg, SD_MAX_FORMAT_VNODES, &v) ||
+			    v < SD_MIN_FORMAT_VNODES)
+				usage();
+			o.base = (uint16_t)v;
+			break;
 		case 'L':
 			if (parse_u64_range(optarg, 1 << 20, &v) || !v)
 				usage();
@@ -543,7 +565,8 @@ int main(int argc, char **argv)
 			usage();
 		}
 	}
-	if (optind != argc || o.nodes < 2 * (size_t)o.rack)
+	if (optind != argc || o.nodes < 2 * (size_t)o.rack ||
+	    (o.base && !o.stable))
 		usage();
 	if (!o.objects)
 		o.objects = 1000 * o.nodes;

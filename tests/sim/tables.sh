@@ -28,6 +28,7 @@ run -n 100 -o 1000000 -z node -a ring
 # the same with stable vnodes (dog cluster format -S)
 run -n 100 -o 1000000 -m -a ring -s
 run -n 100 -o 1000000 -a ring -s
+run -n 100 -o 1000000 -m -a ring -s -b 512
 # erasure coding 4:2, racks as zones
 run -n 100 -o 1000000 -e 4:2 -a ring
 run -n 1000 -o 3000000 -e 4:2 -a ring
@@ -42,3 +43,4 @@ run -n 10000 -L 1000 -o 10000000
 for v in 512 2048; do
 	run -n 1000 -L 1000 -o 1000000 -V "$v"
 done
+run -n 1000 -L 1000 -o 1000000 -s -b 512

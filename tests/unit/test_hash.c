@@ -603,7 +603,7 @@ static void test_stable_vnodes_first(void **state)
 	mk_nodes(a, 3, (const uint64_t[]){ 1, 2, 3 });
 	mk_nodes(b, 3, (const uint64_t[]){ 1, 2, 3 });
 	nodes_auto_vnodes(a, 3);
-	nodes_stable_vnodes(b, 3, NULL, 0);
+	nodes_stable_vnodes(b, 3, NULL, 0, 0);
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(a[i].nr_vnodes, b[i].nr_vnodes);
 	assert_int_equal(b[0].nr_vnodes, 64);
@@ -621,7 +621,7 @@ static void test_stable_vnodes_changes(void **state)
 	nodes_auto_vnodes(prev, 3);		/* 64, 128, 192 */
 	/* a 4 GiB node joins: 256, the others keep theirs */
 	mk_nodes(n, 4, (const uint64_t[]){ 1, 2, 3, 4 });
-	nodes_stable_vnodes(n, 4, prev, 3);
+	nodes_stable_vnodes(n, 4, prev, 3, 0);
 	assert_int_equal(n[0].nr_vnodes, 64);
 	assert_int_equal(n[1].nr_vnodes, 128);
 	assert_int_equal(n[2].nr_vnodes, 192);
@@ -633,7 +633,7 @@ static void test_stable_vnodes_changes(void **state)
 	/* the 1 GiB node leaves: nobody else changes */
 	memcpy(prev, n, sizeof(n));
 	memcpy(m, &n[1], 3 * sizeof(*m));
-	nodes_stable_vnodes(m, 3, prev, 4);
+	nodes_stable_vnodes(m, 3, prev, 4, 0);
 	assert_int_equal(m[0].nr_vnodes, 128);
 	assert_int_equal(m[1].nr_vnodes, 192);
 	assert_int_equal(m[2].nr_vnodes, 256);
@@ -642,7 +642,7 @@ static void test_stable_vnodes_changes(void **state)
 	memcpy(prev, m, 3 * sizeof(*m));
 	prev[0].space = 3 * GiB;
 	memcpy(n, prev, 3 * sizeof(*n));
-	nodes_stable_vnodes(n, 3, prev, 3);
+	nodes_stable_vnodes(n, 3, prev, 3, 0);
 	assert_int_equal(n[0].nr_vnodes, 192);
 	assert_int_equal(n[1].nr_vnodes, 192);
 	assert_int_equal(n[2].nr_vnodes, 256);
@@ -658,11 +658,28 @@ static void test_stable_vnodes_rounding(void **state)
 	prev[1].nr_vnodes = 133;	/* beyond a vnode and 1 % */
 	mk_nodes(n, 4, (const uint64_t[]){ 10, 10, 10, 10 });
 	n[3].nr_vnodes = 0;		/* a gateway */
-	nodes_stable_vnodes(n, 4, prev, 3);
+	nodes_stable_vnodes(n, 4, prev, 3, 0);
 	assert_int_equal(n[0].nr_vnodes, 129);
 	assert_int_equal(n[1].nr_vnodes, 129);	/* the median: 129/10 */
 	assert_int_equal(n[2].nr_vnodes, 128);
 	assert_int_equal(n[3].nr_vnodes, 0);
+}
+
+/* a base chosen at format (-S -N 512) lives on in the records */
+static void test_stable_vnodes_base(void **state)
+{
+	struct sd_node prev[3], n[4];
+
+	mk_nodes(prev, 3, (const uint64_t[]){ 1, 2, 3 });
+	nodes_stable_vnodes(prev, 3, NULL, 0, 512);
+	assert_int_equal(prev[0].nr_vnodes, 256);
+	assert_int_equal(prev[1].nr_vnodes, 512);
+	assert_int_equal(prev[2].nr_vnodes, 768);
+	/* a join weighed by the records: the base is not needed again */
+	mk_nodes(n, 4, (const uint64_t[]){ 1, 2, 3, 4 });
+	nodes_stable_vnodes(n, 4, prev, 3, 0);
+	assert_int_equal(n[0].nr_vnodes, 256);
+	assert_int_equal(n[3].nr_vnodes, 1024);
 }
 
 int main(void)
@@ -688,6 +705,7 @@ int main(void)
 		cmocka_unit_test(test_stable_vnodes_first),
 		cmocka_unit_test(test_stable_vnodes_changes),
 		cmocka_unit_test(test_stable_vnodes_rounding),
+		cmocka_unit_test(test_stable_vnodes_base),
 	};
 
 	return cmocka_run_group_tests_name("hash", tests, NULL, NULL);
