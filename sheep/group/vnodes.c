@@ -4,9 +4,10 @@
  * formatted with dog cluster format -V) or weighted by capacity (the
  * default, cluster flag AUTO_VNODES), every count against the mean of
  * the members, or, opt-in (dog cluster format -S, flag STABLE_VNODES),
- * only the counts of the nodes a change concerns (lib/hash.c).  The rules here are plain
- * functions of the lists they are given; group.c applies them to the
- * membership in the same order on every node, so every ring is the same.
+ * only the counts of the nodes a change concerns (lib/hash.c).  The
+ * rules here are plain functions of the lists they are given; group.c
+ * applies them to the membership in the same order on every node, so
+ * every ring is the same.
  */
 #include <inttypes.h>
 #include <stdlib.h>
