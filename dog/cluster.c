@@ -25,6 +25,7 @@ static struct cluster_opts {
 	bool strict;
 	bool use_lock;
 	bool avoid_diskfull;
+	bool recycle_vid;
 	bool fixed_vnodes;
 	bool stable_vnodes;	/* -S: a way of weighing, not with -V */
 	uint16_t vnodes;	/* -N: a mean node's vnodes, with -S */
@@ -180,6 +181,8 @@ static int cluster_format(int argc, char **argv)
 		req.cluster.flags |= SD_CLUSTER_FLAG_USE_LOCK;
 	if (copt.avoid_diskfull)
 		req.cluster.flags |= SD_CLUSTER_FLAG_AVOID_DISKFULL;
+	if (copt.recycle_vid)
+		req.cluster.flags |= SD_CLUSTER_FLAG_RECYCLE_VID;
 	if (!copt.fixed_vnodes)
 		req.cluster.flags |= SD_CLUSTER_FLAG_AUTO_VNODES;
 	if (copt.stable_vnodes)
@@ -548,8 +551,8 @@ static int cluster_parser(int ch, const char *arg)
 		copt.strict = true;
 		break;
 	case 'R':
-		fprintf(stderr, "-R/--recyclevid is not supported yet\n");
-		return EXIT_FAILURE;
+		copt.recycle_vid = true;
+		break;
 	case 'V':
 		copt.fixed_vnodes = true;
 		break;

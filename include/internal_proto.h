@@ -152,6 +152,17 @@
  */
 #define SD_OP_CONVERT_OBJ		0xF0
 /*
+ * VID recycling (cluster flag 0x10, doc/vid-recycling.md).  RECYCLE_VDIS:
+ * internal cluster op, its payload (vid, gen) le32 pairs of a deleted
+ * family whose inodes the sender made free markers; every node marks the
+ * vids free and removes its own objects of them.  RECYCLE_BUSY (peer):
+ * SD_RES_SUCCESS if this node holds no object of obj.oid's vid from
+ * before the recycle and its VDI table is settled, SD_RES_AGAIN if not
+ * yet: a vid is reused only when every member says SUCCESS.
+ */
+#define SD_OP_RECYCLE_VDIS		0xF1
+#define SD_OP_RECYCLE_BUSY		0xF2
+/*
  * ALTER_VDI_COPY's vdi_state.set_bitmap, for a change between copies and
  * a code (0: between numbers of copies, as Sheepdog): BEGIN records the
  * new layout (vdi_state.copies, copy_policy) beside the old one and
@@ -300,7 +311,8 @@ struct vdi_state {
 	uint8_t deleted;
 	uint8_t copy_policy;
 	uint8_t block_size_shift;
-	uint8_t pad[3];
+	uint8_t pad[1];			/* Kelpie: VDI_STATE_* flags */
+	uint16_t recycle_gen;		/* Kelpie: low bits of the vid's gen */
 	uint32_t parent_vid;
 	uint32_t lock_state;
 	struct node_id lock_owner;
@@ -311,6 +323,8 @@ struct vdi_state {
 
 /* Kelpie: flags in vdi_state.pad[0] */
 #define VDI_STATE_PARENT_UNKNOWN	1	/* parent_vid means nothing */
+/* the vid is free again: its family was recycled (recycle_gen is next) */
+#define VDI_STATE_RECYCLED		2
 
 /* recovery_state.state: 0 preparing, 1 recovering, 2 notifying, and */
 #define RECOVERY_STATE_HALTED		3	/* Kelpie: stopped, disk full */

@@ -240,8 +240,19 @@ struct sd_inode_header {
 	uint32_t vdi_id;
 	uint32_t parent_vdi_id;
 	uint32_t btree_counter;
-	uint8_t unused[4092];
+	uint8_t unused[4080];
+	/*
+	 * Kelpie, VID recycling (doc/vid-recycling.md): the last 12 bytes
+	 * of the old child list.  Meaningful only with the magic.
+	 */
+	uint32_t kelpie_magic;		/* INODE_KELPIE_MAGIC */
+	uint32_t recycle_gen;		/* incarnation of this vid */
+	uint32_t kelpie_flags;		/* INODE_FREE */
 };
+
+#define INODE_KELPIE_MAGIC	0x4b4c5052	/* "KLPR" */
+/* the vid is free: its VDI family was recycled (an inode kept as marker) */
+#define INODE_FREE		0x1
 
 struct sd_gref {
 	int32_t generation;

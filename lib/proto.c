@@ -251,7 +251,8 @@ static const struct wire_field epoch_log_fields[] = {
 CODEC(epoch_log_hdr, epoch_log_hdr, epoch_log_fields)
 
 static const struct wire_field vdi_state_fields[] = {
-	F(0, 4), F(12, 4), F(16, 4), F(20 + 16, 2), F(20 + 34, 2), F(60, 4),
+	F(0, 4), F(10, 2), F(12, 4), F(16, 4), F(20 + 16, 2), F(20 + 34, 2),
+	F(60, 4),
 	FA(64, 4, SD_MAX_COPIES),
 };
 
@@ -282,6 +283,7 @@ void vdi_state_decode(struct vdi_state *v, const void *buf)
 static const struct wire_field inode_fields[] = {
 	F(512, 8), F(520, 8), F(528, 8), F(536, 8), F(544, 8),
 	F(556, 4), F(560, 4), F(564, 4), F(568, 4),
+	F(4652, 4), F(4656, 4), F(4660, 4),
 };
 CODEC(inode_header, sd_inode_header, inode_fields)
 

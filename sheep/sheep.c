@@ -42,6 +42,7 @@
 #include "ops/md.h"
 #include "store/store.h"
 #include "vdi/reclaim.h"
+#include "vdi/recycle.h"
 
 static const char *pidfile;
 static int ready_fd = -1;
@@ -355,6 +356,13 @@ static void handled_signals(sigset_t *mask)
  * signals reach the signalfd only (a thread that left one unblocked
  * would take it and die of its default action, without leaving).
  */
+/* every node finished a recovery: what deleted VDIs left can go */
+static void cluster_settled(void)
+{
+	vdi_reclaim_kick();
+	recycle_sweep();
+}
+
 static void block_signals(void)
 {
 	sigset_t mask;
@@ -926,7 +934,7 @@ int main(int argc, char **argv)
 	vdi_init_bitmaps();
 	refcount_init();
 	vdi_reclaim_init();
-	recovery_set_settled(vdi_reclaim_kick);
+	recovery_set_settled(cluster_settled);
 	/* the store's layout (plain or tree) is the formatted cluster's */
 	if (config_load())
 		goto fail;
@@ -948,6 +956,8 @@ int main(int argc, char **argv)
 		sd_err("invalid --rdma '%s' (ADDR[:PORT])", rdma);
 		goto fail;
 	}
+	/* free markers the scan finds: their old objects go */
+	recycle_init();
 	vdi_scan_local();
 	snprintf(sock, sizeof(sock), "%s/sock", sys.base);
 	raise_nofile();

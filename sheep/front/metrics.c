@@ -121,7 +121,7 @@ static void count_vdi(uint32_t vid, struct vdi_info *vi, void *arg)
 	struct metrics_snap *m = arg;
 
 	(void)vid;
-	if (vi->deleted)
+	if (vi->deleted || vi->recycled)
 		return;
 	m->vdis++;
 	m->vdi_locks += vi->lock_state == LOCK_STATE_LOCKED;

@@ -968,7 +968,8 @@ static void add_current(uint32_t vid, struct vdi_info *vi, void *arg)
 {
 	struct list_ctx *l = arg;
 
-	if (vi->snapshot || vi->deleted || l->nr == NBD_LIST_MAX)
+	if (vi->snapshot || vi->deleted || vi->recycled ||
+	    l->nr == NBD_LIST_MAX)
 		return;
 	l->vids[l->nr++] = vid;
 }

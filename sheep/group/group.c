@@ -274,6 +274,7 @@ static void vdi_pull_done(struct peer_req *pr, int result)
 	struct vdi_pull *vp = container_of(pr, struct vdi_pull, pr);
 	uint32_t n = pr->rp.data_length / sizeof(struct vdi_state);
 
+	vdi_sync_end();
 	if (result == SD_RES_BUFFER_SMALL &&
 	    vp->nr < (64U << 20) / sizeof(struct vdi_state)) {
 		pull_vdi_state(&vp->from, vp->nr * 2, vp->running, vp->gate);
@@ -307,6 +308,7 @@ static void pull_vdi_state(const struct node_id *from, uint32_t nr,
 	vp->running = running;
 	vp->gate = gate;
 	join_pulls += gate;
+	vdi_sync_begin();
 	sd_init_req(&vp->pr.rq, SD_OP_GET_VDI_COPIES);
 	vp->pr.rq.data_length = nr * (uint32_t)sizeof(struct vdi_state);
 	vp->nr = nr;

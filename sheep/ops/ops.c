@@ -28,6 +28,7 @@
 #include "state/epoch.h"
 #include "state/vdi.h"
 #include "store/store.h"
+#include "vdi/recycle.h"
 #include "vdi/vdi.h"
 
 
@@ -512,7 +513,9 @@ static void add_vdi_state(uint32_t vid, struct vdi_info *vi, void *arg)
 	vs.copy_policy = vi->copy_policy;
 	vs.block_size_shift = vi->block_size_shift;
 	vs.parent_vid = vi->parent_vid;
-	vs.pad[0] = vi->parent_unknown ? VDI_STATE_PARENT_UNKNOWN : 0;
+	vs.pad[0] = (vi->parent_unknown ? VDI_STATE_PARENT_UNKNOWN : 0) |
+		    (vi->recycled ? VDI_STATE_RECYCLED : 0);
+	vs.recycle_gen = vi->gen;
 	vs.lock_state = vi->lock_state;
 	vs.lock_owner = vi->lock_owner;
 	vdi_state_encode(&vs, (uint8_t *)ctx->req->data + ctx->n * sizeof(vs));
@@ -1108,6 +1111,12 @@ static const struct sd_op ops[256] = {
 		.checks = OPV_OBJ },
 	[SD_OP_GET_OBJ_LIST] = { .name = "GET_OBJ_LIST", .type = OP_LOCAL,
 		.work_fn = local_get_obj_list, .checks = OPV_PEER },
+	[SD_OP_RECYCLE_VDIS] = { .name = "RECYCLE_VDIS", .type = OP_CLUSTER,
+		.work_fn = recycle_work, .cluster_fn = recycle_main,
+		.checks = OPV_INTERNAL | OPV_PAYLOAD,
+		.max_len = RECYCLE_FAMILY_MAX * 8 },
+	[SD_OP_RECYCLE_BUSY] = { .name = "RECYCLE_BUSY", .type = OP_LOCAL,
+		.main_fn = recycle_busy, .checks = OPV_PEER | OPV_OBJ },
 	[SD_OP_COMPLETE_RECOVERY] = { .name = "COMPLETE_RECOVERY",
 		.type = OP_CLUSTER, .force = true,
 		.cluster_fn = recovery_complete_main,
@@ -1207,12 +1216,6 @@ static int cluster_make_fs(const struct sd_req *req, struct sd_rsp *rsp,
 	if (req->cluster.copy_policy &&
 	    !layout_valid(req->cluster.copies, req->cluster.copy_policy))
 		return SD_RES_INVALID_PARMS;
-	/*
-	 * VID recycling is not implemented: a cluster formatted with it
-	 * would claim a policy it does not follow
-	 */
-	if (req->cluster.flags & SD_CLUSTER_FLAG_RECYCLE_VID)
-		return SD_RES_NO_SUPPORT;
 	/* stable weighing is a way of weighing by capacity */
 	if ((req->cluster.flags & SD_CLUSTER_FLAG_STABLE_VNODES) &&
 	    !(req->cluster.flags & SD_CLUSTER_FLAG_AUTO_VNODES))

@@ -332,12 +332,25 @@ static void robj_done(struct robj *ro)
 
 /* ---- recovering one object ---- */
 
+static bool recycled_obj(uint64_t oid)
+{
+	return !is_vdi_obj(oid) && vdi_test_free(oid_to_vid(oid));
+}
+
 static void robj_store_work(struct work *w)
 {
 	struct robj *ro = container_of(w, struct robj, work);
 	uint64_t size, free_bytes;
 	int ret;
 
+	/*
+	 * An object of a recycled family (vdi/recycle.c): gone everywhere
+	 * or going, never recovered, and a copy here is not "present"
+	 */
+	if (recycled_obj(ro->oid)) {
+		ro->pass = -1;
+		return;
+	}
 	if (!ro->buf) {
 		/* step 1: maybe it is here already */
 		ro->pass = store_exist(robj_key(ro)) == SD_RES_SUCCESS ?
@@ -364,6 +377,9 @@ static void robj_store_work(struct work *w)
 	} else {
 		ret = store_create_new(obj_key_rep(ro->oid), ro->size,
 				       ro->buf, ro->size, 0, true);
+		/* recycled while it was fetched: the removal may have passed */
+		if (ret == SD_RES_SUCCESS && recycled_obj(ro->oid))
+			store_remove(obj_key_rep(ro->oid));
 	}
 	ro->pass = ret == SD_RES_SUCCESS ? -1 : -3;
 	ro->stored = ret == SD_RES_SUCCESS;

@@ -28,7 +28,11 @@ struct vdi_entry {
 static struct vdi_entry *vdi_hash[VDI_HASH_BUCKETS];
 /* objects.md §6.2: bit per VDI id */
 static uint8_t *vdi_inuse, *vdi_deleted;
+/* recycling: free again, the old family's objects being removed */
+static uint8_t *vdi_free;
 static bool vdi_partial;	/* a member's state could not be fetched */
+static int vdi_pulls;		/* fetches of other nodes' state running */
+static void (*free_hook)(uint32_t vid);
 
 static void bit_set(uint8_t *bm, uint32_t nr, bool on)
 {
@@ -63,10 +67,76 @@ bool vdi_test_deleted(uint32_t vid)
 	return bit_test(vdi_deleted, vid);
 }
 
+bool vdi_test_free(uint32_t vid)
+{
+	return bit_test(vdi_free, vid);
+}
+
+uint32_t vdi_next_clear(uint32_t from)
+{
+	const uint64_t *w = (const uint64_t *)vdi_inuse;
+
+	for (uint32_t v = from; v < SD_NR_VDIS;) {
+		uint64_t word = w[v / 64] >> (v % 64);
+
+		/* the rest of the word in use: next word */
+		if (word == UINT64_MAX >> (v % 64)) {
+			v = (v / 64 + 1) * 64;
+			continue;
+		}
+		return v + (uint32_t)__builtin_ctzll(~word);
+	}
+	return 0;
+}
+
+uint32_t vdi_prev_used(uint32_t below)
+{
+	const uint64_t *iu = (const uint64_t *)vdi_inuse;
+	const uint64_t *dl = (const uint64_t *)vdi_deleted;
+
+	while (below > 1) {
+		uint32_t v = below - 1;
+		uint64_t word = (iu[v / 64] | dl[v / 64]);
+
+		/* keep bits 0..v%64 */
+		if (v % 64 != 63)
+			word &= (UINT64_C(2) << (v % 64)) - 1;
+		if (!word) {
+			below = v / 64 * 64;
+			continue;
+		}
+		v = v / 64 * 64 + 63 - (uint32_t)__builtin_clzll(word);
+		return v ? v : 0;
+	}
+	return 0;
+}
+
+void vdi_set_free_hook(void (*fn)(uint32_t vid))
+{
+	free_hook = fn;
+}
+
+void vdi_sync_begin(void)
+{
+	vdi_pulls++;
+}
+
+void vdi_sync_end(void)
+{
+	sd_assert(vdi_pulls > 0);
+	vdi_pulls--;
+}
+
+bool vdi_syncing(void)
+{
+	return vdi_pulls > 0;
+}
+
 int vdi_init_bitmaps(void)
 {
 	vdi_inuse = xzalloc(SD_NR_VDIS / 8);
 	vdi_deleted = xzalloc(SD_NR_VDIS / 8);
+	vdi_free = xzalloc(SD_NR_VDIS / 8);
 	return 0;
 }
 
@@ -107,6 +177,8 @@ static void count_lineage(uint32_t vid, struct vdi_info *vi, void *arg)
 {
 	struct lineage_count *c = arg;
 
+	if (vi->recycled)
+		return;
 	c->inuse += vdi_test_inuse(vid);
 	c->unknown += vi->parent_unknown;
 }
@@ -152,6 +224,7 @@ void vdi_reset(void)
 	vdi_partial = false;
 	memset(vdi_inuse, 0, SD_NR_VDIS / 8);
 	memset(vdi_deleted, 0, SD_NR_VDIS / 8);
+	memset(vdi_free, 0, SD_NR_VDIS / 8);
 }
 
 uint32_t vdi_copies(uint32_t vid)
@@ -178,10 +251,89 @@ uint8_t vdi_shift(uint32_t vid)
 	       cstate->block_size_shift : SD_DEFAULT_BLOCK_SIZE_SHIFT;
 }
 
+/* ---- recycling: which of two states of a vid is newer ---- */
+
+enum { PH_FREE, PH_LIVE, PH_DELETED };
+
+static int entry_phase(const struct vdi_info *vi)
+{
+	return vi->recycled ? PH_FREE : vi->deleted ? PH_DELETED : PH_LIVE;
+}
+
+/* > 0 if (ga, pa) is newer; gens compare as serial numbers (RFC 1982) */
+static int version_cmp(uint16_t ga, int pa, uint16_t gb, int pb)
+{
+	int16_t d = (int16_t)(uint16_t)(ga - gb);
+
+	return d ? d : pa - pb;
+}
+
+/*
+ * Does the entry @vi know of a newer incarnation than (@gen, @ph)?  Only
+ * where recycling left its marks (a gen, a free vid): otherwise states of
+ * one vid merge as they always did.
+ */
+static bool entry_newer(const struct vdi_info *vi, uint16_t gen, int ph)
+{
+	if (!vi || (vi->gen == gen && !vi->recycled && ph != PH_FREE))
+		return false;
+	return version_cmp(vi->gen, entry_phase(vi), gen, ph) >= 0;
+}
+
+void vdi_mark_free(uint32_t vid, uint16_t gen)
+{
+	struct vdi_info *vi = vdi_get(vid, true);
+	bool was_free = vi->recycled;
+
+	memset(vi, 0, sizeof(*vi));
+	vi->lock_state = LOCK_STATE_UNLOCKED;
+	vi->recycled = 1;
+	vi->gen = gen;
+	vdi_set_inuse(vid, false);
+	vdi_set_deleted(vid, false);
+	bit_set(vdi_free, vid, true);
+	if (!was_free && free_hook)
+		free_hook(vid);
+}
+
+void vdi_clear_free(uint32_t vid)
+{
+	struct vdi_info *vi = vdi_get(vid, true);
+
+	vi->recycled = 0;
+	bit_set(vdi_free, vid, false);
+}
+
+/* a newer incarnation than the entry's: start it afresh */
+static void entry_restart(uint32_t vid, struct vdi_info *vi, uint16_t gen)
+{
+	memset(vi, 0, sizeof(*vi));
+	vi->lock_state = LOCK_STATE_UNLOCKED;
+	vi->parent_unknown = 1;
+	vi->gen = gen;
+	vdi_set_inuse(vid, false);
+	vdi_set_deleted(vid, false);
+	bit_set(vdi_free, vid, false);
+}
+
 void vdi_set_from_header(const struct sd_inode_header *h)
 {
-	struct vdi_info *vi = vdi_get(h->vdi_id, true);
+	bool kelpie = h->kelpie_magic == INODE_KELPIE_MAGIC;
+	uint16_t gen = kelpie ? (uint16_t)h->recycle_gen : 0;
+	int ph = kelpie && (h->kelpie_flags & INODE_FREE) ? PH_FREE :
+		 !h->name[0] ? PH_DELETED : PH_LIVE;
+	struct vdi_info *vi = vdi_get(h->vdi_id, false);
 
+	/* a stale copy of an older incarnation, or a marker's older gen */
+	if (entry_newer(vi, gen, ph))
+		return;
+	if (ph == PH_FREE) {
+		vdi_mark_free(h->vdi_id, gen);
+		return;
+	}
+	vi = vdi_get(h->vdi_id, true);
+	if (vi->recycled || vi->gen != gen)
+		entry_restart(h->vdi_id, vi, gen);
 	vi->nr_copies = h->nr_copies;
 	vi->copy_policy = h->copy_policy;
 	vi->block_size_shift = h->block_size_shift;
@@ -202,14 +354,29 @@ void vdi_set_from_header(const struct sd_inode_header *h)
  */
 void vdi_merge_state(const struct vdi_state *vs, bool running)
 {
+	int ph = (vs->pad[0] & VDI_STATE_RECYCLED) ? PH_FREE :
+		 vs->deleted ? PH_DELETED : PH_LIVE;
 	struct vdi_info *vi;
 
 	if (!vs->vid || vs->vid >= SD_NR_VDIS)
 		return;
+	vi = vdi_get(vs->vid, false);
+	/* what a node that missed a recycling says of the old family */
+	if (vi && (vi->recycled || ph == PH_FREE || vi->gen != vs->recycle_gen)) {
+		if (entry_newer(vi, vs->recycle_gen, ph))
+			return;
+		if (ph != PH_FREE) {
+			entry_restart(vs->vid, vi, vs->recycle_gen);
+			vi = NULL;
+		}
+	}
+	if (ph == PH_FREE) {
+		vdi_mark_free(vs->vid, vs->recycle_gen);
+		return;
+	}
 	vdi_set_inuse(vs->vid, true);
 	if (vs->deleted)
 		vdi_set_deleted(vs->vid, true);
-	vi = vdi_get(vs->vid, false);
 	if (vs->lock_state == LOCK_STATE_LOCKED) {
 		struct vdi_info *l = vdi_get(vs->vid, true);
 
@@ -243,6 +410,7 @@ void vdi_merge_state(const struct vdi_state *vs, bool running)
 	vi->deleted = vs->deleted;
 	vi->parent_vid = vs->parent_vid;
 	vi->parent_unknown = !!(vs->pad[0] & VDI_STATE_PARENT_UNKNOWN);
+	vi->gen = vs->recycle_gen;
 }
 
 static int scan_one(struct obj_key k, void *arg)

@@ -32,6 +32,14 @@ struct vdi_info {
 	uint8_t conv_state;		/* VDI_CONV_* */
 	uint8_t conv_copies;
 	uint8_t conv_policy;
+	/*
+	 * VID recycling (doc/vid-recycling.md): the vid is free again, its
+	 * family recycled; gen (low 16 bits of the inode's recycle_gen)
+	 * orders what nodes say about the vid: a free marker of gen g, then
+	 * the VDI of gen g, then its deletion, then the marker of gen g + 1.
+	 */
+	uint8_t recycled;
+	uint16_t gen;
 };
 
 enum { VDI_CONV_NONE, VDI_CONV_COPYING, VDI_CONV_DROPPING };
@@ -45,6 +53,28 @@ void vdi_set_inuse(uint32_t vid, bool on);
 void vdi_set_deleted(uint32_t vid, bool on);
 bool vdi_test_inuse(uint32_t vid);
 bool vdi_test_deleted(uint32_t vid);
+/* recycling: the vid is free again, its old family's objects go (any thread) */
+bool vdi_test_free(uint32_t vid);
+/* the lowest vid >= @from not in use, 0 if none (any thread) */
+uint32_t vdi_next_clear(uint32_t from);
+/* the highest vid below @below in use or deleted, 0 if none (any thread) */
+uint32_t vdi_prev_used(uint32_t below);
+/* main thread: @vid becomes free at @gen (a RECYCLE_VDIS, a marker) */
+void vdi_mark_free(uint32_t vid, uint16_t gen);
+/* main thread: a free @vid is taken by a new VDI (NEW_VDI), gen kept */
+void vdi_clear_free(uint32_t vid);
+/*
+ * Called (main thread) whenever a vid becomes free here: objects of its
+ * old family this node holds must go (vdi/recycle.c hands it down)
+ */
+void vdi_set_free_hook(void (*fn)(uint32_t vid));
+/*
+ * The state of other nodes is being fetched (group.c, at joins): what
+ * this node says about free vids may still change
+ */
+void vdi_sync_begin(void);
+void vdi_sync_end(void);
+bool vdi_syncing(void);
 void vdi_bitmap_read(bool deleted, void *buf);
 struct vdi_info *vdi_get(uint32_t vid, bool create);
 /* the VDI's copies and object size shift, or the cluster's defaults */

@@ -248,6 +248,9 @@ static void copy_entry(uint32_t vid, struct vdi_info *vi, void *arg)
 {
 	struct table_copy *t = arg;
 
+	/* a free vid: its family's objects went with the recycling */
+	if (vi->recycled)
+		return;
 	if (t->nr == t->cap) {
 		t->cap = t->cap ? t->cap * 2 : 256;
 		t->v = xrealloc(t->v, t->cap * sizeof(*t->v));

@@ -21,6 +21,7 @@
 #include "state/vdi.h"
 #include "vdi/hyper.h"
 #include "vdi/reclaim.h"
+#include "vdi/recycle.h"
 #include "vdi/vdi.h"
 
 /* ---- lookup (objects.md §6.3); cluster worker thread ---- */
@@ -33,6 +34,7 @@ struct lookup {
 	uint32_t vid;
 	uint32_t free_vid;
 	uint32_t next_snapid;
+	uint32_t free_gen;	/* recycling: the free vid's incarnation */
 	struct sd_inode_header h;
 };
 
@@ -115,12 +117,41 @@ static int scan_range(struct lookup *lk, uint32_t hi, uint32_t lo,
 	return -1;
 }
 
+/*
+ * With VID recycling (objects.md §6.4): slots are freed, so runs are not
+ * contiguous: every vid in use or deleted, from high to low.  The free
+ * slot is NEW_VDI's to pick (recycle.c).  A name whose newest inode is a
+ * snapshot still in use is found as that snapshot: the name is not
+ * created again while its snapshots remain.
+ */
+static int lookup_recycling(struct lookup *lk)
+{
+	bool has_tag = lk->tag[0] || lk->snapid, seen_cur = false;
+
+	for (uint32_t v = vdi_prev_used(SD_NR_VDIS); v; v = vdi_prev_used(v)) {
+		int ret = check_candidate(lk, v, &seen_cur);
+
+		if (ret < 0)
+			continue;
+		if (ret == SD_RES_NO_VDI && !has_tag && vdi_test_inuse(lk->vid))
+			return SD_RES_SUCCESS;
+		return ret;
+	}
+	return seen_cur ? SD_RES_NO_TAG : SD_RES_NO_VDI;
+}
+
 static int vdi_lookup(struct lookup *lk)
 {
 	uint32_t left = sd_hash_vdi(lk->name), right;
 	bool wrapped, seen_cur = false;
 	int ret;
 
+	if (recycling()) {
+		lk->vid = 0;
+		lk->next_snapid = 1;
+		lk->free_vid = 0;
+		return lookup_recycling(lk);
+	}
 	if (!left)
 		left = 1;
 	lk->vid = 0;
@@ -418,6 +449,7 @@ static int vdi_snapshot(struct request *req, struct lookup *lk)
 	}
 	new_header_from(&h, &src.h, lk->name, lk->free_vid, lk->next_snapid,
 			base);
+	recycle_stamp(&h, lk->free_gen);
 	if (req->rq.vdi.vdi_size > h.vdi_size)
 		h.vdi_size = req->rq.vdi.vdi_size;
 	ret = copy_hyper_index(&src, &h);
@@ -483,6 +515,7 @@ static int vdi_clone(struct request *req, struct lookup *lk, uint32_t base)
 	}
 	new_header_from(&h, &src.h, lk->name, lk->free_vid,
 			lk->next_snapid, base);
+	recycle_stamp(&h, lk->free_gen);
 	h.vdi_size = req->rq.vdi.vdi_size ? req->rq.vdi.vdi_size :
 		     src.h.vdi_size;
 	if (req->rq.vdi.copies) {
@@ -563,6 +596,12 @@ int vdi_new_work(struct request *req)
 	lk.snapid = 0;
 	lk.tag[0] = 0;
 	ret = vdi_lookup(&lk);
+	if (recycling() && ((ret == SD_RES_SUCCESS && rq->vdi.snapid) ||
+			    (ret == SD_RES_NO_VDI && !rq->vdi.snapid))) {
+		lk.free_vid = recycle_pick_vid(&lk.free_gen);
+		if (!lk.free_vid)
+			return SD_RES_FULL_VDI;
+	}
 	if (rq->vdi.snapid) {
 		if (ret != SD_RES_SUCCESS)
 			return ret == SD_RES_NO_TAG ? SD_RES_NO_VDI : ret;
@@ -591,6 +630,7 @@ int vdi_new_work(struct request *req)
 	h.vdi_id = lk.free_vid;
 	/* snap_id continues a deleted VDI's snapshots; parent stays 0 */
 	h.parent_vdi_id = 0;
+	recycle_stamp(&h, lk.free_gen);
 	ret = create_inode(&h, NULL);
 	if (ret != SD_RES_SUCCESS) {
 		sd_err("cannot create inode of %s: %s", lk.name,
@@ -624,6 +664,8 @@ int vdi_notify_add(const struct sd_req *req, struct sd_rsp *rsp, void *data,
 			  cstate->copy_policy;
 	vi->deleted = 0;
 	vi->snapshot = 0;
+	if (vi->recycled)
+		vdi_clear_free(rsp->vdi.vdi_id);
 	vdi_set_inuse(rsp->vdi.vdi_id, true);
 	return SD_RES_SUCCESS;
 }
@@ -770,6 +812,9 @@ int vdi_notify_del(const struct sd_req *req, struct sd_rsp *rsp, void *data,
 	vdi_set_deleted(rsp->vdi.vdi_id, true);
 	/* what an earlier deletion of its family could not remove */
 	vdi_reclaim_kick();
+	/* the originator: the whole family deleted frees its vids */
+	if (ctx->originator)
+		recycle_after_delete(rsp->vdi.vdi_id);
 	return SD_RES_SUCCESS;
 }
 

@@ -575,6 +575,8 @@ _on_exit()
 {
 	local rc=$?
 	trap - EXIT
+	# a test's own cleanup (an immutable file it made, ...)
+	[ -n "${ON_EXIT_HOOK:-}" ] && $ON_EXIT_HOOK
 	stop_all
 	if [ -n "${_OWN_T:-}" ]; then
 		if [ $rc -eq 0 ]; then

@@ -166,3 +166,9 @@ WEAK int vdi_lock_main(const struct sd_req *req, struct sd_rsp *rsp,
 WEAK int vdi_release_main(const struct sd_req *req, struct sd_rsp *rsp,
 			  void *data, const struct cluster_ctx *ctx)
 { return SD_RES_NO_SUPPORT; }
+/* vdi/recycle.c: VID recycling */
+WEAK int recycle_work(struct request *req) { return SD_RES_NO_SUPPORT; }
+WEAK int recycle_main(const struct sd_req *req, struct sd_rsp *rsp,
+		      void *data, const struct cluster_ctx *ctx)
+{ return SD_RES_NO_SUPPORT; }
+WEAK int recycle_busy(struct request *req) { return SD_RES_AGAIN; }
