@@ -597,9 +597,36 @@ def gen_btree():
           setv(17, 1) + setv(18, 2) + walk + leaves)
 
 
+
+def gen_http():
+    """fuzz_http: a flags byte, then a request (head and body)"""
+    sig = b"ad80c730a21e5b8d04586a2213dd63b9a0e99e0e2307b0ade35a65485a288648"
+    auth = (b"Authorization: AWS4-HMAC-SHA256 Credential=AKID/20261205/"
+            b"us-east-1/s3/aws4_request, SignedHeaders=host;"
+            b"x-amz-content-sha256;x-amz-date, Signature=" + sig + b"\r\n")
+    write("http", "get", b"\x00GET /b/k?list-type=2&prefix=a%2F HTTP/1.1\r\n"
+          b"Host: node1:7480\r\nX-Amz-Date: 20261205T131209Z\r\n"
+          b"X-Amz-Content-SHA256: UNSIGNED-PAYLOAD\r\n" + auth + b"\r\n")
+    write("http", "presigned", b"\x00GET /b/k?X-Amz-Algorithm=AWS4-HMAC-"
+          b"SHA256&X-Amz-Credential=AKID%2F20261205%2Fkelpie%2Fs3%2F"
+          b"aws4_request&X-Amz-Date=20261205T131209Z&X-Amz-Expires=60&"
+          b"X-Amz-SignedHeaders=host&X-Amz-Signature=" + sig +
+          b" HTTP/1.1\r\nHost: h\r\n\r\n")
+    write("http", "chunked", b"\x06PUT /b/k HTTP/1.1\r\nHost: h\r\n"
+          b"Transfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n"
+          b"0\r\nX-T: 1\r\n\r\n")
+    write("http", "aws-chunked", b"\x03PUT /b/k HTTP/1.1\r\nHost: h\r\n"
+          b"Content-Encoding: aws-chunked\r\nTransfer-Encoding: chunked\r\n"
+          b"\r\n5;chunk-signature=" + sig + b"\r\nhello\r\n"
+          b"0;chunk-signature=" + sig + b"\r\n\r\n")
+    write("http", "put-length", b"\x00PUT /b/k HTTP/1.0\r\n"
+          b"Content-Length: 5\r\nExpect: 100-continue\r\n"
+          b"Connection: keep-alive\r\n\r\nhello")
+
 def main():
     for h in ("request", "nbd", "proto", "backup", "cluster_msg",
-              "dog_reply", "snapshot", "procgroup", "zk_event", "btree"):
+              "dog_reply", "snapshot", "procgroup", "zk_event", "btree",
+              "http"):
         shutil.rmtree(os.path.join(CORPUS, h), ignore_errors=True)
     gen_request()
     gen_nbd()
@@ -611,6 +638,7 @@ def main():
     gen_procgroup()
     gen_zk_event()
     gen_btree()
+    gen_http()
     for h in sorted(os.listdir(CORPUS)):
         print("%-12s %3d seeds" % (h, len(os.listdir(os.path.join(CORPUS,
                                                                    h)))))

@@ -12,7 +12,7 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 
-NR_HARNESSES=10
+NR_HARNESSES=11
 
 bash tests/fuzz/build.sh
 rc=$?

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * libFuzzer harness: lib/http.c and lib/sigv4.c, what the object gateway
+ * will read from clients.
+ *
+ * Input: a flags byte, then a request.  The head is parsed in a heap
+ * buffer of exactly the bytes received (so a read past them is an ASan
+ * report), whole and then cut where the flags say: a cut parse must ask
+ * for more or fail the same way, never succeed differently.  A head that
+ * parses is checked against its bytes (every span inside the buffer, the
+ * body offset after the last CRLF), its Authorization header or its
+ * presigned query goes through the SigV4 parsers and the canonical
+ * request, and what follows the head is fed to the chunked decoder
+ * (aws-chunked if flags bit 0) in pieces of 1 + flags >> 1 bytes: the
+ * data it returns must be within the input and no more than the bound.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "http.h"
+#include "sigv4.h"
+
+#define die(...) do { fprintf(stderr, __VA_ARGS__); abort(); } while (0)
+
+static void in_buf(const char *buf, size_t len, const char *p, size_t n,
+		   const char *what)
+{
+	if (n && (p < buf || p + n > buf + len))
+		die("%s outside the input\n", what);
+}
+
+static void check_spans(const char *buf, size_t len,
+			const struct http_request *r)
+{
+	in_buf(buf, len, r->method, r->method_len, "method");
+	in_buf(buf, len, r->target, r->target_len, "target");
+	in_buf(buf, len, r->path, r->path_len, "path");
+	in_buf(buf, len, r->query, r->query_len, "query");
+	in_buf(buf, len, r->host, r->host_len, "host");
+	if (r->nr_hdrs > HTTP_MAX_HEADERS)
+		die("%zu headers\n", r->nr_hdrs);
+	for (size_t i = 0; i < r->nr_hdrs; i++) {
+		in_buf(buf, len, r->hdrs[i].name, r->hdrs[i].nlen, "name");
+		in_buf(buf, len, r->hdrs[i].value, r->hdrs[i].vlen, "value");
+	}
+}
+
+static void sign(const struct http_request *r)
+{
+	struct sigv4_hdr h[HTTP_MAX_HEADERS];
+	const struct http_header *auth = http_header(r, "authorization");
+	const struct http_header *date = http_header(r, "x-amz-date");
+	const struct http_header *hash =
+		http_header(r, "x-amz-content-sha256");
+	char method[20], payload[80], *canon;
+	struct sigv4_auth a;
+	struct sigv4_req sr;
+	int ret;
+
+	if (auth)
+		ret = sigv4_parse_header(auth->value, auth->vlen,
+					 date ? date->value : NULL,
+					 date ? date->vlen : 0, &a);
+	else
+		ret = r->query ? sigv4_parse_query(r->query, r->query_len,
+						   &a) : -1;
+	if (ret)
+		return;
+	if (strlen(a.signature) != 64 || strlen(a.amz_date) != 16)
+		die("parsed claims out of shape\n");
+	for (size_t i = 0; i < r->nr_hdrs; i++)
+		h[i] = (struct sigv4_hdr){
+			.name = r->hdrs[i].name, .nlen = r->hdrs[i].nlen,
+			.value = r->hdrs[i].value, .vlen = r->hdrs[i].vlen,
+		};
+	memcpy(method, r->method, r->method_len);
+	method[r->method_len] = 0;
+	snprintf(payload, sizeof(payload), "%.*s",
+		 hash ? (int)(hash->vlen < 64 ? hash->vlen : 64) : 16,
+		 hash ? hash->value : "UNSIGNED-PAYLOAD");
+	sr = (struct sigv4_req){
+		.method = method, .path = r->path, .path_len = r->path_len,
+		.query = r->query, .query_len = r->query_len, .hdrs = h,
+		.nr_hdrs = r->nr_hdrs, .payload_hash = payload,
+	};
+	canon = malloc(SIGV4_MAX_CANONICAL);
+	if (!canon)
+		abort();
+	ret = sigv4_canonical(&sr, &a, canon, SIGV4_MAX_CANONICAL);
+	if (ret > SIGV4_MAX_CANONICAL)
+		die("canonical request of %d bytes\n", ret);
+	if (ret > 0 && sigv4_verify(&sr, &a, "secret"))
+		die("a fuzzed signature verified\n");
+	free(canon);
+}
+
+static void body(const char *buf, size_t len, uint8_t flags)
+{
+	struct http_chunked c;
+	size_t step = 1 + (flags >> 1), pos = 0, total = 0;
+	const uint64_t max = 4096;
+
+	http_chunked_init(&c, max, flags & 1);
+	while (pos < len && !http_chunked_done(&c)) {
+		size_t n = len - pos < step ? len - pos : step;
+		const char *d;
+		size_t dl;
+		ssize_t used = http_chunked_feed(&c, buf + pos, n, &d, &dl);
+
+		if (used < 0)
+			return;
+		if ((size_t)used > n || (!used && !http_chunked_done(&c)))
+			die("fed %zu, used %zd\n", n, used);
+		in_buf(buf + pos, n, d, dl, "chunk data");
+		total += dl;
+		if (total > max)
+			die("%zu body bytes over the bound\n", total);
+		pos += (size_t)used;
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct http_request r, rc;
+	uint8_t flags;
+	size_t len, cut;
+	char *buf;
+	int n, m;
+
+	if (size < 1)
+		return 0;
+	flags = data[0];
+	len = size - 1;
+	buf = malloc(len ? len : 1);
+	if (!buf)
+		abort();
+	memcpy(buf, data + 1, len);
+	n = http_parse_head(buf, len, &r);
+	if (n > 0) {
+		if ((size_t)n > len || n < 4 || memcmp(buf + n - 4, "\r\n\r\n", 4))
+			die("head of %d bytes\n", n);
+		check_spans(buf, len, &r);
+		sign(&r);
+		body(buf + n, len - (size_t)n, flags);
+	}
+	/* a cut head asks for more, or fails as the whole one does */
+	cut = len ? (size_t)flags * 131 % (len + 1) : 0;
+	m = http_parse_head(buf, cut, &rc);
+	if (m > 0 && (n <= 0 || m != n))
+		die("cut at %zu: %d, whole: %d\n", cut, m, n);
+	if (m < 0 && n > 0)
+		die("cut at %zu fails (%d), whole parses\n", cut, m);
+	free(buf);
+	return 0;
+}
