@@ -5,7 +5,8 @@
 # or presigned, random methods, keys, queries and header values, must
 # verify, and stop verifying when the method, path, secret, payload hash
 # or a signed header changes.  The seed is printed: a failure reproduces
-# with SIGV4_SEED=N.  Prints "N passed, N failed".
+# with SIGV4_SEED=N.  One check: prints "1 passed, 0 failed" or
+# "0 passed, 1 failed".
 cd "$(dirname "$0")/../.." || exit 2
 seed=${SIGV4_SEED:-$RANDOM}
 py=
