@@ -18,7 +18,7 @@ cd "$(dirname "$0")/../.." || exit 1
 CC=${FUZZ_CC:-clang}
 OUT=build/fuzz
 OBJ=$OUT/obj
-ALL="request nbd proto backup cluster_msg dog_reply snapshot procgroup zk_event btree http"
+ALL="request nbd proto backup cluster_msg dog_reply snapshot procgroup zk_event btree http kvtree"
 
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all"
 CFLAGS="-g -O1 -fno-omit-frame-pointer $SAN -std=gnu11 -D_GNU_SOURCE \
@@ -82,6 +82,8 @@ obj()
 srcs_proto() { echo tests/fuzz/fuzz_proto.c lib/proto.c; }
 srcs_btree() { echo tests/fuzz/fuzz_btree.c lib/btree.c lib/proto.c; }
 srcs_http() { echo tests/fuzz/fuzz_http.c lib/http.c lib/sigv4.c; }
+# lib/kvtree.c is built inside the harness, with small pages
+srcs_kvtree() { echo tests/fuzz/fuzz_kvtree.c lib/util.c lib/log.c lib/assert.c; }
 srcs_request()
 {
 	echo tests/fuzz/fuzz_request.c tests/fuzz/stub_sheep.c \

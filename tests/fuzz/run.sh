@@ -22,7 +22,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 
 SECS=${1:-5}
-ALL=${FUZZ_HARNESSES:-request nbd proto backup cluster_msg dog_reply snapshot procgroup zk_event btree http}
+ALL=${FUZZ_HARNESSES:-request nbd proto backup cluster_msg dog_reply snapshot procgroup zk_event btree http kvtree}
 NICE=${FUZZ_JOBS_NICE:-19}
 OUT=build/fuzz
 ART=$OUT/artifacts
@@ -42,6 +42,7 @@ max_len()
 	proto) echo 5000 ;;
 	nbd|cluster_msg) echo 16384 ;;
 	http) echo 20000 ;;
+	kvtree) echo 8192 ;;
 	procgroup) echo 4096 ;;
 	dog_reply) echo 32768 ;;
 	*) echo 65536 ;;
