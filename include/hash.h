@@ -33,6 +33,15 @@ struct vnode_ring {
 uint64_t node_base_hash(const struct node_id *nid);
 int node_cmp(const struct sd_node *a, const struct sd_node *b);
 int node_id_eq(const struct node_id *a, const struct node_id *b);
+/*
+ * Find nodes by id in O(log n): a copy of @nodes sorted by id (free()
+ * it; NULL if out of memory), then nodes_find() in it.  Membership code
+ * that looked each member up in another list went O(n^2): 180 ms at
+ * 6,144 nodes, on the main loop of every node.
+ */
+struct sd_node *nodes_sorted_copy(const struct sd_node *nodes, size_t nr);
+const struct sd_node *nodes_find(const struct sd_node *sorted, size_t nr,
+				 const struct node_id *nid);
 void nodes_sort(struct sd_node *nodes, size_t nr);
 
 /*

@@ -77,6 +77,30 @@ static int node_qcmp(const void *a, const void *b)
 	return node_cmp(a, b);
 }
 
+struct sd_node *nodes_sorted_copy(const struct sd_node *nodes, size_t nr)
+{
+	struct sd_node *c = malloc((nr ? nr : 1) * sizeof(*c));
+
+	if (!c)
+		return NULL;
+	if (nr)
+		memcpy(c, nodes, nr * sizeof(*c));
+	qsort(c, nr, sizeof(*c), node_qcmp);
+	return c;
+}
+
+const struct sd_node *nodes_find(const struct sd_node *sorted, size_t nr,
+				 const struct node_id *nid)
+{
+	struct sd_node key;
+
+	if (!nr)
+		return NULL;
+	memset(&key, 0, sizeof(key));
+	key.nid = *nid;
+	return bsearch(&key, sorted, nr, sizeof(key), node_qcmp);
+}
+
 void nodes_sort(struct sd_node *nodes, size_t nr)
 {
 	qsort(nodes, nr, sizeof(*nodes), node_qcmp);
@@ -166,15 +190,6 @@ static int ratio_cmp(const void *a, const void *b)
 	return l < r ? -1 : l > r;
 }
 
-static const struct sd_node *find_record(const struct sd_node *prev,
-					 size_t nr, const struct node_id *nid)
-{
-	for (size_t i = 0; i < nr; i++)
-		if (node_id_eq(&prev[i].nid, nid))
-			return &prev[i];
-	return NULL;
-}
-
 /* rint(space * ratio) clamped to a storage node's range */
 static uint16_t ratio_vnodes(uint64_t space, const struct vnode_ratio *r)
 {
@@ -191,6 +206,7 @@ void nodes_stable_vnodes(struct sd_node *nodes, size_t nr,
 			 uint16_t base)
 {
 	struct vnode_ratio *r = calloc(nr_prev ? nr_prev : 1, sizeof(*r)), m;
+	struct sd_node *sorted;
 	size_t n = 0;
 
 	/* no way around: a node that weighed otherwise would place otherwise */
@@ -209,6 +225,9 @@ void nodes_stable_vnodes(struct sd_node *nodes, size_t nr,
 	qsort(r, n, sizeof(*r), ratio_cmp);
 	m = r[n / 2];
 	free(r);
+	sorted = nodes_sorted_copy(prev, nr_prev);
+	if (!sorted)
+		abort();
 	for (size_t i = 0; i < nr; i++) {
 		const struct sd_node *e;
 		uint16_t want;
@@ -217,7 +236,7 @@ void nodes_stable_vnodes(struct sd_node *nodes, size_t nr,
 		if (!nodes[i].nr_vnodes || !nodes[i].space)
 			continue;
 		want = ratio_vnodes(nodes[i].space, &m);
-		e = find_record(prev, nr_prev, &nodes[i].nid);
+		e = nodes_find(sorted, nr_prev, &nodes[i].nid);
 		if (e && e->nr_vnodes && e->space == nodes[i].space) {
 			diff = e->nr_vnodes > want ? e->nr_vnodes - want :
 			       want - e->nr_vnodes;
@@ -229,6 +248,7 @@ void nodes_stable_vnodes(struct sd_node *nodes, size_t nr,
 		}
 		nodes[i].nr_vnodes = want;
 	}
+	free(sorted);
 }
 
 int ring_build(struct vnode_ring *ring, const struct sd_node *nodes,

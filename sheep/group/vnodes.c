@@ -48,21 +48,26 @@ void vnodes_weigh(struct sd_node *members, size_t nr,
 		  const struct sd_node *epoch, size_t nr_epoch)
 {
 	bool weighted = vnodes_auto();
+	struct sd_node *sorted;
 
 	if (!cstate->ctime)
 		return;		/* not formatted: nothing is placed yet */
+	/* every member looked up: O(n log n), not O(n^2), on the main loop */
+	sorted = nodes_sorted_copy(epoch, nr_epoch);
+	sd_assert(sorted);
 	for (size_t i = 0; i < nr; i++) {
 		const struct sd_node *e;
 
 		if (!members[i].nr_vnodes)
 			continue;
-		e = find_node(epoch, nr_epoch, &members[i].nid);
+		e = nodes_find(sorted, nr_epoch, &members[i].nid);
 		if (!e || !e->nr_vnodes)
 			continue;
 		members[i].space = e->space;
 		if (!weighted)
 			members[i].nr_vnodes = e->nr_vnodes;
 	}
+	free(sorted);
 	if (!weighted)
 		return;
 	if (cstate->flags & SD_CLUSTER_FLAG_STABLE_VNODES)

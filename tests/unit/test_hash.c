@@ -682,6 +682,38 @@ static void test_stable_vnodes_base(void **state)
 	assert_int_equal(n[3].nr_vnodes, 1024);
 }
 
+/* the sorted lookup finds what a linear search finds, and only that */
+static void test_nodes_find(void **state)
+{
+	enum { N = 3000 };
+	struct sd_node *nodes = calloc(N, sizeof(*nodes)), *sorted;
+	unsigned seed = 11;
+
+	assert_null(nodes_find(NULL, 0, &nodes[0].nid));
+	for (int i = 0; i < N; i++) {
+		seed = seed * 1103515245u + 12345u;
+		/* addresses that share prefixes, ports that differ */
+		nodes[i].nid.addr[12] = 10;
+		nodes[i].nid.addr[15] = (uint8_t)(seed >> 16);
+		nodes[i].nid.addr[14] = (uint8_t)(i & 7);
+		nodes[i].nid.port = (uint16_t)(7000 + i);
+		nodes[i].space = (uint64_t)i;
+	}
+	sorted = nodes_sorted_copy(nodes, N);
+	assert_non_null(sorted);
+	for (int i = 0; i < N; i++) {
+		const struct sd_node *f = nodes_find(sorted, N, &nodes[i].nid);
+		struct node_id other = nodes[i].nid;
+
+		assert_non_null(f);
+		assert_int_equal(f->space, nodes[i].space);
+		other.port = 1;
+		assert_null(nodes_find(sorted, N, &other));
+	}
+	free(sorted);
+	free(nodes);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -706,6 +738,7 @@ int main(void)
 		cmocka_unit_test(test_stable_vnodes_changes),
 		cmocka_unit_test(test_stable_vnodes_rounding),
 		cmocka_unit_test(test_stable_vnodes_base),
+		cmocka_unit_test(test_nodes_find),
 	};
 
 	return cmocka_run_group_tests_name("hash", tests, NULL, NULL);
