@@ -682,18 +682,22 @@ static int snapshot_show(int argc, char **argv)
 /* ---- load ---- */
 
 /*
- * The vnode mode to format with: the cluster's, or before a format the
- * node's own (sheep -V or not); CLUSTER_INFO reports either
+ * The options to format with: the cluster's (its vnode mode and -N base,
+ * -t, -l, -F, -R: a load does not drop what the operator chose), or
+ * before a format the node's own vnode mode (sheep -V or not);
+ * CLUSTER_INFO reports either
  */
-static uint16_t vnode_mode_flags(void)
+static void format_options(struct sd_req *req)
 {
 	struct cluster_info_hdr c;
 	uint32_t result;
 
+	req->cluster.flags = SD_CLUSTER_FLAG_AUTO_VNODES;
 	if (dog_cluster_info(NULL, &c, &result) || result != SD_RES_SUCCESS)
-		return SD_CLUSTER_FLAG_AUTO_VNODES;
-	return c.flags & (SD_CLUSTER_FLAG_AUTO_VNODES |
-			  SD_CLUSTER_FLAG_STABLE_VNODES);
+		return;
+	req->cluster.flags = c.flags;
+	if (c.flags & SD_CLUSTER_FLAG_STABLE_VNODES)
+		set_format_vnodes(req, cinfo_format_vnodes(&c));
 }
 
 static int make_fs(const struct log_hdr *h)
@@ -711,7 +715,7 @@ static int make_fs(const struct log_hdr *h)
 	req.cluster.copy_policy = h->policy;
 	req.cluster.block_size_shift = h->shift;
 	req.cluster.ctime = sd_time_now();
-	req.cluster.flags = vnode_mode_flags();
+	format_options(&req);
 	if (dog_exec(&req, store, 0, &rsp))
 		return -1;
 	if (rsp.result != SD_RES_SUCCESS) {

@@ -284,6 +284,7 @@ struct cluster_info_hdr {
 	uint8_t block_size_shift;
 	/* Kelpie: the sender runs with a fixed vnode count (sheep -V) */
 	uint8_t fixed_vnodes;
+	/* Kelpie: dog cluster format -N, le16 (cinfo_format_vnodes()) */
 	uint8_t pad[2];
 	char default_store[SD_MAX_STORE_NAME];
 	uint8_t pad2[7];

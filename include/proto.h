@@ -105,4 +105,17 @@ static inline void set_format_vnodes(struct sd_req *req, uint16_t n)
 	put_le16(req->cluster.reserved, n);
 }
 
+/* the -N base in a cluster_info_hdr (its pad bytes, unaligned: le16) */
+static inline uint16_t cinfo_format_vnodes(const struct cluster_info_hdr *h)
+{
+	return (uint16_t)(h->pad[0] | h->pad[1] << 8);
+}
+
+static inline void cinfo_set_format_vnodes(struct cluster_info_hdr *h,
+					   uint16_t n)
+{
+	h->pad[0] = (uint8_t)n;
+	h->pad[1] = (uint8_t)(n >> 8);
+}
+
 #endif

@@ -371,6 +371,8 @@ size_t cinfo_encode(void *buf, size_t max, uint8_t status)
 	else
 		h.flags = sys.fixed_vnodes ? 0 : SD_CLUSTER_FLAG_AUTO_VNODES;
 	h.fixed_vnodes = sys.fixed_vnodes ? 1 : 0;
+	if (cs->ctime)
+		cinfo_set_format_vnodes(&h, cs->format_vnodes);
 	h.nr_copies = cs->copies;
 	h.copy_policy = cs->copy_policy;
 	h.status = status;
@@ -402,6 +404,7 @@ static void adopt_cinfo(const struct cluster_info_hdr *h,
 	enter_epoch(h->epoch);
 	cs->ctime = h->ctime;
 	cs->flags = h->flags;
+	cs->format_vnodes = cinfo_format_vnodes(h);
 	cs->copies = h->nr_copies;
 	cs->copy_policy = h->copy_policy;
 	cs->block_size_shift = h->block_size_shift;

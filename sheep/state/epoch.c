@@ -71,7 +71,8 @@ int config_save(void)
 {
 	const struct cluster_state *cs = cstate;
 	struct sheepdog_config c = { 0 };
-	uint8_t buf[sizeof(c)];
+	/* Kelpie: the -N base follows Sheepdog's 40 bytes, le16 */
+	uint8_t buf[sizeof(c) + 2];
 	char path[4200];
 
 	c.ctime = cs->ctime;
@@ -84,6 +85,7 @@ int config_save(void)
 	c.version = SD_FORMAT_VERSION;
 	c.space = sys.self.space;
 	config_encode(&c, buf);
+	put_le16(buf + sizeof(c), cs->format_vnodes);
 	base_path(path, sizeof(path), "config");
 	if (write_file_atomic(path, buf, sizeof(buf))) {
 		sd_err("cannot write %s: %m", path);
@@ -96,7 +98,7 @@ int config_load(void)
 {
 	struct cluster_state *cs = cstate_mut();
 	struct sheepdog_config c;
-	uint8_t buf[sizeof(c)];
+	uint8_t buf[sizeof(c)], fv[2];
 	char path[4200];
 	int fd;
 
@@ -111,6 +113,9 @@ int config_load(void)
 		sd_err("%s is truncated", path);
 		return -1;
 	}
+	/* Sheepdog's config ends here; Kelpie's has the -N base after it */
+	cs->format_vnodes = read(fd, fv, sizeof(fv)) == sizeof(fv) ?
+			    get_le16(fv) : 0;
 	close(fd);
 	config_decode(&c, buf);
 	if (c.version != SD_FORMAT_VERSION) {
