@@ -105,10 +105,19 @@ static inline void set_format_vnodes(struct sd_req *req, uint16_t n)
 	put_le16(req->cluster.reserved, n);
 }
 
+/*
+ * A -N base as MAKE_FS allows it, else 0 (the default): what a join
+ * message or a config file says is checked like a format request
+ */
+static inline uint16_t format_vnodes_valid(uint16_t n)
+{
+	return n >= SD_MIN_FORMAT_VNODES && n <= SD_MAX_FORMAT_VNODES ? n : 0;
+}
+
 /* the -N base in a cluster_info_hdr (its pad bytes, unaligned: le16) */
 static inline uint16_t cinfo_format_vnodes(const struct cluster_info_hdr *h)
 {
-	return (uint16_t)(h->pad[0] | h->pad[1] << 8);
+	return format_vnodes_valid((uint16_t)(h->pad[0] | h->pad[1] << 8));
 }
 
 static inline void cinfo_set_format_vnodes(struct cluster_info_hdr *h,

@@ -115,7 +115,7 @@ int config_load(void)
 	}
 	/* Sheepdog's config ends here; Kelpie's has the -N base after it */
 	cs->format_vnodes = read(fd, fv, sizeof(fv)) == sizeof(fv) ?
-			    get_le16(fv) : 0;
+			    format_vnodes_valid(get_le16(fv)) : 0;
 	close(fd);
 	config_decode(&c, buf);
 	if (c.version != SD_FORMAT_VERSION) {
