@@ -118,7 +118,7 @@ struct kv {
 
 struct model {
 	struct kv *v;
-	size_t n;
+	size_t n, cap;
 };
 
 static int kv_cmp(const void *a, const void *b)
@@ -145,13 +145,28 @@ static void model_put(struct model *m, const char *k, size_t klen,
 	struct kv *e = model_find(m, k, klen);
 
 	if (!e) {
-		m->v = realloc(m->v, (m->n + 1) * sizeof(*m->v));
-		e = &m->v[m->n++];
+		size_t lo = 0, hi = m->n;
+
+		/* where it goes: the array stays sorted */
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+
+			if (key_cmp(m->v[mid].key, m->v[mid].klen, k, klen) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (m->n == m->cap) {
+			m->cap = m->cap ? m->cap * 2 : 256;
+			m->v = realloc(m->v, m->cap * sizeof(*m->v));
+		}
+		memmove(m->v + lo + 1, m->v + lo, (m->n - lo) * sizeof(*m->v));
+		m->n++;
+		e = &m->v[lo];
 		memcpy(e->key, k, klen);
 		e->klen = klen;
 		memcpy(e->val, v, vlen);
 		e->vlen = vlen;
-		qsort(m->v, m->n, sizeof(*m->v), kv_cmp);
 		return;
 	}
 	memcpy(e->val, v, vlen);
@@ -171,7 +186,8 @@ static bool model_del(struct model *m, const char *k, size_t klen)
 
 static struct model model_copy(const struct model *m)
 {
-	struct model c = { malloc((m->n + 1) * sizeof(*m->v)), m->n };
+	struct model c = { malloc((m->n + 1) * sizeof(*m->v)), m->n,
+			   m->n + 1 };
 
 	if (m->n)
 		memcpy(c.v, m->v, m->n * sizeof(*m->v));
@@ -342,31 +358,44 @@ static void test_model(void **state)
 	mem_free(&mem);
 }
 
-/* the store as a power loss after @upto of its logged ops could leave it */
-static void crash_image(const struct mem *m, size_t upto, unsigned *s,
-			struct mem *img)
+/* a copy of @m's pages (not its history) */
+static void mem_copy(const struct mem *m, struct mem *c)
 {
-	size_t last_sync = 0;
+	memset(c, 0, sizeof(*c));
+	for (size_t p = 0; p < m->nr_pages; p++)
+		if (m->pages[p])
+			mem_set(c, p, m->pages[p]);
+}
 
-	memset(img, 0, sizeof(*img));
-	for (size_t i = 0; i < upto; i++)
+/*
+ * The store as a power loss after @upto of @m's logged ops could leave
+ * it: @base (the store when op @from was next) and the ops since, those
+ * before the last sync all, the others any of them, the last one
+ * possibly torn
+ */
+static void crash_image(const struct mem *m, const struct mem *base,
+			size_t from, size_t upto, unsigned *s, struct mem *img)
+{
+	size_t last_sync = from;
+
+	mem_copy(base, img);
+	for (size_t i = from; i < upto; i++)
 		if (m->ops[i].page == UINT64_MAX)
 			last_sync = i + 1;
-	for (size_t i = 0; i < last_sync; i++)
+	for (size_t i = from; i < last_sync; i++)
 		if (m->ops[i].page != UINT64_MAX)
 			mem_set(img, m->ops[i].page, m->ops[i].data);
-	/* what was written since: any of it, the last possibly torn */
 	for (size_t i = last_sync; i < upto; i++) {
 		uint8_t torn[KVT_PAGE];
 
 		if (rnd(s) % 2)
 			continue;
 		if (i == upto - 1 && rnd(s) % 2) {
-			mem_read(img, m->ops[i].page, torn);
 			/* a superblock's bytes are its first 48 */
 			size_t cut = rnd(s) % 2 ? rnd(s) % 48 :
 				     rnd(s) % KVT_PAGE;
 
+			mem_read(img, m->ops[i].page, torn);
 			memcpy(torn, m->ops[i].data, cut);
 			mem_set(img, m->ops[i].page, torn);
 		} else {
@@ -388,6 +417,9 @@ static void test_crashes(void **state)
 	for (int commit = 0; commit < 20; commit++) {
 		struct model before = model_copy(&m);
 		size_t from = mem.nr_ops;
+		struct mem base;
+
+		mem_copy(&mem, &base);
 
 		for (int i = 0; i < 60; i++)
 			random_change(t, &m, &s);
@@ -398,7 +430,7 @@ static void test_crashes(void **state)
 				struct kvt_store is = store_of(&img);
 				struct kvtree *c;
 
-				crash_image(&mem, k, &s, &img);
+				crash_image(&mem, &base, from, k, &s, &img);
 				images++;
 				assert_int_equal(kvt_open(&is, &c), 0);
 				if (same(c, &m)) {
@@ -414,6 +446,7 @@ static void test_crashes(void **state)
 			}
 		}
 		free(before.v);
+		mem_free(&base);
 	}
 	print_message("%d crash images: %d the tree before, %d after\n",
 		      images, old, new);
