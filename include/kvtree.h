@@ -40,10 +40,17 @@ struct kvtree;
 
 /*
  * Open the tree in @s (an empty store is an empty tree): 0, or -1 if no
- * superblock is valid or a page of the tree fails its checks.  Every page
- * of the tree is read once, to know which pages are free.
+ * superblock is valid, or its root or free list fails its checks.  The
+ * other pages are read when needed: a damaged one makes the operation
+ * that reads it fail (-2).
  */
 int kvt_open(const struct kvt_store *s, struct kvtree **t);
+/*
+ * Read every page of the tree: 0 if each is sound and every page below
+ * the high-water mark is the tree's, free, or the free list's (a check
+ * for tests and repair tools, not for every open); -1 otherwise
+ */
+int kvt_check(struct kvtree *t);
 void kvt_close(struct kvtree *t);
 /* commits so far: the sequence number of the tree read or last written */
 uint64_t kvt_seq(const struct kvtree *t);

@@ -13,6 +13,12 @@
  * one).  Every page carries a CRC32C; a superblock that fails its check
  * is not the tree's.
  *
+ * The free pages are listed by each commit in a chain of pages of its
+ * own, named by the superblock: what was free, what the commit freed,
+ * and the previous chain.  The chain is written to pages that were free
+ * before the commit, so a crash leaves the previous list whole too, and
+ * an open reads the superblock, the list and the root, not the tree.
+ *
  * Page of a node: magic, level (0 = leaf), entry count, CRC32C, bytes
  * used, then for a leaf n x {u16 klen, u16 vlen, key, value}; for an
  * internal node u64 child0 and n x {u16 klen, key, u64 child}: child i
@@ -29,6 +35,9 @@
 
 #define NODE_MAGIC	0x3154564bU	/* "KVT1" */
 #define SB_MAGIC	0x5354564bU	/* "KVTS" */
+#define FL_MAGIC	0x4654564bU	/* "KVTF": a page of the free list */
+#define FL_HDR		24
+#define FL_CAP		((KVT_PAGE - FL_HDR) / 8)
 #define HDR		16
 #define MAX_DEPTH	32
 
@@ -55,6 +64,9 @@ struct kvtree {
 	uint64_t seq, next_page;
 	uint64_t *free, *freed;		/* free now; freed by this commit */
 	size_t nr_free, cap_free, nr_freed, cap_freed;
+	/* the pages of the free list the last superblock names */
+	uint64_t *fl;
+	size_t nr_fl, cap_fl;
 	uint8_t *buf;			/* one page */
 	bool broken;			/* a commit failed: reopen */
 };
@@ -346,7 +358,8 @@ static int write_dirty(struct kvtree *t, struct node *nd)
 
 /* ---- superblocks ---- */
 
-static void sb_encode(const struct kvtree *t, uint64_t seq, uint8_t *p)
+static void sb_encode(const struct kvtree *t, uint64_t seq, uint64_t fl_head,
+		      uint64_t nr_free, uint8_t *p)
 {
 	memset(p, 0, KVT_PAGE);
 	put_le32(p, SB_MAGIC);
@@ -354,11 +367,13 @@ static void sb_encode(const struct kvtree *t, uint64_t seq, uint8_t *p)
 	put_le64(p + 24, t->root->page);
 	put_le64(p + 32, t->next_page);
 	put_le16(p + 40, (uint16_t)t->root->level);
+	put_le64(p + 48, fl_head);
+	put_le64(p + 56, nr_free);
 	put_le32(p + 8, page_crc(p));
 }
 
 struct sb {
-	uint64_t seq, root, next_page;
+	uint64_t seq, root, next_page, fl_head, nr_free;
 	int level;
 };
 
@@ -373,16 +388,20 @@ static int sb_decode(const uint8_t *p, struct sb *sb)
 	sb->root = get_le64(p + 24);
 	sb->next_page = get_le64(p + 32);
 	sb->level = get_le16(p + 40);
+	sb->fl_head = get_le64(p + 48);
+	sb->nr_free = get_le64(p + 56);
 	/* seq + 1 never wraps: 2^63 commits are centuries away */
 	if (!sb->seq || sb->seq >= UINT64_C(1) << 63 ||
 	    sb->level >= MAX_DEPTH || sb->next_page < 2 ||
-	    sb->next_page > KVT_MAX_PAGES ||
-	    (sb->root && (sb->root < 2 || sb->root >= sb->next_page)))
+	    sb->next_page > KVT_MAX_PAGES || sb->nr_free >= sb->next_page ||
+	    (sb->fl_head && (sb->fl_head < 2 ||
+			     sb->fl_head >= sb->next_page)) ||
+	    !sb->root || sb->root < 2 || sb->root >= sb->next_page)
 		return -1;
 	return 1;
 }
 
-/* ---- open: the superblock, then which pages the tree uses ---- */
+/* ---- open: the superblock and its free list ---- */
 
 static int mark_used(struct kvtree *t, struct node *nd, uint8_t *used,
 		     int depth)
@@ -401,8 +420,9 @@ static int mark_used(struct kvtree *t, struct node *nd, uint8_t *used,
 
 		if (!k || mark_used(t, k, used, depth + 1))
 			return -1;
-		/* a walked leaf is not kept: memory follows use */
-		if (!k->level) {
+		/* a walked leaf is not kept (unless changed): memory
+		 * follows use */
+		if (!k->level && !k->dirty) {
 			node_free(k);
 			nd->kid[i] = NULL;
 		}
@@ -431,11 +451,54 @@ static int pick_sb(struct kvtree *t, struct sb *best)
 	return found ? 1 : bad ? -1 : 0;
 }
 
+/*
+ * The free list the superblock names: a chain of pages of page numbers,
+ * every one below next_page, none twice, as many as the superblock says
+ */
+static int read_free_list(struct kvtree *t, const struct sb *sb)
+{
+	uint8_t *seen = xzalloc(t->next_page / 8 + 1);
+	uint64_t page = sb->fl_head;
+	int ret = -1;
+
+#define SEEN(p) (seen[(p) / 8] & (1 << ((p) % 8)))
+#define MARK(p) (seen[(p) / 8] |= (uint8_t)(1 << ((p) % 8)))
+	while (page) {
+		uint32_t n;
+
+		if (page < 2 || page >= t->next_page || SEEN(page) ||
+		    t->s.read(t->s.arg, page, t->buf) ||
+		    get_le32(t->buf) != FL_MAGIC ||
+		    get_le32(t->buf + 8) != page_crc(t->buf))
+			goto out;
+		MARK(page);
+		push(&t->fl, &t->nr_fl, &t->cap_fl, page);
+		n = get_le32(t->buf + 12);
+		if (n > FL_CAP || t->nr_free + n > sb->nr_free)
+			goto out;
+		for (uint32_t i = 0; i < n; i++) {
+			uint64_t f = get_le64(t->buf + FL_HDR + 8 * i);
+
+			if (f < 2 || f >= t->next_page || SEEN(f) ||
+			    f == sb->root)
+				goto out;
+			MARK(f);
+			push(&t->free, &t->nr_free, &t->cap_free, f);
+		}
+		page = get_le64(t->buf + 16);
+	}
+	ret = t->nr_free == sb->nr_free && !SEEN(sb->root) ? 0 : -1;
+#undef SEEN
+#undef MARK
+out:
+	free(seen);
+	return ret;
+}
+
 int kvt_open(const struct kvt_store *s, struct kvtree **out)
 {
 	struct kvtree *t = xzalloc(sizeof(*t));
 	struct sb sb = { 0 };
-	uint8_t *used;
 	int r;
 
 	t->s = *s;
@@ -444,34 +507,51 @@ int kvt_open(const struct kvt_store *s, struct kvtree **out)
 	r = pick_sb(t, &sb);
 	if (r < 0)
 		goto fail;
-	if (r == 0 || !sb.root) {
+	if (r == 0) {
 		t->root = node_new(0);
 		t->root->dirty = true;
-		if (r) {
-			t->seq = sb.seq;
-			t->next_page = sb.next_page;
-		}
 	} else {
 		t->seq = sb.seq;
 		t->next_page = sb.next_page;
+		if (read_free_list(t, &sb))
+			goto fail;
 		t->root = load(t, sb.root, sb.level);
 		if (!t->root)
 			goto fail;
 	}
-	used = xzalloc(t->next_page / 8 + 1);
-	if (mark_used(t, t->root, used, 0)) {
-		free(used);
-		goto fail;
-	}
-	for (uint64_t p = 2; p < t->next_page; p++)
-		if (!(used[p / 8] & (1 << (p % 8))))
-			push(&t->free, &t->nr_free, &t->cap_free, p);
-	free(used);
 	*out = t;
 	return 0;
 fail:
 	kvt_close(t);
 	return -1;
+}
+
+int kvt_check(struct kvtree *t)
+{
+	uint8_t *used = xzalloc(t->next_page / 8 + 1);
+	size_t nr_used = 0;
+	int ret = -1;
+
+	if (mark_used(t, t->root, used, 0))
+		goto out;
+#define USED(p) (used[(p) / 8] & (1 << ((p) % 8)))
+	for (uint64_t p = 2; p < t->next_page; p++)
+		nr_used += !!USED(p);
+	/* free, the free list's own pages, freed by the commit to come */
+	for (size_t i = 0; i < t->nr_free; i++)
+		if (USED(t->free[i]))
+			goto out;
+	for (size_t i = 0; i < t->nr_fl; i++)
+		if (USED(t->fl[i]))
+			goto out;
+#undef USED
+	/* every page below next_page is one of them, or a dirty node's old */
+	if (nr_used + t->nr_free + t->nr_fl + t->nr_freed != t->next_page - 2)
+		goto out;
+	ret = 0;
+out:
+	free(used);
+	return ret;
 }
 
 void kvt_close(struct kvtree *t)
@@ -481,6 +561,7 @@ void kvt_close(struct kvtree *t)
 	node_free(t->root);
 	free(t->free);
 	free(t->freed);
+	free(t->fl);
 	free(t->buf);
 	free(t);
 }
@@ -785,26 +866,84 @@ int kvt_del(struct kvtree *t, const void *key, size_t klen)
 
 /* ---- commit ---- */
 
+/*
+ * The free list the next commit starts from: what is free now, what
+ * this commit freed, and the pages of the previous list; written to
+ * pages taken from what is free now (never from what this commit freed:
+ * the previous tree still uses those until the superblock is written)
+ */
+static int write_free_list(struct kvtree *t, uint64_t **chain,
+			   size_t *nr_chain, uint64_t *total)
+{
+	size_t cap = 0, k = 0;
+
+	*chain = NULL;
+	*nr_chain = 0;
+	for (;;) {
+		size_t n = t->nr_free + t->nr_freed + t->nr_fl;
+
+		if (*nr_chain * FL_CAP >= n) {
+			*total = n;
+			break;
+		}
+		uint64_t p = alloc_page(t);
+
+		if (!p)
+			return -2;
+		push(chain, nr_chain, &cap, p);
+	}
+	for (size_t c = 0; c < *nr_chain; c++) {
+		uint32_t n = 0;
+
+		memset(t->buf, 0, KVT_PAGE);
+		put_le32(t->buf, FL_MAGIC);
+		while (n < FL_CAP && k < *total) {
+			uint64_t f = k < t->nr_free ? t->free[k] :
+				     k < t->nr_free + t->nr_freed ?
+				     t->freed[k - t->nr_free] :
+				     t->fl[k - t->nr_free - t->nr_freed];
+
+			put_le64(t->buf + FL_HDR + 8 * n++, f);
+			k++;
+		}
+		put_le32(t->buf + 12, n);
+		put_le64(t->buf + 16, c + 1 < *nr_chain ? (*chain)[c + 1] : 0);
+		put_le32(t->buf + 8, page_crc(t->buf));
+		if (t->s.write(t->s.arg, (*chain)[c], t->buf))
+			return -2;
+	}
+	return 0;
+}
+
 int kvt_commit(struct kvtree *t)
 {
-	uint64_t seq = t->seq + 1;
+	uint64_t seq = t->seq + 1, *chain = NULL, total;
+	size_t nr_chain;
 
 	if (t->broken)
 		return -2;
 	if (!t->root->dirty && t->seq)
 		return 0;
-	if (write_dirty(t, t->root) || t->s.sync(t->s.arg))
+	if (write_dirty(t, t->root) ||
+	    write_free_list(t, &chain, &nr_chain, &total) ||
+	    t->s.sync(t->s.arg))
 		goto broken;
-	sb_encode(t, seq, t->buf);
+	sb_encode(t, seq, nr_chain ? chain[0] : 0, total, t->buf);
 	if (t->s.write(t->s.arg, seq % 2, t->buf) || t->s.sync(t->s.arg))
 		goto broken;
 	t->seq = seq;
-	/* what this commit replaced is free for the next one */
+	/* what this commit and the old list freed is free for the next one */
 	for (size_t i = 0; i < t->nr_freed; i++)
 		push(&t->free, &t->nr_free, &t->cap_free, t->freed[i]);
+	for (size_t i = 0; i < t->nr_fl; i++)
+		push(&t->free, &t->nr_free, &t->cap_free, t->fl[i]);
 	t->nr_freed = 0;
+	free(t->fl);
+	t->fl = chain;
+	t->nr_fl = t->cap_fl = nr_chain;
 	return 0;
 broken:
+	free(chain);
 	t->broken = true;
 	return -2;
 }

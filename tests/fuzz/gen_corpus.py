@@ -650,6 +650,16 @@ def gen_kvtree():
     one = leaf([(b"a", b"1"), (b"b", b"22"), (b"k\x05", b"")])
     write("kvtree", "empty", b"")
     write("kvtree", "one-leaf", zero + sb(1, 2, 3, 0) + one)
+    def free_list(pages, nxt=0):
+        body = b"".join(le("Q", p) for p in pages)
+        return pad(le("IIIIQ", 0x4654564b, 0, 0, len(pages), nxt) + body)
+
+    def sb_free(seq, root, next_page, level, head, nr):
+        return pad(le("IIIIQQQHHIQQ", 0x5354564b, 0, 0, 0, seq, root,
+                      next_page, level, 0, 0, head, nr))
+
+    write("kvtree", "free-list", zero + sb_free(3, 2, 5, 0, 4, 1) + one +
+          zero + free_list([3]))
     write("kvtree", "two-levels",
           sb(2, 3, 5, 1) + sb(1, 2, 3, 0) + one +
           internal(1, 2, [(b"m", 4)]) +
