@@ -397,15 +397,21 @@ check "f: ... also with the killed member" agree f.7000 f.7002
 # ------------------------------------------------------------------------
 echo "== g: the founder dies while founding; a waiting joiner founds [$(elapsed)]"
 # 7000 is alone and slow to found; 7001 and 7002 arrive meanwhile and cannot
-# know the state; when 7000 dies the oldest of them must found the cluster
-start g 7000 -t 8000 -F 1500
-sleep 0.3
-start g 7001 -t 8000
-sleep 0.2
-start g 7002 -t 8000
-sleep 0.3
+# know the state; when 7000 dies the oldest of them must found the cluster.
+# Each starts only once the one before is in the process group (its log
+# says so): "oldest" is the order the group saw, not the order of starts,
+# and on a busy machine a process started later may register first.
+# 7000's founding stalls until it is killed.
+in_group() { grep -q '\] in .* as .* with [0-9]* other process' "$T/$1.err"; }
+start g 7000 -t 12000 -F 20000
+wait_for 5000 has g.7000 '^#JOINREQ 7000 '
+start g 7001 -t 12000
+wait_for 5000 in_group g.7001
+start g 7002 -t 12000
+wait_for 5000 in_group g.7002
 kill -9 "${PID[g.7000]}"
-check "g: the oldest waiting process founded a new cluster" wait_for 4000 \
+check "g: the oldest waiting process founded a new cluster" \
+	wait_for $((LEAVE_MS + 4000)) \
 	has g.7001 '^ACCEPT 7001 \[7001\] hello-7001/via-7001/nr-0$'
 check "g: the other one joined it" wait_for 4000 \
 	has g.7002 '^ACCEPT 7002 \[7001,7002\] hello-7002/via-7001/nr-1$'
