@@ -84,6 +84,15 @@ struct obj_key *dirty_take(size_t *nr, struct dir_set *dirs)
 	return keys;
 }
 
+/* only the directories: a journaled flush leaves the objects set */
+void dirty_take_dirs(struct dir_set *dirs)
+{
+	pthread_mutex_lock(&dirty_lock);
+	*dirs = dirs_dirty;
+	memset(&dirs_dirty, 0, sizeof(dirs_dirty));
+	pthread_mutex_unlock(&dirty_lock);
+}
+
 void dirty_restore(const struct obj_key *keys, size_t nr,
 		   const struct dir_set *dirs)
 {

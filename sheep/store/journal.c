@@ -521,6 +521,40 @@ int journal_write_async(struct obj_key k, const void *buf, uint32_t len,
 	return ret;
 }
 
+/*
+ * A cached write: its record goes in without a sync.  Every write to an
+ * object must have its record once the journal is on, or a replay would
+ * write an older record over it (a flushed cached write lost to a
+ * restart).  The next sync of the journal (a flush) makes it durable
+ * with everything before it; a checkpoint syncs the object itself.
+ */
+int journal_append(struct obj_key k, const void *buf, uint32_t len,
+		   uint32_t off)
+{
+	int ret;
+
+	if ((uint64_t)R_HDR + len > hsize - H_HDR) {
+		ret = journal_forget(k);
+		return ret == SD_RES_SUCCESS ? jst->sync_obj(k) : ret;
+	}
+	pthread_mutex_lock(&jlock);
+	ret = append_locked(R_WRITE, k, buf, len, off);
+	pthread_mutex_unlock(&jlock);
+	return ret;
+}
+
+/* every record appended before the call durable (a flush) */
+int journal_sync(void)
+{
+	int ret = SD_RES_SUCCESS;
+
+	pthread_mutex_lock(&jlock);
+	if (nr_durable != nr_appended)
+		ret = commit_locked();
+	pthread_mutex_unlock(&jlock);
+	return ret;
+}
+
 int journal_forget(struct obj_key k)
 {
 	int ret = SD_RES_SUCCESS;

@@ -276,10 +276,14 @@ bool store_read_nowait(struct obj_key k, void *buf, uint32_t len,
 bool store_write_nowait(struct obj_key k, const void *buf, uint32_t len,
 			uint32_t off)
 {
-	struct fdc_ent *e = fdc_lookup_writable(k);
+	struct fdc_ent *e;
 	uint32_t size;
 	int r = -EAGAIN;
 
+	/* every write has its journal record: a worker's job */
+	if (journal_on())
+		return false;
+	e = fdc_lookup_writable(k);
 	if (!e)
 		return false;
 	size = fdc_size(e);	/* 0 until a worker has read the trailer */
@@ -314,7 +318,9 @@ static int write_obj(struct obj_key k, const void *buf, uint32_t len,
 		goto out;
 	if (!sync || journal_on())
 		dirty_add(k);		/* before the write is acknowledged */
-	if (sync && journal_on())
+	if (!sync && journal_on())
+		ret = journal_append(k, buf, len, off);
+	else if (sync && journal_on())
 		ret = w ? journal_write_async(k, buf, len, off, w) :
 			  journal_write(k, buf, len, off);
 	else if (sync && fdatasync(fdc_fd(e)))
@@ -362,10 +368,12 @@ static int write_unsynced(struct obj_key k, const void *buf, uint32_t len,
 	return ret;
 }
 
+static int sync_dirty(void);
+
 int store_journal_init(const char *dir, uint64_t size)
 {
 	static const struct journal_store ops = {
-		.write = write_unsynced, .flush = store_flush,
+		.write = write_unsynced, .flush = sync_dirty,
 		.sync_obj = store_sync_obj,
 	};
 
@@ -662,7 +670,7 @@ static int sync_fs_all(void)
 	return ret;
 }
 
-int store_flush(void)
+static int sync_dirty(void)
 {
 	size_t nr, done = 0;
 	struct dir_set dirs;
@@ -682,6 +690,37 @@ int store_flush(void)
 	pthread_mutex_unlock(&flush_lock);
 	free(keys);
 	return ret;
+}
+
+/*
+ * With the journal every write has its record there, a cached one too
+ * (not synced), so one sync of the journal makes them all durable and
+ * the objects wait for a checkpoint (sync_dirty): a flush costs one
+ * fdatasync of a file whose blocks are all allocated, however many
+ * objects were written.  Names still need their directories synced.
+ */
+static int flush_journaled(void)
+{
+	struct dir_set dirs;
+	int ret = journal_sync();
+
+	if (ret != SD_RES_SUCCESS)
+		return ret;
+	pthread_mutex_lock(&flush_lock);
+	dirty_take_dirs(&dirs);
+	if (sync_all_dirs(&dirs)) {
+		ret = store_err_to_res(errno);
+		dirty_restore(NULL, 0, &dirs);
+	}
+	pthread_mutex_unlock(&flush_lock);
+	return ret;
+}
+
+int store_flush(void)
+{
+	if (store_sync_off())
+		return SD_RES_SUCCESS;
+	return journal_on() ? flush_journaled() : sync_dirty();
 }
 
 static int for_each_in(int slot, int (*fn)(struct obj_key k, void *arg),
@@ -753,7 +792,7 @@ int store_stale_all(uint32_t epoch)
 
 	if (store_journaled()) {
 		/* the stale copies keep what the journal holds for them */
-		if (store_flush() != SD_RES_SUCCESS)
+		if (sync_dirty() != SD_RES_SUCCESS)
 			return SD_RES_EIO;
 		journal_wiped();
 	}

@@ -164,6 +164,7 @@ void dirty_add(struct obj_key k);
 void dirty_dir(int sub);
 /* take the whole set (the caller frees the array); restore what failed */
 struct obj_key *dirty_take(size_t *nr, struct dir_set *dirs);
+void dirty_take_dirs(struct dir_set *dirs);
 void dirty_restore(const struct obj_key *keys, size_t nr,
 		   const struct dir_set *dirs);
 
@@ -177,7 +178,7 @@ struct journal_store {
 	/* sync one object; NO_OBJ if there is none */
 	int (*sync_obj)(struct obj_key k);
 };
-/* replay DIR/journal, then journal synchronous writes */
+/* replay DIR/journal, then journal every write */
 int journal_open(const char *dir, uint64_t size,
 		 const struct journal_store *st);
 void journal_close(void);
@@ -192,6 +193,11 @@ int journal_write(struct obj_key k, const void *buf, uint32_t len,
  */
 int journal_write_async(struct obj_key k, const void *buf, uint32_t len,
 			uint32_t off, struct store_wait *w);
+/* append a cached write of an object already written, without a sync */
+int journal_append(struct obj_key k, const void *buf, uint32_t len,
+		   uint32_t off);
+/* make every record appended so far durable (a flush) */
+int journal_sync(void);
 /* before an object is removed, replaced or moved: no replay into a later */
 int journal_forget(struct obj_key k);
 /* tests: keep the checkpoint thread from retiring a full half */

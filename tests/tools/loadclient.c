@@ -72,6 +72,9 @@
  *   -s SEED     random seed (default: time and pid)
  *   -r SEC      receive timeout of one request (default 30)
  *   -S          fdatasync the mirror after every line
+ *   -F          write as a VM with a write cache does: data writes carry
+ *               SD_FLAG_CMD_CACHE and a write counts as acknowledged only
+ *               after a FLUSH_VDI that followed it succeeded
  *   -v          log every retry to stderr
  *
  * Build: cc -std=gnu11 -D_GNU_SOURCE -Iinclude -o loadclient \
@@ -115,7 +118,7 @@ static const char *vdi_name;
 static int run_secs = 30, grace_secs = 60, nr_threads = 4, rcv_timeout = 30;
 static uint64_t limit_blocks, max_writes;
 static uint64_t seed;
-static bool sync_each, verbose;
+static bool sync_each, verbose, cached;
 
 /* the VDI */
 static uint32_t vid;
@@ -165,7 +168,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: loadclient write|verify -m MIRROR -p PORT[,PORT...] "
 		"[-a HOST] [-t SEC] [-g SEC] [-j N] [-n BLOCKS] [-c COUNT] "
-		"[-s SEED] [-r SEC] [-S] [-v] VDI\n");
+		"[-s SEED] [-r SEC] [-S] [-F] [-v] VDI\n");
 	exit(2);
 }
 
@@ -261,6 +264,15 @@ static int write_obj(int fd, uint8_t opcode, uint64_t oid, const void *buf,
 	req.obj.copies = nr_copies;
 	req.obj.copy_policy = copy_policy;
 	return exec_req(fd, &req, (void *)buf, 0, rsp);
+}
+
+static int flush_vdi(int fd, struct sd_rsp *rsp)
+{
+	struct sd_req req;
+
+	sd_init_req(&req, SD_OP_FLUSH_VDI);
+	req.obj.oid = vid_to_vdi_oid(vid);
+	return exec_req(fd, &req, NULL, 0, rsp);
 }
 
 /* GET_VDI_INFO and the inode header through @fd; 0 or an error message */
@@ -466,6 +478,7 @@ static int write_block(struct thr *t, uint64_t blk)
 	uint32_t off = (uint32_t)(blk % blocks_per_obj) * BLK;
 	uint64_t oid = vid_to_data_oid(vid, idx);
 	uint64_t inode = vid_to_vdi_oid(vid);
+	uint16_t cache = cached ? SD_FLAG_CMD_CACHE : 0;
 	uint8_t e[4];
 	struct sd_rsp rsp;
 	const char *what;
@@ -488,14 +501,14 @@ static int write_block(struct thr *t, uint64_t blk)
 	if (allocated[idx]) {
 		what = "WRITE_OBJ";
 		ret = write_obj(t->fd, SD_OP_WRITE_OBJ, oid, t->buf, BLK, off,
-				0, &rsp);
+				cache, &rsp);
 		if (ret != RQ_OK)
 			goto err;
-		return RQ_OK;
+		goto flush;
 	}
 	what = "CREATE_AND_WRITE_OBJ";
 	ret = write_obj(t->fd, SD_OP_CREATE_AND_WRITE_OBJ, oid, t->buf, BLK,
-			off, 0, &rsp);
+			off, cache, &rsp);
 	if (ret != RQ_OK)
 		goto err;
 	what = "index entry WRITE_OBJ";
@@ -506,6 +519,13 @@ static int write_block(struct thr *t, uint64_t blk)
 	if (ret != RQ_OK)
 		goto err;
 	allocated[idx] = 1;
+flush:
+	if (cached) {
+		what = "FLUSH_VDI";
+		ret = flush_vdi(t->fd, &rsp);
+		if (ret != RQ_OK)
+			goto err;
+	}
 	return RQ_OK;
 err:
 	if (verbose || ret == RQ_RESULT)
@@ -867,7 +887,7 @@ int main(int argc, char **argv)
 		usage();
 	mode = argv[1];
 	optind = 2;
-	while ((c = getopt(argc, argv, "a:p:m:t:g:j:n:c:s:r:Sv")) != -1) {
+	while ((c = getopt(argc, argv, "a:p:m:t:g:j:n:c:s:r:SFv")) != -1) {
 		switch (c) {
 		case 'a':
 			host = optarg;
@@ -901,6 +921,9 @@ int main(int argc, char **argv)
 			break;
 		case 'S':
 			sync_each = true;
+			break;
+		case 'F':
+			cached = true;
 			break;
 		case 'v':
 			verbose = true;

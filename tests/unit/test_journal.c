@@ -14,7 +14,11 @@
  * is reported by the sync thread, after a later sync, also across a
  * forget of its object and a checkpoint of its half; at depth 1 a
  * record is written and synced in one pwritev2(RWF_DSYNC), and one that
- * fails leaves no hole before later records.  fdatasync() and
+ * fails leaves no hole before later records.  A cached write has its
+ * record too: no replay writes an older record over it, and a flush is
+ * one sync of the journal that syncs no object, after which a cached
+ * write lost from its object comes back; one too large for a half
+ * syncs its object instead.  fdatasync() and
  * syncfs() of the object files are interposed: they fail while
  * objects_fail is set; the journal's (and its RWF_DSYNC writes) are held
  * or fail on demand.
@@ -774,6 +778,66 @@ static void test_waiters_across_forget_and_checkpoint(void **state)
  * still holds the record: the next write (now with a sync of its own,
  * since not all before it is known durable) is replayed after a crash.
  */
+/* a synced write, then a cached one of the same bytes: the cached stays */
+static void test_cached_write_after_synced(void **state)
+{
+	struct obj_key k = obj_key_rep(OID);
+
+	assert_int_equal(store_create(k, OBJ, a, OBJ, 0, true), 0);
+	assert_int_equal(store_write(k, b, 4096, 0, true), 0);
+	assert_int_equal(store_write(k, c, 4096, 0, false), 0);
+	assert_int_equal(store_flush(), 0);
+	restart();
+	assert_int_equal(store_read(k, got, OBJ, 0), 0);
+	assert_memory_equal(got, c, 4096);
+	assert_memory_equal(got + 4096, a, OBJ - 4096);
+	assert_int_equal(store_remove(k), 0);
+}
+
+/* a flush syncs the journal, no object; a lost cached write comes back */
+static void test_flush_is_a_journal_sync(void **state)
+{
+	struct obj_key k = obj_key_rep(OID2);
+	int syncs;
+
+	assert_int_equal(store_create(k, OBJ, a, OBJ, 0, true), 0);
+	assert_int_equal(store_write(k, b, 4096, 4096, false), 0);
+	assert_int_equal(store_write(k, c, 100, 70000, false), 0);
+	syncs = nr_journal_syncs;
+	objects_fail = true;	/* a sync of an object would fail the flush */
+	assert_int_equal(store_flush(), 0);
+	objects_fail = false;
+	assert_int_equal(nr_journal_syncs, syncs + 1);
+	/* nothing appended since: the next flush syncs nothing */
+	assert_int_equal(store_flush(), 0);
+	assert_int_equal(nr_journal_syncs, syncs + 1);
+	lose(OID2, a, 4096, 4096);
+	lose(OID2, a, 100, 70000);
+	restart();
+	assert_int_equal(store_read(k, got, OBJ, 0), 0);
+	assert_memory_equal(got, a, 4096);
+	assert_memory_equal(got + 4096, b, 4096);
+	assert_memory_equal(got + 8192, a, 70000 - 8192);
+	assert_memory_equal(got + 70000, c, 100);
+	assert_memory_equal(got + 70100, a, OBJ - 70100);
+	assert_int_equal(store_remove(k), 0);
+}
+
+/* a cached write larger than a half: its object synced, older records out */
+static void test_large_cached_write(void **state)
+{
+	struct obj_key k = obj_key_rep(OID);
+
+	assert_int_equal(store_create(k, OBJ, a, OBJ, 0, true), 0);
+	assert_int_equal(store_write(k, b, 4096, 0, true), 0);
+	assert_int_equal(store_write(k, c, OBJ, 0, false), 0);
+	assert_int_equal(store_flush(), 0);
+	restart();
+	assert_int_equal(store_read(k, got, OBJ, 0), 0);
+	assert_memory_equal(got, c, OBJ);
+	assert_int_equal(store_remove(k), 0);
+}
+
 static void test_depth1_write_is_one_dsync(void **state)
 {
 	int syncs, dsyncs;
@@ -826,6 +890,9 @@ int main(void)
 		cmocka_unit_test(test_async_durable_writes),
 		cmocka_unit_test(test_waiters_across_forget_and_checkpoint),
 		cmocka_unit_test(test_depth1_write_is_one_dsync),
+		cmocka_unit_test(test_cached_write_after_synced),
+		cmocka_unit_test(test_flush_is_a_journal_sync),
+		cmocka_unit_test(test_large_cached_write),
 	};
 
 	return cmocka_run_group_tests_name("journal", tests, setup, teardown);
