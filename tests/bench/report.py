@@ -493,11 +493,12 @@ def render_journal(runs):
         rows, "journal", "none", ("without", "with"), JOURNAL_TABLES,
         f"### Write journal: kelpie {r0['nodes']}n/{r0['copies']}c "
         f"without and with -j size={size}",
-        "Only writes without the cache flag sync (the durable "
-        "rows); sheep journals those.  NBD writes without FUA and "
-        "the protocol client's flush rows are cached writes "
-        "synced by the flush, which -j leaves as they were: those "
-        "rows are the control.")
+        "With -j sheep journals every write: a durable one is "
+        "acknowledged once the journal is synced, a cached one "
+        "(NBD without FUA, the flush rows) is appended without a "
+        "sync, and a flush is one sync of the journal instead of "
+        "one of every object written.  The cached rows without a "
+        "flush pay the append and gain nothing.")
     for t in table:
         t["journal"] = size
     return out, {"journal": table}
