@@ -1,0 +1,180 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Sheep on emulated hosts, for the tests that sourced common.sh: each node
+# in a network namespace of its own with its own address (10.98.0.IDX+1)
+# on a bridge that lives in a namespace of its own, so nothing touches the
+# host's network.  The kernel here has no tc netem, so a slow or lossy
+# link is tests/tools/netdelay on an NFQUEUE that an iptables rule in the
+# node's namespace feeds with every packet leaving it: DELAY_US per
+# direction (a round trip between two nodes costs twice that), JITTER_US
+# more at most, LOSS_PPM packets per million dropped.  The cluster driver
+# is the test's (the local driver's files are shared by every namespace).
+# Skips the test where namespaces, iptables-legacy's NFQUEUE or
+# libnetfilter-queue are missing.
+#
+#   net_setup N [DELAY_US [JITTER_US [LOSS_PPM]]]
+#   ns_start_sheep IDX [sheep args]     ns_dog IDX ARGS...     ns_ip IDX
+#   net_link IDX DELAY_US [JITTER_US [LOSS_PPM]]: change one node's link
+
+NS_PORT=7000
+NS_PREFIX=k$$
+declare -a NS_DELAY_PIDS
+
+ns_name()
+{
+	echo "${NS_PREFIX}h$1"
+}
+
+ns_ip()
+{
+	echo "10.98.0.$(($1 + 1))"
+}
+
+_ns_cleanup()
+{
+	local pid i
+	for pid in "${NS_DELAY_PIDS[@]}"; do
+		[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null
+	done
+	for i in $(seq 0 $((${NS_NR:-0} - 1))); do
+		ip netns del "$(ns_name "$i")" 2>/dev/null
+	done
+	ip netns del "${NS_PREFIX}sw" 2>/dev/null
+}
+
+# netdelay of node IDX on its queue 0; "" when the link is perfect
+_ns_delay_start()
+{
+	local i=$1 d=$2 j=$3 l=$4
+	NS_DELAY_PIDS[i]=
+	: >>"$T/netdelay.$i.log"
+	[ "$d" = 0 ] && [ "$j" = 0 ] && [ "$l" = 0 ] && return 0
+	ip netns exec "$(ns_name "$i")" "$NETDELAY" -q 0 -d "$d" -j "$j" \
+		-l "$l" -s "$((i + 1))" >>"$T/netdelay.$i.log" 2>&1 &
+	NS_DELAY_PIDS[i]=$!
+	_retry 10 grep -q '^ready' "$T/netdelay.$i.log" ||
+		_fail "netdelay of node $i did not start: $(tail -n 2 "$T/netdelay.$i.log")"
+}
+
+net_setup()
+{
+	local n=$1 d=${2:-0} j=${3:-0} l=${4:-0} i h v
+	local libs
+	command -v iptables-legacy >/dev/null ||
+		_skip "iptables-legacy is not installed"
+	libs=$(pkg-config --libs libnetfilter_queue 2>/dev/null) ||
+		_skip "libnetfilter-queue-dev is not installed"
+	NETDELAY=$T/netdelay
+	# shellcheck disable=SC2086
+	cc -std=gnu11 -O2 -Wall -Wextra -Werror -Wno-unused-parameter \
+		-o "$NETDELAY" "$TOP/tests/tools/netdelay.c" $libs \
+		>"$T/netdelay.build" 2>&1 ||
+		_fail "cannot build netdelay: $(head -n 5 "$T/netdelay.build")"
+	ON_EXIT_HOOK=_ns_cleanup
+	NS_NR=$n
+	ip netns add "${NS_PREFIX}sw" 2>/dev/null ||
+		_skip "cannot create network namespaces"
+	ip -n "${NS_PREFIX}sw" link add br0 type bridge || _fail "bridge"
+	ip -n "${NS_PREFIX}sw" link set br0 up || _fail "bridge up"
+	for ((i = 0; i < n; i++)); do
+		h=$(ns_name "$i")
+		v=${NS_PREFIX}v$i
+		ip netns add "$h" || _fail "namespace $h"
+		ip link add "$v" type veth peer name eth0 netns "$h" ||
+			_fail "veth of node $i"
+		ip link set "$v" netns "${NS_PREFIX}sw" || _fail "veth $v"
+		ip -n "${NS_PREFIX}sw" link set "$v" master br0 || _fail "port $v"
+		ip -n "${NS_PREFIX}sw" link set "$v" up || _fail "$v up"
+		ip -n "$h" link set lo up || _fail "lo of node $i"
+		ip -n "$h" addr add "$(ns_ip "$i")/24" dev eth0 || _fail "address"
+		ip -n "$h" link set eth0 up || _fail "eth0 of node $i"
+		ip netns exec "$h" iptables-legacy -A OUTPUT -o eth0 -j NFQUEUE \
+			--queue-num 0 --queue-bypass 2>"$T/iptables.err" ||
+			_skip "no NFQUEUE here: $(head -n 1 "$T/iptables.err")"
+		_ns_delay_start "$i" "$d" "$j" "$l"
+	done
+}
+
+# net_link IDX DELAY_US [JITTER_US [LOSS_PPM]]: node IDX's link from now
+net_link()
+{
+	local i=$1
+	if [ -n "${NS_DELAY_PIDS[i]}" ]; then
+		kill -TERM "${NS_DELAY_PIDS[i]}" 2>/dev/null
+		wait "${NS_DELAY_PIDS[i]}" 2>/dev/null
+	fi
+	: >"$T/netdelay.$i.log"
+	_ns_delay_start "$i" "$2" "${3:-0}" "${4:-0}"
+}
+
+# ns_start_sheep IDX [extra sheep args]: node IDX on its host, port 7000
+ns_start_sheep()
+{
+	local idx=$1 rc pid end ip
+	shift
+	ip=$(ns_ip "$idx")
+	mkdir -p "$T/$idx"
+	rm -f "$T/$idx/pid"
+	echo "ip netns exec $(ns_name "$idx") $SHEEP_BIN -b $ip -y $ip" \
+		"-p $NS_PORT -c $(cluster_driver) -n -z $idx -P $T/$idx/pid $* $T/$idx" \
+		>>"$T/.commands"
+	timeout -k 5 "$START_TIMEOUT" ip netns exec "$(ns_name "$idx")" \
+		setsid -w "$SHEEP_BIN" -b "$ip" -y "$ip" -p "$NS_PORT" \
+		-c "$(cluster_driver)" -n -z "$idx" -P "$T/$idx/pid" "$@" \
+		"$T/$idx" </dev/null >>"$T/$idx.stdout" 2>&1
+	rc=$?
+	[ $rc -eq 0 ] || _fail "sheep $idx exited with $rc at start-up" \
+		"($(tail -n 3 "$T/$idx.stdout" "$T/$idx/sheep.log" 2>/dev/null))"
+	end=$((SECONDS + START_TIMEOUT))
+	until pid=$(sheep_pid "$idx") && [ -n "$pid" ] && _pid_alive "$pid" &&
+		ns_dog "$idx" node list -r >/dev/null 2>&1; do
+		[ $SECONDS -ge $end ] &&
+			_fail "sheep $idx not up after ${START_TIMEOUT}s (pid '$pid')"
+		sleep 0.1
+	done
+	echo "$pid" >>"$T/.pids"
+}
+
+# ns_dog IDX ARGS...: dog from node IDX's host against its sheep
+ns_dog()
+{
+	local idx=$1
+	shift
+	ip netns exec "$(ns_name "$idx")" "$DOG_BIN" "$@" -a "$(ns_ip "$idx")" \
+		-p "$NS_PORT"
+}
+
+# ns_wait_nodes N IDX...: each node IDX lists N nodes
+ns_wait_nodes()
+{
+	local n=$1 i end=$((SECONDS + START_TIMEOUT + 30))
+	shift
+	for i in "$@"; do
+		until [ "$(ns_dog "$i" node list -r 2>/dev/null | grep -c .)" = "$n" ]; do
+			[ $SECONDS -ge $end ] &&
+				_fail "node $i lists $(ns_dog "$i" node list -r 2>/dev/null |
+					grep -c .) nodes, want $n"
+			sleep 0.2
+		done
+	done
+}
+
+# ns_wait_recovery IDX...: recovery done on every node IDX
+ns_wait_recovery()
+{
+	local i out end=$((SECONDS + 120))
+	for i in "$@"; do
+		until out=$(ns_dog "$i" node recovery 2>/dev/null) &&
+			[ "$(grep -c . <<<"$out")" -eq 2 ]; do
+			[ $SECONDS -ge $end ] &&
+				_fail "recovery did not finish on node $i: $out"
+			sleep 0.5
+		done
+	done
+}
+
+# ns_epoch IDX: the last epoch node IDX logged
+ns_epoch()
+{
+	sed -n 's/.*new_epoch.*\] epoch \([0-9]*\): .*/\1/p' "$T/$1/sheep.log" |
+		tail -n 1
+}
