@@ -8,6 +8,8 @@
 # direction (a round trip between two nodes costs twice that), JITTER_US
 # more at most, LOSS_PPM packets per million dropped.  The cluster driver
 # is the test's (the local driver's files are shared by every namespace).
+# Daemons start through tests/tools/own-mounts.sh, so that their copies
+# of the mounts pin no other test's file system.
 # Skips the test where namespaces, iptables-legacy's NFQUEUE or
 # libnetfilter-queue are missing.
 #
@@ -48,7 +50,8 @@ _ns_delay_start()
 	NS_DELAY_PIDS[i]=
 	: >>"$T/netdelay.$i.log"
 	[ "$d" = 0 ] && [ "$j" = 0 ] && [ "$l" = 0 ] && return 0
-	ip netns exec "$(ns_name "$i")" "$NETDELAY" -q 0 -d "$d" -j "$j" \
+	ip netns exec "$(ns_name "$i")" "$TOP/tests/tools/own-mounts.sh" \
+		--keep "$T" "$NETDELAY" -q 0 -d "$d" -j "$j" \
 		-l "$l" -s "$((i + 1))" >>"$T/netdelay.$i.log" 2>&1 &
 	NS_DELAY_PIDS[i]=$!
 	_retry 10 grep -q '^ready' "$T/netdelay.$i.log" ||
@@ -117,7 +120,10 @@ ns_start_sheep()
 	echo "ip netns exec $(ns_name "$idx") $SHEEP_BIN -b $ip -y $ip" \
 		"-p $NS_PORT -c $(cluster_driver) -n -z $idx -P $T/$idx/pid $* $T/$idx" \
 		>>"$T/.commands"
+	# own-mounts.sh: a daemon in the namespace's copy of the mounts must
+	# not pin other tests' file systems
 	timeout -k 5 "$START_TIMEOUT" ip netns exec "$(ns_name "$idx")" \
+		"$TOP/tests/tools/own-mounts.sh" --keep "$T" \
 		setsid -w "$SHEEP_BIN" -b "$ip" -y "$ip" -p "$NS_PORT" \
 		-c "$(cluster_driver)" -n -z "$idx" -P "$T/$idx/pid" "$@" \
 		"$T/$idx" </dev/null >>"$T/$idx.stdout" 2>&1
