@@ -8,8 +8,9 @@
 # direction (a round trip between two nodes costs twice that), JITTER_US
 # more at most, LOSS_PPM packets per million dropped.  The cluster driver
 # is the test's (the local driver's files are shared by every namespace).
-# Daemons start through tests/tools/own-mounts.sh, so that their copies
-# of the mounts pin no other test's file system.
+# Daemons and dog run through tests/tools/own-mounts.sh, so that their
+# copies of the mounts pin no other test's file system (a sheepfs that
+# cannot exit after its unmount, an XFS that cannot go away).
 # Skips the test where namespaces, iptables-legacy's NFQUEUE or
 # libnetfilter-queue are missing.
 #
@@ -38,6 +39,8 @@ _ns_cleanup()
 		[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null
 	done
 	for i in $(seq 0 $((${NS_NR:-0} - 1))); do
+		[ -d "$T/cs$i" ] &&
+			bash "$TOP/tests/corosync/stop.sh" -f "$T/cs$i" >/dev/null 2>&1
 		ip netns del "$(ns_name "$i")" 2>/dev/null
 	done
 	ip netns del "${NS_PREFIX}sw" 2>/dev/null
@@ -145,8 +148,8 @@ ns_dog()
 {
 	local idx=$1
 	shift
-	ip netns exec "$(ns_name "$idx")" "$DOG_BIN" "$@" -a "$(ns_ip "$idx")" \
-		-p "$NS_PORT"
+	ip netns exec "$(ns_name "$idx")" "$TOP/tests/tools/own-mounts.sh" \
+		--keep "$T" "$DOG_BIN" "$@" -a "$(ns_ip "$idx")" -p "$NS_PORT"
 }
 
 # ns_wait_nodes N IDX...: each node IDX lists N nodes
@@ -183,4 +186,65 @@ ns_epoch()
 {
 	sed -n 's/.*new_epoch.*\] epoch \([0-9]*\): .*/\1/p' "$T/$1/sheep.log" |
 		tail -n 1
+}
+
+# net_corosync [TOKEN_MS]: one corosync per host (net_setup's), all N in
+# one cluster (udpu, votequorum, token TOKEN_MS, default 1000, consensus
+# 1.2 times that), quorate; the sheep then take KELPIE_DRIVER=corosync
+net_corosync()
+{
+	local i k token=${1:-1000}
+	command -v corosync >/dev/null || _skip "corosync is not installed"
+	for ((i = 0; i < NS_NR; i++)); do
+		mkdir -p "$T/cs$i"
+		{
+			cat <<CONF
+totem {
+	version: 2
+	cluster_name: kelpie-ns
+	transport: udpu
+	crypto_cipher: none
+	crypto_hash: none
+	token: $token
+	consensus: $((token * 6 / 5))
+	interface {
+		linknumber: 0
+		bindnetaddr: 10.98.0.0
+		mcastport: 5405
+	}
+}
+nodelist {
+CONF
+			for ((k = 0; k < NS_NR; k++)); do
+				printf '\tnode {\n\t\tnodeid: %d\n\t\tring0_addr: %s\n\t}\n' \
+					$((k + 1)) "$(ns_ip "$k")"
+			done
+			cat <<CONF
+}
+quorum {
+	provider: corosync_votequorum
+	expected_votes: $NS_NR
+}
+system {
+	state_dir: $T/cs$i/state
+}
+logging {
+	to_stderr: no
+	to_syslog: no
+	to_logfile: yes
+	logfile: $T/cs$i/corosync.log
+	timestamp: on
+}
+CONF
+		} >"$T/cs$i.conf"
+		KELPIE_COROSYNC_CONF=$T/cs$i.conf ip netns exec "$(ns_name "$i")" \
+			bash "$TOP/tests/corosync/start.sh" "$T/cs$i" >/dev/null 2>&1 ||
+			_skip "corosync does not start in a network namespace"
+	done
+	for ((i = 0; i < NS_NR; i++)); do
+		_retry 30 ip netns exec "$(ns_name "$i")" \
+			timeout 5 corosync-quorumtool -s >/dev/null 2>&1 ||
+			_fail "the corosync of node $i is not quorate"
+	done
+	export KELPIE_DRIVER=corosync
 }
