@@ -16,6 +16,8 @@ int net_set_nodelay(int fd);
  * data times out after the same total.  Fails on non-TCP sockets.
  */
 int net_set_keepalive(int fd, int idle_sec, int interval_sec, int count);
+/* the least retransmission timeout of @fd (Linux 6.15+; else nothing) */
+int net_set_rto_min(int fd, unsigned int usec);
 /* listening sockets, non-blocking; -1 with errno on failure */
 int net_listen_tcp(const char *bindaddr, int port);
 /* "[ADDR:]PORT", ADDR may be "[IPv6]"; @addr is "" without ADDR; 0 or -1 */

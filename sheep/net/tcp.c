@@ -582,6 +582,7 @@ static struct xconn *tcp_connect(struct event_loop *loop,
 		return NULL;
 	c = conn_new(loop, fd, false);
 	net_set_keepalive(fd, XPRT_KEEPIDLE, XPRT_KEEPINTVL, XPRT_KEEPCNT);
+	net_set_rto_min(fd, XPRT_RTO_MIN_US);
 	if (event_add(loop, fd, EPOLLOUT, conn_handler, c))
 		goto fail;
 	c->events = EPOLLOUT;
@@ -629,6 +630,7 @@ static void accept_one(struct xlistener *l, int fd)
 
 	/* a dead host's connections go in bounded time (unix ones fail) */
 	net_set_keepalive(fd, XPRT_KEEPIDLE, XPRT_KEEPINTVL, XPRT_KEEPCNT);
+	net_set_rto_min(fd, XPRT_RTO_MIN_US);
 
 	/* no receive posted yet: only errors and hang-ups are reported */
 	if (event_add(l->loop, fd, 0, conn_handler, c)) {

@@ -48,6 +48,14 @@
 #define XPRT_KEEPIDLE	30
 #define XPRT_KEEPINTVL	10
 #define XPRT_KEEPCNT	3
+/*
+ * The least retransmission timeout of every TCP connection, where the
+ * kernel lets us set it: a lost segment of a request at depth 1 costs
+ * 10 ms instead of Linux's 200 (doc/scale.md, "Slow and lossy links").
+ * Only a floor: on a path with longer round trips the kernel's own
+ * estimate is larger and wins.
+ */
+#define XPRT_RTO_MIN_US	10000
 
 struct xconn;
 struct xlistener;

@@ -48,9 +48,7 @@ for SETTING in "${SETTINGS[@]}"; do
 	done
 	ns_wait_nodes 3 0 1 2
 	ns_dog 0 cluster format -c 3 >/dev/null || _fail "format"
-	ns_dog 0 vdi create bench 64M || _fail "create"
-	ns_dog 0 benchmark io -f -w seqwrite -b 4M -q 4 -l 64M -t 16 bench \
-		>/dev/null || _fail "fill"
+	ns_dog 0 vdi create -P bench 64M || _fail "create"
 	row "write QD1" -w randwrite -q 1
 	row "durable write QD1" -w randwrite -q 1 -D
 	row "write + flush QD1" -w randwrite -q 1 -F

@@ -19,8 +19,12 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include "util.h"
 #include "hash.h"
+#include "net.h"
 
 #define KiB (UINT64_C(1) << 10)
 #define MiB (UINT64_C(1) << 20)
@@ -434,6 +438,27 @@ static void test_assert_and_limit(void **state)
 	assert_int_equal(skipped, 2);
 }
 
+/* the least RTO of a TCP socket: set where the kernel has the option */
+static void test_rto_min(void **state)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0), v = 0, r;
+	socklen_t len = sizeof(v);
+
+	assert_true(fd >= 0);
+	r = net_set_rto_min(fd, 10000);
+	if (r == 1) {
+		/* an older kernel: nothing set, nothing broken */
+		assert_int_equal(getsockopt(fd, IPPROTO_TCP, 45, &v, &len), -1);
+		assert_int_equal(errno, ENOPROTOOPT);
+	} else {
+		assert_int_equal(r, 0);
+		assert_int_equal(getsockopt(fd, IPPROTO_TCP, 45, &v, &len), 0);
+		/* kept in jiffies: 10 ms rounded up to the tick */
+		assert_in_range(v, 10000, 19999);
+	}
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -451,6 +476,7 @@ int main(void)
 		cmocka_unit_test(test_ec_policy),
 		cmocka_unit_test(test_time_format),
 		cmocka_unit_test(test_is_zero),
+		cmocka_unit_test(test_rto_min),
 		cmocka_unit_test(test_macros),
 		cmocka_unit_test(test_mkdir_rmdir),
 		cmocka_unit_test(test_xread_xwrite),
