@@ -466,20 +466,31 @@ static void *syncer(void *arg)
 	return NULL;
 }
 
+/* a record of @len bytes of data does not fit in a half */
+static bool too_large(uint32_t len)
+{
+	return (uint64_t)R_HDR + len > hsize - H_HDR;
+}
+
+/*
+ * For a write too large for a record: the object (already written) is
+ * synced instead, and its older records forgotten, so that no replay
+ * writes them over this newer data.
+ */
+static int sync_instead(struct obj_key k)
+{
+	int ret = journal_forget(k);
+
+	return ret == SD_RES_SUCCESS ? jst->sync_obj(k) : ret;
+}
+
 int journal_write(struct obj_key k, const void *buf, uint32_t len,
 		  uint32_t off)
 {
 	int ret;
 
-	/*
-	 * A record larger than the journal: the object is synced instead,
-	 * and its older records forgotten, so that no replay writes them
-	 * over this newer data.
-	 */
-	if ((uint64_t)R_HDR + len > hsize - H_HDR) {
-		ret = journal_forget(k);
-		return ret == SD_RES_SUCCESS ? jst->sync_obj(k) : ret;
-	}
+	if (too_large(len))
+		return sync_instead(k);
 	pthread_mutex_lock(&jlock);
 	if (!dsync_record_locked(k, buf, len, off, &ret)) {
 		ret = append_locked(R_WRITE, k, buf, len, off);
@@ -500,7 +511,7 @@ int journal_write_async(struct obj_key k, const void *buf, uint32_t len,
 {
 	int ret;
 
-	if ((uint64_t)R_HDR + len > hsize - H_HDR || !js_running)
+	if (too_large(len) || !js_running)
 		return journal_write(k, buf, len, off);
 	pthread_mutex_lock(&jlock);
 	if (list_empty(&js_waiters) &&
@@ -533,10 +544,8 @@ int journal_append(struct obj_key k, const void *buf, uint32_t len,
 {
 	int ret;
 
-	if ((uint64_t)R_HDR + len > hsize - H_HDR) {
-		ret = journal_forget(k);
-		return ret == SD_RES_SUCCESS ? jst->sync_obj(k) : ret;
-	}
+	if (too_large(len))
+		return sync_instead(k);
 	pthread_mutex_lock(&jlock);
 	ret = append_locked(R_WRITE, k, buf, len, off);
 	pthread_mutex_unlock(&jlock);
