@@ -17,7 +17,8 @@
  * fails leaves no hole before later records.  A cached write has its
  * record too: no replay writes an older record over it, and a flush is
  * one sync of the journal that syncs no object, after which a cached
- * write lost from its object comes back; one too large for a half
+ * write lost from its object comes back; a flush whose sync fails says
+ * so and the next one syncs again; one too large for a half
  * syncs its object instead.  fdatasync() and
  * syncfs() of the object files are interposed: they fail while
  * objects_fail is set; the journal's (and its RWF_DSYNC writes) are held
@@ -823,6 +824,28 @@ static void test_flush_is_a_journal_sync(void **state)
 	assert_int_equal(store_remove(k), 0);
 }
 
+/* a flush whose journal sync fails says so; the next one syncs again */
+static void test_flush_sync_fails(void **state)
+{
+	struct obj_key k = obj_key_rep(OID2);
+	int syncs;
+
+	assert_int_equal(store_create(k, OBJ, a, OBJ, 0, true), 0);
+	assert_int_equal(store_write(k, b, 4096, 0, false), 0);
+	journal_fail = true;
+	assert_int_not_equal(store_flush(), 0);
+	journal_fail = false;
+	/* the failed sync made nothing durable: not "nothing to sync" */
+	syncs = nr_journal_syncs;
+	assert_int_equal(store_flush(), 0);
+	assert_int_equal(nr_journal_syncs, syncs + 1);
+	lose(OID2, a, 4096, 0);
+	restart();
+	assert_int_equal(store_read(k, got, OBJ, 0), 0);
+	assert_memory_equal(got, b, 4096);
+	assert_int_equal(store_remove(k), 0);
+}
+
 /* a cached write larger than a half: its object synced, older records out */
 static void test_large_cached_write(void **state)
 {
@@ -892,6 +915,7 @@ int main(void)
 		cmocka_unit_test(test_depth1_write_is_one_dsync),
 		cmocka_unit_test(test_cached_write_after_synced),
 		cmocka_unit_test(test_flush_is_a_journal_sync),
+		cmocka_unit_test(test_flush_sync_fails),
 		cmocka_unit_test(test_large_cached_write),
 	};
 
