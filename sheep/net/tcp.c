@@ -572,6 +572,18 @@ static size_t tcp_send_backlog(const struct xconn *x)
 	return ((const struct tcp_conn *)x)->backlog;
 }
 
+/* the least RTO of a new connection; a refusal other than "unknown" once */
+static void set_rto_min(int fd)
+{
+	static bool warned;
+
+	if (net_set_rto_min(fd, XPRT_RTO_MIN_US) < 0 && !warned) {
+		warned = true;
+		sd_warn("cannot set a least retransmission timeout of %d us: "
+			"%m; connections keep the system's", XPRT_RTO_MIN_US);
+	}
+}
+
 static struct xconn *tcp_connect(struct event_loop *loop,
 				 const uint8_t addr[16], uint16_t port)
 {
@@ -582,7 +594,7 @@ static struct xconn *tcp_connect(struct event_loop *loop,
 		return NULL;
 	c = conn_new(loop, fd, false);
 	net_set_keepalive(fd, XPRT_KEEPIDLE, XPRT_KEEPINTVL, XPRT_KEEPCNT);
-	net_set_rto_min(fd, XPRT_RTO_MIN_US);
+	set_rto_min(fd);
 	if (event_add(loop, fd, EPOLLOUT, conn_handler, c))
 		goto fail;
 	c->events = EPOLLOUT;
@@ -630,7 +642,7 @@ static void accept_one(struct xlistener *l, int fd)
 
 	/* a dead host's connections go in bounded time (unix ones fail) */
 	net_set_keepalive(fd, XPRT_KEEPIDLE, XPRT_KEEPINTVL, XPRT_KEEPCNT);
-	net_set_rto_min(fd, XPRT_RTO_MIN_US);
+	set_rto_min(fd);
 
 	/* no receive posted yet: only errors and hang-ups are reported */
 	if (event_add(l->loop, fd, 0, conn_handler, c)) {
