@@ -17,10 +17,13 @@
 #   net_setup N [DELAY_US [JITTER_US [LOSS_PPM]]]
 #   ns_start_sheep IDX [sheep args]     ns_dog IDX ARGS...     ns_ip IDX
 #   net_link IDX DELAY_US [JITTER_US [LOSS_PPM]]: change one node's link
+#   net_zookeeper FIRST K: a ZooKeeper ensemble on hosts FIRST..FIRST+K-1
+#   NS_ZONE[IDX]=Z: node IDX's zone (a rack) instead of IDX
 
 NS_PORT=7000
 NS_PREFIX=k$$
-declare -a NS_DELAY_PIDS
+declare -a NS_DELAY_PIDS NS_ZONE
+NS_ZK_NR=0
 
 ns_name()
 {
@@ -35,6 +38,9 @@ ns_ip()
 _ns_cleanup()
 {
 	local pid i
+	for ((i = 0; i < NS_ZK_NR; i++)); do
+		bash "$TOP/tests/zookeeper/stop.sh" "$T/zk$i" --keep >/dev/null 2>&1
+	done
 	for pid in "${NS_DELAY_PIDS[@]}"; do
 		[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null
 	done
@@ -61,6 +67,24 @@ _ns_delay_start()
 		_fail "netdelay of node $i did not start: $(tail -n 2 "$T/netdelay.$i.log")"
 }
 
+# The kernel keeps one ARP table for every namespace, of gc_thresh3
+# entries (1,024 by default): hosts that all talk to each other fill it
+# at about 32 of them, and a full table drops packets ("neighbor table
+# overflow" in the kernel log), which looked like connections that hang.
+# gc_thresh2 and 3 are raised (never lowered) to room for N hosts and
+# what the machine had.
+_ns_neigh_room()
+{
+	local need=$(($1 * $1 + 1024)) cur k
+	cur=$(sysctl -n net.ipv4.neigh.default.gc_thresh3) || return 0
+	[ "$cur" -ge "$need" ] && return 0
+	for k in 2 3; do
+		sysctl -qw "net.ipv4.neigh.default.gc_thresh$k=$need" ||
+			_fail "cannot make room for $1 hosts in the ARP table"
+	done
+	_log "ARP table: gc_thresh2 and 3 raised to $need for $1 hosts (was $cur at most)"
+}
+
 net_setup()
 {
 	local n=$1 d=${2:-0} j=${3:-0} l=${4:-0} i h v
@@ -77,6 +101,7 @@ net_setup()
 		_fail "cannot build netdelay: $(head -n 5 "$T/netdelay.build")"
 	ON_EXIT_HOOK=_ns_cleanup
 	NS_NR=$n
+	_ns_neigh_room "$n"
 	ip netns add "${NS_PREFIX}sw" 2>/dev/null ||
 		_skip "cannot create network namespaces"
 	ip -n "${NS_PREFIX}sw" link add br0 type bridge || _fail "bridge"
@@ -121,14 +146,16 @@ ns_start_sheep()
 	mkdir -p "$T/$idx"
 	rm -f "$T/$idx/pid"
 	echo "ip netns exec $(ns_name "$idx") $SHEEP_BIN -b $ip -y $ip" \
-		"-p $NS_PORT -c $(cluster_driver) -n -z $idx -P $T/$idx/pid $* $T/$idx" \
+		"-p $NS_PORT -c $(cluster_driver) -n -z ${NS_ZONE[idx]:-$idx}" \
+		"-P $T/$idx/pid $* $T/$idx" \
 		>>"$T/.commands"
 	# own-mounts.sh: a daemon in the namespace's copy of the mounts must
 	# not pin other tests' file systems
 	timeout -k 5 "$START_TIMEOUT" ip netns exec "$(ns_name "$idx")" \
 		"$TOP/tests/tools/own-mounts.sh" --keep "$T" \
 		setsid -w "$SHEEP_BIN" -b "$ip" -y "$ip" -p "$NS_PORT" \
-		-c "$(cluster_driver)" -n -z "$idx" -P "$T/$idx/pid" "$@" \
+		-c "$(cluster_driver)" -n -z "${NS_ZONE[idx]:-$idx}" \
+		-P "$T/$idx/pid" "$@" \
 		"$T/$idx" </dev/null >>"$T/$idx.stdout" 2>&1
 	rc=$?
 	[ $rc -eq 0 ] || _fail "sheep $idx exited with $rc at start-up" \
@@ -247,4 +274,39 @@ CONF
 			_fail "the corosync of node $i is not quorate"
 	done
 	export KELPIE_DRIVER=corosync
+}
+
+# net_zookeeper FIRST K: a ZooKeeper ensemble of K members, one on each
+# of hosts FIRST..FIRST+K-1 (net_setup's, so their links are emulated
+# too), started side by side (no member serves before a quorum does);
+# the sheep then take KELPIE_DRIVER=zookeeper with every member's address
+net_zookeeper()
+{
+	local first=$1 k=$2 i h rc extra= addr= port
+	local -a pids
+	[ -f /usr/share/java/zookeeper.jar ] || _skip "zookeeper is not installed"
+	for ((i = 0; i < k; i++)); do
+		extra+="server.$((i + 1))=$(ns_ip $((first + i))):2888:3888"$'\n'
+	done
+	NS_ZK_NR=$k
+	for ((i = 0; i < k; i++)); do
+		h=$((first + i))
+		KELPIE_ZK_MYID=$((i + 1)) KELPIE_ZK_TIMEOUT=90 \
+			KELPIE_ZK_CONF_EXTRA="${extra}clientPortAddress=0.0.0.0" \
+			ip netns exec "$(ns_name "$h")" \
+			"$TOP/tests/tools/own-mounts.sh" --keep "$T" \
+			bash "$TOP/tests/zookeeper/start.sh" "$T/zk$i" \
+			>"$T/zk$i.start" 2>&1 &
+		pids[i]=$!
+	done
+	for ((i = 0; i < k; i++)); do
+		wait "${pids[i]}"
+		rc=$?
+		[ $rc = 77 ] && _skip "ZooKeeper cannot run here: $(tail -n 1 "$T/zk$i.start")"
+		[ $rc = 0 ] || _fail "ZooKeeper member $i did not start:" \
+			"$(tail -n 5 "$T/zk$i.start")"
+		port=$(tail -n 1 "$T/zk$i.start")
+		addr+=",$(ns_ip $((first + i))):$port"
+	done
+	export KELPIE_DRIVER=zookeeper KELPIE_ZK_ADDR=${addr#,}
 }

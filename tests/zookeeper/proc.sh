@@ -3,6 +3,8 @@
 # both once DIR is an absolute path.
 
 ZK_MAIN=org.apache.zookeeper.server.ZooKeeperServerMain
+# a member of an ensemble (KELPIE_ZK_MYID set at start)
+ZK_QUORUM_MAIN=org.apache.zookeeper.server.quorum.QuorumPeerMain
 
 # pid $1 runs (a zombie does not)
 alive()
@@ -16,5 +18,6 @@ ours()
 {
 	alive "$1" &&
 		tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null |
-		grep -F -- "$ZK_MAIN" | grep -qF -- "$DIR/zoo.cfg"
+		grep -F -e "$ZK_MAIN" -e "$ZK_QUORUM_MAIN" |
+		grep -qF -- "$DIR/zoo.cfg"
 }

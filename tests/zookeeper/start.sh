@@ -34,6 +34,13 @@
 # /usr/share/java), KELPIE_ZK_HEAP (-Xmx, default 256m), KELPIE_ZK_JVMFLAGS
 # (more JVM options), KELPIE_ZK_CONF_EXTRA (lines appended to zoo.cfg),
 # JAVA (the java binary; else $JAVA_HOME/bin/java, else java in PATH).
+#
+# A member of an ensemble: KELPIE_ZK_MYID=N (its id, written to
+# DIR/data/myid) and KELPIE_ZK_CONF_EXTRA with the "server.N=..." lines and
+# a clientPortAddress that the other hosts reach (the last one of zoo.cfg
+# wins).  It runs QuorumPeerMain, and "serving" is then being the leader or
+# a follower, so the members of an ensemble must be started side by side:
+# none of them serves before a quorum does.
 
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -110,6 +117,13 @@ CONF=$DIR/zoo.cfg
 # ---- helpers
 
 . "$HERE/proc.sh"
+MODES=standalone
+if [ -n "${KELPIE_ZK_MYID:-}" ]; then
+	[[ $KELPIE_ZK_MYID =~ ^[0-9]+$ ]] ||
+		die "KELPIE_ZK_MYID=$KELPIE_ZK_MYID: give a number"
+	ZK_MAIN=$ZK_QUORUM_MAIN
+	MODES='leader|follower'
+fi
 
 # something listens on TCP port $1 (any address, IPv4 or IPv6)
 listening()
@@ -144,7 +158,7 @@ fourlw()
 serving()
 {
 	[ "$(fourlw "$1" ruok)" = imok ] &&
-		fourlw "$1" srvr | grep -q '^Mode: standalone'
+		fourlw "$1" srvr | grep -Eq "^Mode: ($MODES)"
 }
 
 # reserve port $1 for pid $2 in the lock dir of tests/functional/common.sh
@@ -225,6 +239,9 @@ fi
 
 # ---- start (a few tries when the chosen port was taken meanwhile)
 mkdir -p "$DIR/data" || exit 1
+if [ -n "${KELPIE_ZK_MYID:-}" ]; then
+	echo "$KELPIE_ZK_MYID" >"$DIR/data/myid" || exit 1
+fi
 if [ -d "$DIR/data/version-2" ]; then
 	what="restarted (existing data)"
 else
