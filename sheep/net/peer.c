@@ -22,6 +22,15 @@ enum peer_rx { RX_HDR, RX_DATA, RX_SKIP };
 /* after an RDMA connection that never answered: TCP for this long */
 #define RDMA_FALLBACK_MS	60000
 
+/*
+ * A connection that is not up this long after its connect is given up,
+ * and its requests fail: the kernel's own SYN retries back off to 16 and
+ * 32 s, so a peer whose link came back (a partition healed, a host
+ * restarted) would otherwise stay unreachable until the requests' own
+ * 30 s ran out.  Three SYNs go out in 5 s.
+ */
+#define PEER_CONNECT_MS		5000
+
 /* responses are matched to requests by id: a hash, not a list walk */
 #define ID_BUCKETS	64
 
@@ -31,6 +40,7 @@ struct peer {
 	bool rdma;			/* xc is over RDMA */
 	bool rdma_answered;		/* and a response came back on it */
 	uint64_t tcp_until;		/* no RDMA before (monotonic ms) */
+	uint64_t dial_deadline;		/* not connected by then: give up */
 	struct list_head sendq;		/* not yet (fully) written */
 	struct list_head inflight;	/* written, awaiting response */
 	struct peer_req *byid[ID_BUCKETS];	/* inflight, by id */
@@ -254,6 +264,7 @@ static int peer_connect(struct peer *p)
 	p->xc = connect_to(p);
 	if (!p->xc)
 		return -1;
+	p->dial_deadline = now_msec() + PEER_CONNECT_MS;
 	xconn_set_ops(p->xc, &peer_ops, p);
 	read_header(p);
 	return 0;
@@ -385,20 +396,29 @@ void peer_drop(const struct node_id *nid)
 	}
 }
 
-static bool peer_expired(struct peer *p, uint64_t now)
+/* where @p's first request past its deadline waits, or NULL */
+static const char *peer_expired(struct peer *p, uint64_t now, uint8_t *op)
 {
+	static const struct {
+		size_t off;
+		const char *what;
+	} lists[] = {
+		{ offsetof(struct peer, inflight), "sent and unanswered" },
+		{ offsetof(struct peer, sendq), "not yet sent" },
+		{ offsetof(struct peer, held), "held for authentication" },
+	};
 	struct peer_req *pr;
 
-	list_for_each_entry(pr, &p->inflight, list)
-		if (pr->deadline < now)
-			return true;
-	list_for_each_entry(pr, &p->sendq, list)
-		if (pr->deadline < now)
-			return true;
-	list_for_each_entry(pr, &p->held, list)
-		if (pr->deadline < now)
-			return true;
-	return false;
+	for (size_t i = 0; i < ARRAY_SIZE(lists); i++) {
+		struct list_head *h = (void *)((char *)p + lists[i].off);
+
+		list_for_each_entry(pr, h, list)
+			if (pr->deadline < now) {
+				*op = pr->rq.opcode;
+				return lists[i].what;
+			}
+	}
+	return NULL;
 }
 
 /*
@@ -412,8 +432,28 @@ static void peer_check_timeouts(struct timer *t)
 	struct peer *p, *n;
 
 	list_for_each_entry_safe(p, n, &peers, list) {
-		if (peer_expired(p, now)) {
-			sd_warn("peer request timed out; closing connection");
+		const char *where;
+		uint8_t op;
+
+		where = peer_expired(p, now, &op);
+		if (!where && p->xc && p->dial_deadline < now &&
+		    !xconn_connected(p->xc)) {
+			char a[64];
+
+			sd_warn("peer %s:%u: no connection after %d s; "
+				"failing its requests",
+				addr_to_str(p->nid.addr, a, sizeof(a)),
+				p->nid.port, PEER_CONNECT_MS / 1000);
+			peer_close(p);
+		} else if (where) {
+			char a[64];
+
+			sd_warn("peer %s:%u: request %#x %s after %d s; closing "
+				"the connection%s",
+				addr_to_str(p->nid.addr, a, sizeof(a)),
+				p->nid.port, op, where,
+				SD_PEER_TIMEOUT_MS / 1000,
+				p->xc ? "" : " (not connected)");
 			peer_close(p);
 		}
 		if (peer_idle(p)) {

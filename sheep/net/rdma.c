@@ -1092,6 +1092,11 @@ static size_t xr_send_backlog(const struct xconn *x)
 	return ((const struct rdma_conn *)x)->backlog;
 }
 
+static bool xr_connected(const struct xconn *x)
+{
+	return ((const struct rdma_conn *)x)->connected;
+}
+
 static size_t xr_recv_got(const struct xconn *x)
 {
 	const struct rdma_conn *c = (const struct rdma_conn *)x;
@@ -1141,6 +1146,7 @@ const struct transport rdma_transport = {
 	.send = xr_send,
 	.close = xr_close,
 	.send_backlog = xr_send_backlog,
+	.connected = xr_connected,
 	.recv_got = xr_recv_got,
 	.peer_addr = xr_peer_addr,
 };

@@ -572,6 +572,11 @@ static size_t tcp_send_backlog(const struct xconn *x)
 	return ((const struct tcp_conn *)x)->backlog;
 }
 
+static bool tcp_connected(const struct xconn *x)
+{
+	return ((const struct tcp_conn *)x)->connected;
+}
+
 /* the least RTO of a new connection; a refusal other than "unknown" once */
 static void set_rto_min(int fd)
 {
@@ -630,6 +635,7 @@ const struct transport tcp_transport = {
 	.send = tcp_send,
 	.close = tcp_close,
 	.send_backlog = tcp_send_backlog,
+	.connected = tcp_connected,
 	.recv_got = tcp_recv_got,
 	.peer_addr = tcp_peer_addr,
 };

@@ -92,6 +92,8 @@ struct transport {
 	void (*close)(struct xconn *c);
 	/* bytes of posted sends not yet written */
 	size_t (*send_backlog)(const struct xconn *c);
+	/* the connection is up (an outgoing one: its connect finished) */
+	bool (*connected)(const struct xconn *c);
 	/* bytes of the posted receive that arrived so far (0: none posted) */
 	size_t (*recv_got)(const struct xconn *c);
 	/* the other end's address (AF_INET, AF_INET6 or AF_UNIX) */
@@ -132,6 +134,11 @@ static inline void xconn_close(struct xconn *c)
 static inline size_t xconn_send_backlog(const struct xconn *c)
 {
 	return xconn_transport(c)->send_backlog(c);
+}
+
+static inline bool xconn_connected(const struct xconn *c)
+{
+	return xconn_transport(c)->connected(c);
 }
 
 static inline size_t xconn_recv_got(const struct xconn *c)

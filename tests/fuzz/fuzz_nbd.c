@@ -353,6 +353,12 @@ static int fx_peer_addr(const struct xconn *c, struct sockaddr_storage *ss)
 	return 0;
 }
 
+static bool fx_connected(const struct xconn *x)
+{
+	(void)x;
+	return true;
+}
+
 static const struct transport fake_transport = {
 	.name = "fuzz",
 	.set_ops = fx_set_ops,
@@ -360,6 +366,7 @@ static const struct transport fake_transport = {
 	.send = fx_send,
 	.close = fx_close,
 	.send_backlog = fx_backlog,
+	.connected = fx_connected,
 	.recv_got = fx_recv_got,
 	.peer_addr = fx_peer_addr,
 };

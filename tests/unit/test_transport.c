@@ -385,6 +385,7 @@ static void rt_server_got(struct end *e)
 
 static void rt_client_got(struct end *e)
 {
+	assert_true(xconn_connected(e->c));
 	if (e->nr_msgs == 3)
 		end_close(e);
 }
@@ -413,6 +414,8 @@ static void test_tcp_round_trip(void **state)
 	tmsg_add(&rt_req, 5 * MiB + 1);
 	tmsg_add(&rt_req, 4 * MiB + 777);
 	end_start(&rt_cl, connect_local(port), true);
+	/* the connect has yet to finish: peer.c's dial deadline reads this */
+	assert_false(xconn_connected(rt_cl.c));
 	xconn_send(rt_cl.c, &rt_req.m);
 	/* connecting: all of it waits */
 	assert_int_equal(xconn_send_backlog(rt_cl.c),
