@@ -202,15 +202,6 @@ static int check_header(struct client *c, const struct sd_req *rq,
 		FROM_CLIENT;
 	ret = validate_request(rq, *op, from, c->access.admin);
 	/*
-	 * A member that took in our join before we did asks in an epoch we
-	 * have yet to reach, and is no member to us yet: "not yet", which
-	 * it asks again, rather than a refusal it gives up on
-	 */
-	if (ret != SD_RES_SUCCESS && from == FROM_CLIENT &&
-	    ((*op)->checks & OPV_PEER) && rq->epoch > cstate->epoch &&
-	    (!auth_enabled() || c->authed))
-		return SD_RES_NEW_NODE_VER;
-	/*
 	 * A lock taken with KLOCK goes with its connection, which tracks
 	 * SD_MAX_CLIENT_LOCKS of them: one more is refused before it is
 	 * taken, so that no lock can outlive its connection

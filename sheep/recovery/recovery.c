@@ -966,10 +966,13 @@ struct list_fetch {
 
 #define LIST_TRIES	2
 /*
- * A member answers NEW_NODE_VER while it has yet to take in the epoch we
- * ask in: a node that joins learns of its join after the others do, and
- * until then it does not know them as members.  Asked again every
+ * A member that has yet to take in the epoch we ask in may not know us
+ * as a member: a node that joins learns of its join after the others do
+ * (and they of it after it does), and refuses a non-member's GET_OBJ_LIST
+ * as a client's (INVALID_PARMS), or answers NEW_NODE_VER once it knows
+ * us.  A refusal from a member of our epoch is asked again every
  * LIST_WAIT_MS, LIST_WAITS times at most; a newer epoch cancels the wait.
+ * Non-members keep their plain refusal (the trust boundary, test 091).
  */
 #define LIST_WAIT_MS	100
 #define LIST_WAITS	100
@@ -1062,7 +1065,8 @@ static void list_done(struct peer_req *pr, int result)
 			rw->nr_local = nr;
 		}
 		rw->nr_cand += nr;
-	} else if (!rw->cancelled && result == SD_RES_NEW_NODE_VER &&
+	} else if (!rw->cancelled && (result == SD_RES_NEW_NODE_VER ||
+				      result == SD_RES_INVALID_PARMS) &&
 		   lf->waits < LIST_WAITS) {
 		list_wait(lf, pr->rbuf_len);
 	} else if (!rw->cancelled && lf->tries < LIST_TRIES) {
