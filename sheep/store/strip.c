@@ -218,6 +218,7 @@ static int undo_load(struct obj_key k, bool create, struct undo *u)
 {
 	char p[MD_PATH_MAX + 32];
 	struct stat sb;
+	const char *why;
 	int slot;
 
 	memset(u, 0, sizeof(*u));
@@ -232,17 +233,27 @@ static int undo_load(struct obj_key k, bool create, struct undo *u)
 	if (u->fd < 0)
 		return store_err_to_res(errno);
 	if (create && !store_sync_off() &&
-	    layout_sync_sub(md_dir_fd(slot), layout_sub(k)))
+	    layout_sync_sub(md_dir_fd(slot), layout_sub(k))) {
+		why = "its directory cannot be synced";
 		goto eio;
-	if (fstat(u->fd, &sb))
+	}
+	if (fstat(u->fd, &sb)) {
+		why = "cannot stat the file";
 		goto eio;
+	}
 	u->fsize = (uint64_t)sb.st_size;
-	if (read_hdr(u) || read_recs(u))
+	if (read_hdr(u)) {
+		why = "bad header";
 		goto eio;
+	}
+	if (read_recs(u)) {
+		why = "too many pending records";
+		goto eio;
+	}
 	return SD_RES_SUCCESS;
 eio:
-	sd_err("undo records of %" PRIx64 " (strip %u) are damaged", k.oid,
-	       k.idx);
+	sd_err("undo records of %" PRIx64 " (strip %u) are damaged: %s (%m)",
+	       k.oid, k.idx, why);
 	undo_close(u);
 	return SD_RES_EIO;
 }

@@ -32,7 +32,12 @@ static bool object_name(const char *name, struct obj_key *k)
 {
 	const char *rest = store_parse_key_prefix(name, k);
 
-	return rest && (!*rest || *rest == '.') && !strstr(name, ".tmp");
+	/*
+	 * "<oid>.<epoch>" in the stale area; an undo file of a strip has
+	 * checksums of its own (and never was in an original store)
+	 */
+	return rest && (!*rest || *rest == '.') && !strstr(name, ".tmp") &&
+	       !strstr(name, STRIP_UNDO_SFX);
 }
 
 static int upgrade_file(const char *dir, const char *name, bool nosync)
