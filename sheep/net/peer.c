@@ -434,26 +434,23 @@ static void peer_check_timeouts(struct timer *t)
 	list_for_each_entry_safe(p, n, &peers, list) {
 		const char *where;
 		uint8_t op;
+		char a[64];
 
 		where = peer_expired(p, now, &op);
-		if (!where && p->xc && p->dial_deadline < now &&
-		    !xconn_connected(p->xc)) {
-			char a[64];
-
-			sd_warn("peer %s:%u: no connection after %d s; "
-				"failing its requests",
-				addr_to_str(p->nid.addr, a, sizeof(a)),
-				p->nid.port, PEER_CONNECT_MS / 1000);
-			peer_close(p);
-		} else if (where) {
-			char a[64];
-
+		if (where) {
 			sd_warn("peer %s:%u: request %#x %s after %d s; closing "
 				"the connection%s",
 				addr_to_str(p->nid.addr, a, sizeof(a)),
 				p->nid.port, op, where,
 				SD_PEER_TIMEOUT_MS / 1000,
 				p->xc ? "" : " (not connected)");
+			peer_close(p);
+		} else if (p->xc && p->dial_deadline < now &&
+			   !xconn_connected(p->xc)) {
+			sd_warn("peer %s:%u: no connection after %d s; "
+				"failing its requests",
+				addr_to_str(p->nid.addr, a, sizeof(a)),
+				p->nid.port, PEER_CONNECT_MS / 1000);
 			peer_close(p);
 		}
 		if (peer_idle(p)) {

@@ -219,6 +219,7 @@ static int undo_load(struct obj_key k, bool create, struct undo *u)
 	char p[MD_PATH_MAX + 32];
 	struct stat sb;
 	const char *why;
+	int err = 0;		/* errno of a failed call, 0: the contents */
 	int slot;
 
 	memset(u, 0, sizeof(*u));
@@ -235,10 +236,12 @@ static int undo_load(struct obj_key k, bool create, struct undo *u)
 	if (create && !store_sync_off() &&
 	    layout_sync_sub(md_dir_fd(slot), layout_sub(k))) {
 		why = "its directory cannot be synced";
+		err = errno;
 		goto eio;
 	}
 	if (fstat(u->fd, &sb)) {
 		why = "cannot stat the file";
+		err = errno;
 		goto eio;
 	}
 	u->fsize = (uint64_t)sb.st_size;
@@ -252,8 +255,8 @@ static int undo_load(struct obj_key k, bool create, struct undo *u)
 	}
 	return SD_RES_SUCCESS;
 eio:
-	sd_err("undo records of %" PRIx64 " (strip %u) are damaged: %s (%m)",
-	       k.oid, k.idx, why);
+	sd_err("undo records of %" PRIx64 " (strip %u) are damaged: %s%s%s",
+	       k.oid, k.idx, why, err ? ": " : "", err ? strerror(err) : "");
 	undo_close(u);
 	return SD_RES_EIO;
 }
