@@ -531,8 +531,15 @@ static void robj_give_up(struct robj *ro)
 {
 	struct recovery *rw = ro->rw;
 
-	/* a request may ask for what never existed */
-	if (ro->ondemand && is_strip(ro))
+	/*
+	 * A request may ask for what never existed, and a listed object of
+	 * a VDI deleted since was removed on purpose: only the others are
+	 * lost
+	 */
+	if (!ro->ondemand && vdi_test_deleted(oid_to_vid(ro->oid)))
+		sd_info("no copy of %016" PRIx64 " found anywhere: its VDI "
+			"was deleted", ro->oid);
+	else if (ro->ondemand && is_strip(ro))
 		sd_debug("no copy of %016" PRIx64 " (strip %u) found anywhere",
 			 ro->oid, ro->idx);
 	else if (ro->ondemand)
