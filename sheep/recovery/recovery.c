@@ -82,6 +82,7 @@ struct recovery {
 	int refs;		/* outstanding async operations + 1 */
 	/* list collection */
 	int lists_pending;
+	int lists_missed;	/* members whose list never came */
 	uint64_t *cand;
 	size_t nr_cand, cap_cand;
 	uint64_t *local;	/* our own object list */
@@ -285,6 +286,19 @@ static void rec_finish(struct recovery *rw)
 	rw->state = RS_DONE;
 	last_epoch = rw->epoch;
 	last_objects = rw->nr_done;
+	/*
+	 * A member's list names its stale copies too, and one of them may
+	 * be the last copy of an object we were to recover: the purge our
+	 * report may set off would remove it.  Not reported, this epoch's
+	 * purge never comes; a later epoch's recovery that lists everyone
+	 * purges, and the sweep drops what the targets hold meanwhile.
+	 */
+	if (rw->lists_missed) {
+		sd_warn("recovery of epoch %u went on without the object "
+			"list of %d member(s): the stale area is kept", rw->epoch,
+			rw->lists_missed);
+		return;
+	}
 	send_complete(rw);
 }
 
@@ -1025,6 +1039,7 @@ static void list_done(struct peer_req *pr, int result)
 			sd_strerror((uint32_t)result));
 		fetch_list_try(rw, &lf->node, pr->rbuf_len, lf->tries + 1);
 	} else if (!rw->cancelled) {
+		rw->lists_missed++;
 		sd_err("no object list from a member: %s; its objects are "
 		       "recovered when a request needs them",
 		       sd_strerror((uint32_t)result));
