@@ -982,9 +982,29 @@ struct list_fetch {
 	struct recovery *rw;
 	struct sd_node node;
 	int tries;
+	int waits;
 };
 
 #define LIST_TRIES	2
+/*
+ * A member that has yet to take in the epoch we ask in may not know us
+ * as a member: a node that joins learns of its join after the others do
+ * (and they of it after it does), and refuses a non-member's GET_OBJ_LIST
+ * as a client's (INVALID_PARMS), or answers NEW_NODE_VER once it knows
+ * us.  A refusal from a member of our epoch is asked again every
+ * LIST_WAIT_MS, LIST_WAITS times at most; a newer epoch cancels the wait.
+ * Non-members keep their plain refusal (the trust boundary, test 091).
+ */
+#define LIST_WAIT_MS	100
+#define LIST_WAITS	100
+
+struct list_wait {
+	struct timer timer;
+	struct recovery *rw;
+	struct sd_node node;
+	uint32_t size;
+	int waits;
+};
 
 /* the largest object list a member answered, in bytes (list_start) */
 static uint32_t list_seen;
@@ -1001,12 +1021,45 @@ static uint32_t list_start(void)
 }
 
 static void fetch_list_try(struct recovery *rw, const struct sd_node *n,
-			   uint32_t size, int tries);
+			   uint32_t size, int tries, int waits);
 
 static void fetch_list(struct recovery *rw, const struct sd_node *n,
 		       uint32_t size)
 {
-	fetch_list_try(rw, n, size, 0);
+	fetch_list_try(rw, n, size, 0, 0);
+}
+
+static void list_pending_put(struct recovery *rw)
+{
+	if (--rw->lists_pending == 0 && !rw->cancelled)
+		build_work(rw);
+	rec_put(rw);
+}
+
+static void list_wait_fire(struct timer *t)
+{
+	struct list_wait *w = container_of(t, struct list_wait, timer);
+	struct recovery *rw = w->rw;
+
+	if (!rw->cancelled)
+		fetch_list_try(rw, &w->node, w->size, 0, w->waits);
+	list_pending_put(rw);
+	free(w);
+}
+
+/* ask @lf's member again in a while; the wait holds the recovery */
+static void list_wait(struct list_fetch *lf, uint32_t size)
+{
+	struct list_wait *w = xzalloc(sizeof(*w));
+
+	w->rw = lf->rw;
+	w->node = lf->node;
+	w->size = size;
+	w->waits = lf->waits + 1;
+	w->timer.fn = list_wait_fire;
+	w->rw->refs++;
+	w->rw->lists_pending++;
+	timer_add(sys.loop, &w->timer, LIST_WAIT_MS);
 }
 
 static void list_done(struct peer_req *pr, int result)
@@ -1033,11 +1086,16 @@ static void list_done(struct peer_req *pr, int result)
 			rw->nr_local = nr;
 		}
 		rw->nr_cand += nr;
+	} else if (!rw->cancelled && (result == SD_RES_NEW_NODE_VER ||
+				      result == SD_RES_INVALID_PARMS) &&
+		   lf->waits < LIST_WAITS) {
+		list_wait(lf, pr->rbuf_len);
 	} else if (!rw->cancelled && lf->tries < LIST_TRIES) {
 		/* a member we cannot list would leave its objects behind */
 		sd_warn("no object list from a member (%s): asking again",
 			sd_strerror((uint32_t)result));
-		fetch_list_try(rw, &lf->node, pr->rbuf_len, lf->tries + 1);
+		fetch_list_try(rw, &lf->node, pr->rbuf_len, lf->tries + 1,
+			       lf->waits);
 	} else if (!rw->cancelled) {
 		rw->lists_missed++;
 		sd_err("no object list from a member: %s; its objects are "
@@ -1046,9 +1104,7 @@ static void list_done(struct peer_req *pr, int result)
 	}
 	free(pr->rbuf);
 	free(lf);
-	if (--rw->lists_pending == 0 && !rw->cancelled)
-		build_work(rw);
-	rec_put(rw);
+	list_pending_put(rw);
 }
 
 /* the reply's size, not the size asked for: most lists are small */
@@ -1059,11 +1115,12 @@ static void *list_buf(struct peer_req *pr, uint32_t len)
 }
 
 static void fetch_list_try(struct recovery *rw, const struct sd_node *n,
-			   uint32_t size, int tries)
+			   uint32_t size, int tries, int waits)
 {
 	struct list_fetch *lf = xzalloc(sizeof(*lf));
 
 	lf->tries = tries;
+	lf->waits = waits;
 	lf->rw = rw;
 	lf->node = *n;
 	rw->refs++;
