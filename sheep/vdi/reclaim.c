@@ -206,7 +206,11 @@ static void confirm(struct reclaim_pass *rp)
 	}
 }
 
-/* the stale copies of dead VDIs' objects, each if still of its epoch */
+/*
+ * the stale copies of dead VDIs' objects, each if still of its epoch: the
+ * whole index (12 bytes an entry, as store_for_each_stale takes), since a
+ * cap would see the same first entries pass after pass
+ */
 static void drop_stale(struct reclaim_pass *rp)
 {
 	uint64_t count, bytes;
@@ -217,7 +221,7 @@ static void drop_stale(struct reclaim_pass *rp)
 	store_stale_usage(&count, &bytes);
 	if (!count)
 		return;
-	n = count < RECLAIM_MAX ? count : RECLAIM_MAX;
+	n = (size_t)count;
 	keys = xmalloc(n * sizeof(*keys));
 	epochs = xmalloc(n * sizeof(*epochs));
 	n = (size_t)store_list_stale(keys, epochs, n);
@@ -264,7 +268,7 @@ static void reclaim_done(struct work *w)
 		sd_notice("%" PRIu64 " object(s) and %" PRIu64 " stale "
 			  "copy(ies) of deleted VDIs reclaimed", rp->removed,
 			  rp->dropped);
-	total_removed += rp->removed;
+	total_removed += rp->removed + rp->dropped;
 	free(rp->keys);
 	free(rp->v);
 	free(rp);
