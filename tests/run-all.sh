@@ -132,7 +132,8 @@ unit_script()
 	rc=$?
 	read -r p f s <<<"$(summary_counts "$out")"
 	p=${p:-0} f=${f:-0} s=${s:-0}
-	grep -E '^(FAIL|SKIP)' "$out" | head -n 40 | sed 's/^/   /'
+	# "WHY ..." lines: a script's evidence for the failure before them
+	grep -E '^(FAIL|SKIP|WHY)' "$out" | head -n 60 | sed 's/^/   /'
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		echo "   $name exited with status $rc"
 		tail -n 15 "$out" | sed 's/^/   | /'
