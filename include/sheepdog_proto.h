@@ -167,6 +167,13 @@ struct sd_req {
 			uint64_t oid;
 			uint32_t generation;
 			uint32_t count;
+			/* obj.copies..tgt_epoch: the gateway sets ec_index */
+			uint8_t __reserved[8];
+			/*
+			 * Kelpie: the drop's identity, the same on every
+			 * retry, so that a replica applies it once (0: none)
+			 */
+			uint64_t op_id;
 		} ref;
 		struct {
 			uint64_t oid;
@@ -294,6 +301,7 @@ SD_ASSERT_OFF(sd_req, vdi_state.copy_policy, 26);
 SD_ASSERT_OFF(sd_req, vdi_state.block_size_shift, 27);
 SD_ASSERT_OFF(sd_req, ref.generation, 24);
 SD_ASSERT_OFF(sd_req, ref.count, 28);
+SD_ASSERT_OFF(sd_req, ref.op_id, 40);
 SD_ASSERT_OFF(sd_req, forw.addr, 24);
 SD_ASSERT_OFF(sd_req, forw.port, 40);
 SD_ASSERT_OFF(sd_rsp, result, 16);

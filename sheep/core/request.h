@@ -69,6 +69,8 @@ struct request {
 					 * entry (DISCARD_OBJ): refused on
 					 * a hyper volume */
 	bool slot_held;			/* holds its object's write slot */
+	bool ledger_afresh;		/* DECREF_PEER: recovery brings no
+					 * ledger, start one here */
 	bool conv_layout;		/* in the other layout of its VDI's
 					 * conversion (gw/convert.c) */
 	struct list_head slot_list;	/* in its object's slot (gateway) */

@@ -41,7 +41,12 @@ void flush_submit(struct request *req);
 
 /* refcount.c: index updates and generational references (objects.md §9) */
 void refcount_init(void);
+/*
+ * DECREF_PEER on this replica: @op_id (0: none) makes a drop sent again
+ * a no-op; with an id, a ledger not held here is SD_RES_NO_OBJ unless
+ * @absent_ok (nothing will recover it: start afresh)
+ */
 int ledger_decref(uint64_t oid, uint32_t generation, uint32_t count,
-		  bool sync);
+		  uint64_t op_id, bool absent_ok, bool sync);
 
 #endif

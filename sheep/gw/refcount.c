@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/random.h>
 #include "inode.h"
 #include "proto.h"
 #include "util.h"
@@ -23,11 +25,25 @@
 
 static struct work_queue *index_wq;
 static void index_update_submit(struct request *req);
+static uint64_t op_seq;		/* the last drop's identity */
 
 void refcount_init(void)
 {
+	/* identities of this run's drops, apart from every other gateway's */
+	if (getrandom(&op_seq, sizeof(op_seq), 0) != sizeof(op_seq))
+		op_seq = ((uint64_t)getpid() << 32) ^ (uint64_t)now_msec();
 	index_wq = wq_create("index", 1, 4096, sys.loop);
 	gateway_set_index_update(index_update_submit);
+}
+
+static uint64_t next_op_id(void)
+{
+	uint64_t id;
+
+	do {
+		id = __atomic_add_fetch(&op_seq, 1, __ATOMIC_RELAXED);
+	} while (!id);
+	return id;
 }
 
 static int drop_ref(uint32_t vid, uint32_t idx, int32_t generation,
@@ -48,6 +64,8 @@ static int drop_ref(uint32_t vid, uint32_t idx, int32_t generation,
 	rq.ref.oid = data_oid_to_ledger_oid(oid);
 	rq.ref.generation = (uint32_t)generation;
 	rq.ref.count = (uint32_t)count;
+	/* the gateway retries with the same request, hence the same id */
+	rq.ref.op_id = next_op_id();
 	ret = gw_exec_req(&rq, NULL);
 	if (ret != SD_RES_SUCCESS)
 		return ret;
@@ -198,16 +216,88 @@ static void index_update_submit(struct request *req)
 	}
 }
 
-/* ---- the ledger of one replica (DECREF_PEER, I/O worker) ---- */
+/*
+ * ---- the ledger of one replica (DECREF_PEER, I/O worker) ----
+ *
+ * A drop the gateway sends again (a replica did not answer; the epoch
+ * changed) reaches replicas that applied it already, and a new replica
+ * may have recovered a copy that has it.  Applied twice, a drop makes the
+ * ledger reach zero while references remain, and the object goes (test
+ * 188).  So a drop carries an identity (ref.op_id), and the ledger keeps
+ * the last LEDGER_RING of them in its tail, which recovery copies with
+ * the counters: a drop found there was applied.  The tail is written
+ * before the counters: a crash between the two loses the drop (a leak,
+ * which reclaim.c ends once the family is deleted), never applies it twice.
+ *
+ * A ledger this node does not hold may be one recovery has yet to bring
+ * (a new target): a drop with an identity says so (NO_OBJ) unless
+ * @absent_ok, and ops/ parks it for recovery; only when nothing will
+ * come does it start afresh here, from the original reference.
+ */
 
 static pthread_mutex_t ledger_lock = PTHREAD_MUTEX_INITIALIZER;
-#define LEDGER_ENTRIES (SD_LEDGER_OBJ_SIZE / 4)
+
+#define LEDGER_RING	64
+/* the tail: LEDGER_RING ids, the next slot (u32), a u32 reserved */
+#define LEDGER_TAIL_SIZE	(LEDGER_RING * 8 + 8)
+#define LEDGER_TAIL	(SD_LEDGER_OBJ_SIZE - LEDGER_TAIL_SIZE)
+#define LEDGER_ENTRIES	(LEDGER_TAIL / 4)
+
+struct ledger_tail {
+	uint64_t ids[LEDGER_RING];
+	uint32_t next;
+};
+
+static void tail_decode(struct ledger_tail *t, const uint8_t *raw)
+{
+	le64_array_decode(t->ids, LEDGER_RING, raw);
+	t->next = get_le32(raw + 8 * LEDGER_RING) % LEDGER_RING;
+}
+
+static void tail_encode(const struct ledger_tail *t, uint8_t *raw)
+{
+	memset(raw, 0, LEDGER_TAIL_SIZE);
+	le64_array_encode(t->ids, LEDGER_RING, raw);
+	put_le32(raw + 8 * LEDGER_RING, t->next);
+}
+
+static bool tail_has(const struct ledger_tail *t, uint64_t id)
+{
+	for (int i = 0; i < LEDGER_RING; i++)
+		if (t->ids[i] == id)
+			return true;
+	return false;
+}
+
+/* the counters (top * 4 bytes), after the tail when there is an id */
+static int ledger_store(uint64_t oid, bool existed, const uint8_t *raw,
+			uint32_t top, uint64_t op_id, bool sync)
+{
+	struct obj_key k = obj_key_rep(oid);
+	int ret;
+
+	if (!existed) {
+		ret = op_id ? store_create(k, SD_LEDGER_OBJ_SIZE,
+					   raw + LEDGER_TAIL, LEDGER_TAIL_SIZE,
+					   LEDGER_TAIL, sync) :
+			      store_create(k, SD_LEDGER_OBJ_SIZE, NULL, 0, 0,
+					   sync);
+	} else {
+		ret = op_id ? store_write(k, raw + LEDGER_TAIL,
+					  LEDGER_TAIL_SIZE, LEDGER_TAIL, sync) :
+			      SD_RES_SUCCESS;
+	}
+	if (ret != SD_RES_SUCCESS)
+		return ret;
+	return store_write(k, raw, top * 4, 0, sync);
+}
 
 int ledger_decref(uint64_t oid, uint32_t generation, uint32_t count,
-		  bool sync)
+		  uint64_t op_id, bool absent_ok, bool sync)
 {
 	uint8_t *raw = xmalloc(SD_LEDGER_OBJ_SIZE);
-	uint32_t *l = xmalloc(SD_LEDGER_OBJ_SIZE);
+	uint32_t *l = xmalloc(LEDGER_ENTRIES * 4);
+	struct ledger_tail tail = { 0 };
 	bool existed = true, empty = true;
 	uint32_t top;
 	int ret;
@@ -219,13 +309,21 @@ int ledger_decref(uint64_t oid, uint32_t generation, uint32_t count,
 	pthread_mutex_lock(&ledger_lock);
 	ret = store_read(obj_key_rep(oid), raw, SD_LEDGER_OBJ_SIZE, 0);
 	if (ret == SD_RES_NO_OBJ) {
+		if (op_id && !absent_ok)
+			goto unlock;	/* recovery may bring it */
 		existed = false;
-		memset(l, 0, SD_LEDGER_OBJ_SIZE);
+		memset(l, 0, LEDGER_ENTRIES * 4);
 		l[0] = 1;	/* the original reference */
 	} else if (ret != SD_RES_SUCCESS) {
 		goto unlock;
 	} else {
 		le32_array_decode(l, LEDGER_ENTRIES, raw);
+		tail_decode(&tail, raw + LEDGER_TAIL);
+		if (op_id && tail_has(&tail, op_id)) {
+			sd_debug("drop %" PRIx64 " on %016" PRIx64 " was "
+				 "applied already", op_id, oid);
+			goto unlock;	/* SD_RES_SUCCESS */
+		}
 	}
 	l[generation] -= 1;
 	l[generation + 1] += count;
@@ -238,18 +336,22 @@ int ledger_decref(uint64_t oid, uint32_t generation, uint32_t count,
 		}
 	}
 	if (empty) {
+		/*
+		 * The last reference went: the gateway removes the object.
+		 * A drop sent again after this finds no ledger and starts
+		 * afresh: a leak, not a loss.
+		 */
 		ret = existed ? store_remove(obj_key_rep(oid)) :
 				SD_RES_SUCCESS;
 		goto unlock;
 	}
-	if (!existed) {
-		ret = store_create(obj_key_rep(oid), SD_LEDGER_OBJ_SIZE, NULL,
-				   0, 0, sync);
-		if (ret != SD_RES_SUCCESS)
-			goto unlock;
+	if (op_id) {
+		tail.ids[tail.next] = op_id;
+		tail.next = (tail.next + 1) % LEDGER_RING;
 	}
 	le32_array_encode(l, top, raw);
-	ret = store_write(obj_key_rep(oid), raw, top * 4, 0, sync);
+	tail_encode(&tail, raw + LEDGER_TAIL);
+	ret = ledger_store(oid, existed, raw, top, op_id, sync);
 unlock:
 	pthread_mutex_unlock(&ledger_lock);
 out:

@@ -57,8 +57,18 @@ static void peer_io_done(struct request *req)
 
 	if (req->rp.result == SD_RES_NO_OBJ &&
 	    (op == SD_OP_READ_PEER || op == SD_OP_WRITE_PEER ||
-	     is_strip_op(op)) && recovery_park(req))
+	     is_strip_op(op) || op == SD_OP_DECREF_PEER) && recovery_park(req))
 		return;
+	/*
+	 * A ledger neither here nor coming with recovery: the drop starts
+	 * it here, from the original reference (gw/refcount.c)
+	 */
+	if (req->rp.result == SD_RES_NO_OBJ && op == SD_OP_DECREF_PEER &&
+	    !req->ledger_afresh) {
+		req->ledger_afresh = true;
+		submit_io(req);
+		return;
+	}
 	request_done(req);
 }
 

@@ -103,9 +103,6 @@ static int store_exec(const struct sd_req *rq, void *data, struct sd_rsp *rp,
 		return store_remove(k);
 	case SD_OP_FLUSH_PEER:
 		return store_flush();
-	case SD_OP_DECREF_PEER:
-		return ledger_decref(rq->ref.oid, rq->ref.generation,
-				     rq->ref.count, sync);
 	case SD_OP_EXIST:
 		return store_exist(k);
 	default:
@@ -180,6 +177,13 @@ static int local_oids_exist(struct request *req)
 
 static int peer_work(struct request *req)
 {
+	const struct sd_req *rq = &req->rq;
+
+	if (rq->opcode == SD_OP_DECREF_PEER)
+		return ledger_decref(rq->ref.oid, rq->ref.generation,
+				     rq->ref.count, rq->ref.op_id,
+				     req->ledger_afresh,
+				     !(rq->flags & SD_FLAG_CMD_CACHE));
 	return store_exec(&req->rq, req->data, &req->rp, req->obj_size,
 			  &req->swait);
 }

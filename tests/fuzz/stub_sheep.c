@@ -95,7 +95,8 @@ WEAK int gateway_fence(uint64_t oid, uint32_t lease_ms,
 { return 0; }
 WEAK int gateway_unfence(uint64_t oid) { return 0; }
 WEAK int ledger_decref(uint64_t oid, uint32_t generation, uint32_t count,
-		       bool sync) { return SD_RES_NO_SUPPORT; }
+		       uint64_t op_id, bool absent_ok, bool sync)
+{ return SD_RES_NO_SUPPORT; }
 WEAK int scrub_start(void) { return SD_RES_NO_SUPPORT; }
 WEAK void scrub_stop(void) { }
 WEAK void scrub_get_stat(struct scrub_stat *st) { memset(st, 0, sizeof(*st)); }
