@@ -276,7 +276,7 @@ done
 
 # ------------------------------------------------------------------------
 echo "== b: 3 x 50 concurrent notifies (plus notifies from callbacks) [$(elapsed)]"
-for p in 7000 7001 7002; do start b $p -t 6000 -w 3 -N 50 -E; done
+for p in 7000 7001 7002; do start b $p -t $LIFE_MS -w 3 -N 50 -E; done
 notify_counts() {
 	local k
 
@@ -284,7 +284,7 @@ notify_counts() {
 		[ "$(count $k '^NOTIFY ')" -eq 165 ] || return 1
 	done
 }
-check "b: every process got all 165 notifies" wait_for 5000 notify_counts
+check "b: every process got all 165 notifies" wait_for $FORM_MS notify_counts
 stop b.7000 b.7001 b.7002
 reap b.7000 b.7001 b.7002
 same_notifies() {
@@ -329,7 +329,7 @@ fi
 if wait_for $FORM_MS all_have '\[7000,7002\]' d.7000 d.7002; then
 	start d 7001 -t $LIFE_MS
 	t0=$(now_ms)
-	wait_for 4000 has d.7001 '^ACCEPT 7001 \[7001,7002\] hello-7001/via-7002/nr-1$'
+	wait_for $FORM_MS has d.7001 '^ACCEPT 7001 \[7001,7002\] hello-7001/via-7002/nr-1$'
 	check "d: the joiner was accepted by the next decider ($(($(now_ms) - t0)) ms)" \
 		has d.7001 '^ACCEPT 7001 \[7001,7002\] .*via-7002'
 	check "d: the first decider died in its join handler" has d.7000 '^#DYING'
@@ -351,12 +351,12 @@ echo "== e: blocks are exclusive; a killed holder releases its block [$(elapsed)
 for p in 7000 7001 7002; do
 	hold=30
 	[ $p = 7001 ] && hold=-1
-	start e $p -t 9000 -w 4 -B 5 -N 10 -K -H $hold -C "$T/e.check"
+	start e $p -t $LIFE_MS -w 4 -B 5 -N 10 -K -H $hold -C "$T/e.check"
 done
 # no -C for the holder that gets killed: its lock file may be released only
 # after corosync saw it die (the kernel's closing order at exit)
-start e 7003 -t 9000 -w 4 -B 2 -H 6000
-if wait_for 5000 has e.7003 '^#GRANT 0'; then
+start e 7003 -t $LIFE_MS -w 4 -B 2 -H 6000
+if wait_for $FORM_MS has e.7003 '^#GRANT 0'; then
 	sleep 0.3
 	kill -9 "${PID[e.7003]}"
 	all_unblocked() {
@@ -367,7 +367,7 @@ if wait_for 5000 has e.7003 '^#GRANT 0'; then
 		done
 	}
 	check "e: the others got all 18 of their blocks" \
-		wait_for 6000 all_unblocked
+		wait_for $FORM_MS all_unblocked
 else
 	bad "e: the long holder never got its block"
 fi
@@ -391,7 +391,7 @@ ft=$((LEAVE_MS * 10))
 start f 7000 -t $ft -S $((LEAVE_MS + 200))
 if wait_for $FORM_MS has f.7000 '^ACCEPT 7000 '; then
 	start f 7001 -t $ft
-	wait_for 3000 has f.7000 '^#JOINREQ 7001 '
+	wait_for $FORM_MS has f.7000 '^#JOINREQ 7001 '
 	kill -9 "${PID[f.7001]}"
 	start f 7002 -t $ft
 	check "f: the next joiner was accepted" wait_for $((LEAVE_MS * 5)) \
@@ -401,7 +401,7 @@ if wait_for $FORM_MS has f.7000 '^ACCEPT 7000 '; then
 	# a member dies while a join is decided: the accept goes stale and
 	# the join is decided again
 	start f 7003 -t $ft
-	wait_for 3000 has f.7000 '^#JOINREQ 7003 '
+	wait_for $FORM_MS has f.7000 '^#JOINREQ 7003 '
 	kill -9 "${PID[f.7002]}"
 	check "f: a join decided across a member's death completes" \
 		wait_for $((LEAVE_MS * 5)) has f.7003 '^ACCEPT 7003 \[7000,7003\] .*/nr-1$'
@@ -425,17 +425,17 @@ echo "== g: the founder dies while founding; a waiting joiner founds [$(elapsed)
 # and on a busy machine a process started later may register first.
 # 7000's founding stalls until it is killed.
 in_group() { grep -q '\] in .* as .* with [0-9]* other process' "$T/$1.err"; }
-start g 7000 -t 12000 -F 20000
-wait_for 5000 has g.7000 '^#JOINREQ 7000 '
-start g 7001 -t 12000
-wait_for 5000 in_group g.7001
-start g 7002 -t 12000
-wait_for 5000 in_group g.7002
+start g 7000 -t $LIFE_MS -F 20000
+wait_for $FORM_MS has g.7000 '^#JOINREQ 7000 '
+start g 7001 -t $LIFE_MS
+wait_for $FORM_MS in_group g.7001
+start g 7002 -t $LIFE_MS
+wait_for $FORM_MS in_group g.7002
 kill -9 "${PID[g.7000]}"
 check "g: the oldest waiting process founded a new cluster" \
 	wait_for $((LEAVE_MS + 4000)) \
 	has g.7001 '^ACCEPT 7001 \[7001\] hello-7001/via-7001/nr-0$'
-check "g: the other one joined it" wait_for 4000 \
+check "g: the other one joined it" wait_for $FORM_MS \
 	has g.7002 '^ACCEPT 7002 \[7001,7002\] hello-7002/via-7001/nr-1$'
 check "g: the dead founder never became a member" \
 	test "$(count g.7001 '^ACCEPT 7000 ')" = 0
@@ -450,8 +450,8 @@ if wait_for $FORM_MS all_have '\[7000,7001,7002\]' h.7000 h.7001 h.7002; then
 	kill -9 "${PID[h.7001]}"
 	reap h.7001
 	mv "$T/h.7001.out" "$T/h.7001-old.out"
-	start h 7001 -t 6000
-	check "h: the restarted node is a member again" wait_for 4000 \
+	start h 7001 -t $LIFE_MS
+	check "h: the restarted node is a member again" wait_for $FORM_MS \
 		has h.7001 '^ACCEPT 7001 \[7000,7001,7002\] '
 	check "h: the others saw leave, then accept" test \
 		"$(events h.7000 | grep -A1 '^LEAVE 7001 ' | cut -d' ' -f1,2 |
