@@ -138,7 +138,8 @@ functional: all
 demo: deps all
 	@bash tests/demo.sh
 
-# benchmark tables (tests/bench/README.md); about 15 minutes
+# benchmark tables (tests/bench/README.md); about 18 minutes (15 without
+# the Ceph RBD baseline, --no-ceph)
 bench: all
 	@bash tests/bench/run
 

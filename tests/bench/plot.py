@@ -11,7 +11,8 @@ OUTDIR:
                        baseline of each client), log scale, in µs
     iops-clusters.png  IOPS of every workload per cluster (nodes/copies,
                        or nodes/D:P for an erasure code), one bar per
-                       client, the baselines as dashed lines
+                       client, the baselines as dashed lines (Ceph RBD,
+                       fio's second baseline, too)
     scaling.png        total IOPS of the scaling series per cluster size,
                        the one-node IOPS as the reference
     journal.png        the journal section: IOPS of each write workload
@@ -27,8 +28,9 @@ import os
 import sys
 
 sys.dont_write_bytecode = True      # no __pycache__ in the source tree
-from report import (TABLES, CLIENT_NAME, JOURNAL_TABLES,  # noqa: E402
-                    policy_label, target_label)
+from report import (TABLES, CLIENT_NAME, CLIENTS,  # noqa: E402
+                    BASE_CLIENT, JOURNAL_TABLES, policy_label,
+                    target_label)
 
 # short titles for the small multiples of iops-clusters.png
 SHORT = {
@@ -44,10 +46,11 @@ SHORT = {
     "seqwrite-4m-qd4": "4 MiB sequential write, QD4",
     "seqread-4m-qd4": "4 MiB sequential read, QD4",
 }
-CLIENTS = ("fio", "qemu", "qemu-orig", "dog")
-CLIENT_COLOR = {"fio": "#1f77b4", "qemu": "#2ca02c", "qemu-orig": "#9467bd",
-                "dog": "#d62728"}
-BASELINE_NAME = {"fio": "qemu-nbd", "qemu": "qemu-img on a raw file",
+CLIENT_COLOR = {"fio": "#1f77b4", "fio-rbd": "#ff7f0e", "qemu": "#2ca02c",
+                "qemu-orig": "#9467bd", "dog": "#d62728"}
+BASELINE_NAME = {"fio": "qemu-nbd",
+                 "fio-rbd": "Ceph RBD, 3 OSDs, 3 copies, one host",
+                 "qemu": "qemu-img on a raw file",
                  "qemu-orig": "QEMU 5.2 qemu-img on a raw file",
                  "dog": "kelpie 1n/1c"}
 PCT = (("p50", "o", "#08306b"), ("p99", "s", "#4292c6"),
@@ -109,9 +112,11 @@ def plot_latency(plt, ticker, runs, table, title, path, dpi):
         vals = [lat.get(p) for p, _, _ in PCT]
         if r.get("baseline"):
             ax.axhspan(y - 0.45, y + 0.45, color="#eeeeee", zorder=0)
-            # the baseline's p50 across its client's rows
+            # the baseline's p50 across its client's rows (and those
+            # of a client compared with it: fio's rbd engine on Ceph)
             cys = [yy for rr, yy in zip(rows, ys)
-                   if rr["client"] == r["client"]]
+                   if BASE_CLIENT.get(rr["client"], rr["client"]) ==
+                   r["client"]]
             if lat.get("p50"):
                 ax.plot([lat["p50"]] * 2, [min(cys) - 0.45, max(cys) + 0.45],
                         color="#888888", linestyle=":", linewidth=1,
@@ -179,6 +184,17 @@ def plot_iops_clusters(plt, ticker, runs, path, dpi):
                          r.get("baseline")), None)
             if base and base.get("target") != "kelpie":
                 ln = ax.axhline(base["iops"], color=CLIENT_COLOR[c],
+                                linestyle="--", linewidth=1.2)
+                seen.setdefault(c + "-base", ln)
+        # clients without Kelpie rows (fio's rbd engine on Ceph): their
+        # rows as dashed lines, like the baselines
+        for c in CLIENTS:
+            if c in clients:
+                continue
+            other = next((r for r in rows if r["client"] == c and
+                          r.get("target") != "kelpie"), None)
+            if other:
+                ln = ax.axhline(other["iops"], color=CLIENT_COLOR[c],
                                 linestyle="--", linewidth=1.2)
                 seen.setdefault(c + "-base", ln)
         ax.set_xticks(range(len(cl)))

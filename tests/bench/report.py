@@ -12,9 +12,11 @@
                  --apparent BYTES [--ok 0|1]
         append what a filled VDI takes on disk: the bytes allocated (and
         their apparent size) in every node's store over the VDI's size
-    report.py verify RESULTS --meta K=V... (--ok 0|1 | --dog FILE)
-        append the outcome of a data verification (with --dog, of a
-        read-back by dog benchmark io: its blocks checked and errors)
+    report.py verify RESULTS --meta K=V... (--ok 0|1 [--blocks N] |
+                 --dog FILE)
+        append the outcome of a data verification (with --blocks, the
+        blocks it read back and checked; with --dog, of a read-back by
+        dog benchmark io: its blocks checked and errors)
     report.py render RESULTS --md FILE --json FILE [--check] [--header TEXT]
         print the Markdown tables (also written to --md), write every run
         and the tables as JSON; with --check exit 1 unless every run
@@ -26,13 +28,15 @@ errors, verify_errors, verified_blocks, ok; on a cluster formatted
 with an erasure code also code ("D:P", with copies D+P); in the journal
 section also journal ("none" or the size given to sheep -j), in the
 transport section transport ("tcp" or "rdma") and rdma ("device" or
-"emulation"); in the direct section direct ("off", or "on" for sheep -D).  A space record: section "space", nodes, copies, code,
-vdi_bytes, allocated_bytes, apparent_bytes, ratio (allocated over
-vdi_bytes), ok.  Ratios
-are throughput (IOPS) over the throughput of the baseline row of the same
-table and client; in the journal table, with -j over without; in the
-transport table, RDMA over TCP; in the direct table, -D over the page
-cache.
+"emulation"); in the direct section direct ("off", or "on" for sheep -D);
+the rows of the Ceph RBD baseline are client "fio-rbd", target "ceph",
+with osds (and copies 3, nodes 1: one host).  A space record: section
+"space", nodes, copies, code, vdi_bytes, allocated_bytes, apparent_bytes,
+ratio (allocated over vdi_bytes), ok.  Ratios are throughput (IOPS) over
+the throughput of the baseline row of the same table and client (for
+fio-rbd, of fio's: qemu-nbd); in the journal table, with -j over
+without; in the transport table, RDMA over TCP; in the direct table, -D
+over the page cache.
 """
 import argparse
 import json
@@ -86,26 +90,37 @@ DIRECT_TABLES = [
     ("randread-4k-qd32", "4 KiB random read, QD32"),
     ("seqread-4m-qd4", "4 MiB sequential read, QD4"),
 ]
-CLIENT_NAME = {"fio": "fio (NBD)", "qemu": "qemu-img bench",
+CLIENT_NAME = {"fio": "fio (NBD)", "fio-rbd": "fio (RBD)",
+               "qemu": "qemu-img bench",
                "qemu-orig": "qemu-img bench, QEMU 5.2 original driver",
                "dog": "dog benchmark"}
+# the clients of the workload tables, in their order
+CLIENTS = ("fio", "fio-rbd", "qemu", "qemu-orig", "dog")
+# a client whose rows are compared with the baseline of another: fio's
+# rbd engine on Ceph is a second baseline of fio, its ratio over qemu-nbd
+BASE_CLIENT = {"fio-rbd": "fio"}
 LEGEND = (
     "IOPS: operations per second (in flush rows a write and its flush "
     "count as one operation). MB/s: 10^6 bytes per second. Latency: from "
     "submission to completion, in µs; fio reports a write and its flush "
     "separately, so its flush rows show the sum of both percentiles (an "
     "upper estimate). CPU s/1k ops: CPU seconds used by all sheep "
-    "processes (by qemu-nbd for its rows) per 1,000 operations. "
+    "processes (by qemu-nbd for its rows, by every ceph-mon, ceph-mgr and "
+    "ceph-osd for Ceph's) per 1,000 operations. "
     "qemu-img bench (Kelpie's patched QEMU, sheepdog driver, cache="
     "writeback) reports no latencies, and its baseline (a raw file) has no "
     "server: the CPU of that row is qemu-img's own; its 4 KiB requests step "
     "through the image by 1 MiB + 4 KiB instead of random offsets; the "
     "rows of QEMU 5.2's original driver (the client of existing Sheepdog "
     "users) have QEMU 5.2's qemu-img on the raw file as their baseline. "
+    "fio (RBD): fio's rbd engine (librbd, rbd cache off) on Ceph from "
+    "Debian's packages on this host, 3 bluestore OSDs on files, 3 copies: "
+    "a second baseline for fio; every write it acknowledges is on all "
+    "three copies, so a flush adds little. "
     "× baseline: IOPS over the IOPS of the baseline row of the same "
-    "client. Targets: kelpie Nn/Cc = N nodes, C copies; kelpie Nn/D:P = "
-    "N nodes, an erasure code of D data and P parity strips; -n = sheep "
-    "started with -n (no sync).")
+    "client (for fio (RBD): of qemu-nbd, fio's). Targets: kelpie Nn/Cc = "
+    "N nodes, C copies; kelpie Nn/D:P = N nodes, an erasure code of D "
+    "data and P parity strips; -n = sheep started with -n (no sync).")
 
 
 def parse_meta(items):
@@ -276,6 +291,8 @@ def cmd_verify(a):
             rec.update({"ok": False, "error": str(e)})
     else:
         rec["ok"] = a.ok == "1"
+        if a.blocks and rec["ok"]:
+            rec["verified_blocks"] = a.blocks
     append(a.results, rec)
     return 0
 
@@ -300,6 +317,9 @@ def policy_label(r):
 
 
 def target_label(r):
+    if r["target"] == "ceph":
+        return (f"ceph rbd {r.get('osds', '?')} OSDs, "
+                f"{r['copies']} copies")
     if r["target"] != "kelpie":
         return r["target"]
     s = f"kelpie {r['nodes']}n/{policy_label(r)}"
@@ -327,9 +347,11 @@ def render_tables(runs):
                    "p99.9 µs | CPU s/1k ops | × baseline |")
         out.append("|---|---|--:|--:|--:|--:|--:|--:|--:|")
         trows = []
-        for client in ("fio", "qemu", "qemu-orig", "dog"):
+        for client in CLIENTS:
             crows = [r for r in rows if r["client"] == client]
-            base = next((r for r in crows if r.get("baseline")), None)
+            bclient = BASE_CLIENT.get(client, client)
+            base = next((r for r in rows if r["client"] == bclient and
+                         r.get("baseline")), None)
             for r in crows:
                 ratio = None
                 if (base and base.get("iops") and r.get("ok") and
@@ -716,6 +738,7 @@ def main():
     g = s.add_mutually_exclusive_group(required=True)
     g.add_argument("--ok")
     g.add_argument("--dog")
+    s.add_argument("--blocks", type=int)
     s = sub.add_parser("render")
     s.add_argument("results")
     s.add_argument("--md", required=True)
