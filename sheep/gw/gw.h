@@ -42,6 +42,13 @@ void flush_submit(struct request *req);
 /* refcount.c: index updates and generational references (objects.md §9) */
 void refcount_init(void);
 /*
+ * A ledger's counters; the rest of the object is the identities of the
+ * last drops it applied, whose order may differ between copies that
+ * count the same (drops from two gateways arriving in either order)
+ */
+#define LEDGER_COUNTERS_SIZE	(SD_LEDGER_OBJ_SIZE - 520)
+
+/*
  * DECREF_PEER on this replica: @op_id (0: none) makes a drop sent again
  * a no-op; with an id, a ledger not held here is SD_RES_NO_OBJ unless
  * @absent_ok (nothing will recover it: start afresh)

@@ -228,6 +228,9 @@ static void index_update_submit(struct request *req)
  * the counters: a drop found there was applied.  The tail is written
  * before the counters: a crash between the two loses the drop (a leak,
  * which reclaim.c ends once the family is deleted), never applies it twice.
+ * Copies that applied the same drops in another order (two gateways'
+ * drops crossing) differ in the tail only: GET_HASH, the scrub's
+ * comparison of copies, hashes the counters alone (ops.c).
  *
  * A ledger this node does not hold may be one recovery has yet to bring
  * (a new target): a drop with an identity says so (NO_OBJ) unless
@@ -240,8 +243,10 @@ static pthread_mutex_t ledger_lock = PTHREAD_MUTEX_INITIALIZER;
 #define LEDGER_RING	64
 /* the tail: LEDGER_RING ids, the next slot (u32), a u32 reserved */
 #define LEDGER_TAIL_SIZE	(LEDGER_RING * 8 + 8)
-#define LEDGER_TAIL	(SD_LEDGER_OBJ_SIZE - LEDGER_TAIL_SIZE)
+#define LEDGER_TAIL	LEDGER_COUNTERS_SIZE
 #define LEDGER_ENTRIES	(LEDGER_TAIL / 4)
+_Static_assert(LEDGER_TAIL + LEDGER_TAIL_SIZE == SD_LEDGER_OBJ_SIZE,
+	       "the ledger's tail ends the object");
 
 struct ledger_tail {
 	uint64_t ids[LEDGER_RING];
