@@ -41,6 +41,7 @@
 # settings whatever the flag says).
 
 set -u
+MARK=.kelpie-bench-ceph	# in a directory this script made
 MON_PORT=${KELPIE_CEPH_MON_PORT:-13300}
 MON_V1_PORT=${KELPIE_CEPH_MON_V1_PORT:-13301}
 PORT_MIN=${KELPIE_CEPH_PORT_MIN:-13310}
@@ -274,6 +275,14 @@ start()
 		[ -f "$f" ] && ours "$(cat "$f")" &&
 			{ log "$D already runs a cluster"; exit 1; }
 	done
+	# what follows empties DIR's mon/, osd/, ...: only a directory this
+	# script made (its mark) or an empty one, never a real Ceph's
+	if [ ! -e "$D/$MARK" ] && [ -n "$(ls -A "$D")" ]; then
+		log "$D is not empty and was not made by $0: refusing to" \
+			"use it (give a new or empty directory)"
+		exit 1
+	fi
+	: >"$D/$MARK" || { log "cannot write in $D"; exit 1; }
 	for p in "$MON_PORT" "$MON_V1_PORT"; do
 		port_in_use "$p" &&
 			{ log "port $p is in use (KELPIE_CEPH_MON_PORT," \
