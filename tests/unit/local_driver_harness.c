@@ -15,6 +15,9 @@
  *
  *   -p PATH -n PORT -o OUT   cluster directory, own port, output file
  *   -t MS        lifetime; then leave() and exit (SIGTERM does so earlier)
+ *   -l NR        the lifetime starts once NR members are seen, not at
+ *                join(): a scenario that needs every member to meet does
+ *                not depend on how fast a loaded machine forms the cluster
  *   -w NR -W MS  start the work once NR members are seen, MS later
  *   -N COUNT     send COUNT notifies "n PORT I", one every 2 ms
  *   -E           on own "n PORT I" with I % 10 == 0, notify "e PORT I"
@@ -55,6 +58,7 @@ static struct {
 	int port;
 	int out;
 	int lifetime_ms;
+	int life_after_nr;
 	int wait_nr;
 	int work_delay_ms;
 	int nr_notify;
@@ -74,7 +78,7 @@ static struct {
 
 static struct event_loop *loop;
 static struct sd_node me;
-static bool started_work, exiting;
+static bool started_work, started_life, exiting;
 static int sent_notify, granted, check_fd = -1;
 static volatile sig_atomic_t got_term;
 static struct timer life_timer, work_timer, hold_timer, stop_timer,
@@ -162,6 +166,7 @@ static bool sd_join_handler(const struct sd_node *joining,
 }
 
 static void maybe_start_work(size_t nr_members);
+static void maybe_start_life(size_t nr_members);
 
 static void sd_accept_handler(const struct sd_node *joined,
 		       const struct sd_node *members, size_t nr_members,
@@ -175,6 +180,7 @@ static void sd_accept_handler(const struct sd_node *joined,
 	if (!sorted(members, nr_members) ||
 	    !contains(members, nr_members, joined))
 		out("#BUG bad member list on accept");
+	maybe_start_life(nr_members);
 	maybe_start_work(nr_members);
 }
 
@@ -270,6 +276,14 @@ static void delay_fn(struct timer *t)
 	work_fn(&work_timer);
 }
 
+static void maybe_start_life(size_t nr_members)
+{
+	if (started_life || (int)nr_members < opt.life_after_nr)
+		return;
+	started_life = true;
+	timer_add(loop, &life_timer, (uint64_t)opt.lifetime_ms);
+}
+
 static void maybe_start_work(size_t nr_members)
 {
 	if (started_work || (int)nr_members < opt.wait_nr)
@@ -321,7 +335,7 @@ static void wait_until(long long ms)
 static void usage(void)
 {
 	fprintf(stderr, "usage: local_harness -p PATH -n PORT -o OUT "
-		"[-t LIFE_MS] [-w NR] [-W DELAY_MS] [-N NOTIFIES] [-E] "
+		"[-t LIFE_MS] [-l NR] [-w NR] [-W DELAY_MS] [-N NOTIFIES] [-E] "
 		"[-B BLOCKS] [-H HOLD_MS|-1] [-C CHECKFILE] [-D PORT] "
 		"[-S SLOW_JOIN_MS] [-F SLOW_FOUND_MS] [-K] [-T JOIN_AT_MS]\n");
 	exit(2);
@@ -332,12 +346,13 @@ static void parse(int argc, char **argv)
 	const char *outp = NULL;
 	int c;
 
-	while ((c = getopt(argc, argv, "p:n:o:t:w:W:N:EB:H:C:D:S:F:KT:")) != -1) {
+	while ((c = getopt(argc, argv, "p:n:o:t:l:w:W:N:EB:H:C:D:S:F:KT:")) != -1) {
 		switch (c) {
 		case 'p': opt.path = optarg; break;
 		case 'n': opt.port = atoi(optarg); break;
 		case 'o': outp = optarg; break;
 		case 't': opt.lifetime_ms = atoi(optarg); break;
+		case 'l': opt.life_after_nr = atoi(optarg); break;
 		case 'w': opt.wait_nr = atoi(optarg); break;
 		case 'W': opt.work_delay_ms = atoi(optarg); break;
 		case 'N': opt.nr_notify = atoi(optarg); break;
@@ -376,8 +391,12 @@ int main(int argc, char **argv)
 	int n;
 
 	parse(argc, argv);
-	/* never outlive the test, whatever happens */
-	alarm((unsigned)(opt.lifetime_ms / 1000 + 10));
+	/*
+	 * never outlive the test, whatever happens; a lifetime that waits
+	 * for the cluster to form gets the test's bound on forming, 15 s
+	 */
+	alarm((unsigned)(opt.lifetime_ms / 1000 + 10 +
+			 (opt.life_after_nr ? 15 : 0)));
 	signal(SIGTERM, on_term);
 	log_open(NULL, LOG_L_INFO, true);
 	if (opt.check_path) {
@@ -406,7 +425,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "join failed\n");
 		return 1;
 	}
-	timer_add(loop, &life_timer, (uint64_t)opt.lifetime_ms);
+	if (!opt.life_after_nr)
+		maybe_start_life(0);
 	timer_add(loop, &term_timer, 50);
 	event_loop_run(loop);
 	event_loop_destroy(loop);
