@@ -49,6 +49,14 @@ cleanup()
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
+# python3 is Debian's, whose packages make deps installs: a python3 found
+# earlier in PATH may lack them, and a pyenv shim runs a dozen shell
+# processes for every call, which the tests make thousands of
+if [ -x /usr/bin/python3 ]; then
+	mkdir -p "$WORK/bin" && ln -s /usr/bin/python3 "$WORK/bin/python3" &&
+		export PATH="$WORK/bin:$PATH"
+fi
+
 # suite_line NAME PASS FAIL SKIP: the "== NAME N passed, ..." line
 suite_line()
 {

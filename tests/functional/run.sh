@@ -225,7 +225,7 @@ save_failure()
 # last, so that a .done file means a complete report
 run_test()
 {
-	local job=$1 t=${1%@*} drv= title dir keep start t_timeout rc secs
+	local job=$1 t=${1%@*} drv= title dir keep start t_timeout rc secs cg
 	local result reason
 	local -a env=()
 	[ "$job" = "$t" ] || drv=${job#*@}
@@ -237,11 +237,17 @@ run_test()
 	keep=$RESULTS/$job
 	start=$SECONDS
 	t_timeout=$(timeout_of "$t")
-	env "${env[@]}" T="$dir" timeout -k 15 "$t_timeout" bash "$FDIR/$t" \
-		</dev/null >"$dir/.stdout" 2>"$dir/.stderr"
+	cg=
+	[ -n "$CG_ROOT" ] && mkdir "$CG_ROOT/$job" 2>/dev/null && cg=$CG_ROOT/$job
+	(
+		[ -n "$cg" ] && echo "$BASHPID" >"$cg/tasks"
+		exec env "${env[@]}" T="$dir" timeout -k 15 "$t_timeout" \
+			bash "$FDIR/$t"
+	) </dev/null >"$dir/.stdout" 2>"$dir/.stderr"
 	rc=$?
 	reap_leftovers "$dir" >"$STATE/$job.reaped"
 	secs=$((SECONDS - start))
+	[ -n "$cg" ] && cpu_account "$job" "$cg"
 	result=PASS
 	reason=
 	if [ $rc -eq 77 ]; then
@@ -307,6 +313,48 @@ cost_of()
 }
 
 STATE=$(mktemp -d "${TMPDIR:-/tmp}/kelpie-run.XXXXXX")
+
+# CPU accounting: where cgroup v1's cpuacct is writable (root), each test
+# runs in a group of its own, its daemons with it, and its CPU seconds
+# (user and system) go to $STATE/cpu; the run ends with the tests that
+# took the most.  The suite's time is bound by the machine's cores, so
+# that is the figure to cut.  Elsewhere nothing is measured.
+CPUACCT=/sys/fs/cgroup/cpuacct
+CG_ROOT=
+if [ -w "$CPUACCT/tasks" ] && mkdir "$CPUACCT/kelpie-run-$$" 2>/dev/null; then
+	CG_ROOT=$CPUACCT/kelpie-run-$$
+fi
+
+# cpu_account JOB CG: JOB's CPU seconds (total, user, system) to $STATE/cpu;
+# what is left in CG (nothing, once reap_leftovers ran) goes to the root
+# group, and CG goes
+cpu_account()
+{
+	local job=$1 cg=$2 ns user sys pid
+	ns=$(cat "$cg/cpuacct.usage" 2>/dev/null) || return 0
+	user=$(awk '$1 == "user" { print $2 }' "$cg/cpuacct.stat")
+	sys=$(awk '$1 == "system" { print $2 }' "$cg/cpuacct.stat")
+	echo "$job $((ns / 1000000000)) $((user / 100)) $((sys / 100))" \
+		>>"$STATE/cpu"
+	while read -r pid; do
+		echo "$pid" >"$CPUACCT/tasks" 2>/dev/null
+	done <"$cg/tasks"
+	rmdir "$cg" 2>/dev/null
+}
+
+cg_cleanup()
+{
+	local cg pid
+	[ -n "$CG_ROOT" ] && [ -d "$CG_ROOT" ] || return 0
+	for cg in "$CG_ROOT"/*/; do
+		[ -d "$cg" ] || continue
+		while read -r pid; do
+			echo "$pid" >"$CPUACCT/tasks" 2>/dev/null
+		done <"$cg/tasks"
+		rmdir "$cg" 2>/dev/null
+	done
+	rmdir "$CG_ROOT" 2>/dev/null
+}
 declare -A running=()	# pid -> test
 
 stop_running()
@@ -322,8 +370,8 @@ stop_running()
 			reap_leftovers "$(cat "$STATE/${running[$pid]}.dir")"
 	done
 }
-trap 'stop_running; rm -rf "$STATE"; exit 130' INT TERM HUP
-trap 'rm -rf "$STATE"' EXIT
+trap 'stop_running; cg_cleanup; rm -rf "$STATE"; exit 130' INT TERM HUP
+trap 'cg_cleanup; rm -rf "$STATE"' EXIT
 
 # order: parallel tests longest first, then the serial ones in number order
 parallel=()
@@ -422,6 +470,17 @@ if [ -s "$STATE/durations" ]; then
 				sort
 		} >"$STATE/hints" && mv "$STATE/hints" "$FDIR/durations"
 	fi
+fi
+
+# the CPU the tests took, most first (kept in $RESULTS/.cpu)
+if [ -s "$STATE/cpu" ]; then
+	mkdir -p "$RESULTS"
+	sort -k2,2nr "$STATE/cpu" >"$RESULTS/.cpu"
+	awk '{ c += $2; u += $3; s += $4 } END {
+		printf "CPU of the tests: %d s (user %d s, system %d s); most:\n",
+			c, u, s }' "$RESULTS/.cpu"
+	head -n 15 "$RESULTS/.cpu" |
+		awk '{ printf "  %-14s %5d s (user %d, system %d)\n", $1, $2, $3, $4 }'
 fi
 
 for d in $(printf '%s\n' "${!drv_pass[@]}" | sort); do

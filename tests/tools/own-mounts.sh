@@ -26,21 +26,30 @@ if [ "${1:-}" = --keep ]; then
 fi
 [ $# -gt 0 ] || { echo "usage: $0 [--keep DIR] COMMAND..." >&2; exit 2; }
 
-self_ns=$(readlink /proc/self/ns/mnt 2>/dev/null)
-parent_ns=$(readlink "/proc/$PPID/ns/mnt" 2>/dev/null)
-if [ -n "$self_ns" ] && [ -n "$parent_ns" ] && [ "$self_ns" != "$parent_ns" ]
-then
+# run for every dog command of the emulated-host tests: two processes
+# (awk and one umount), not a pipeline and an umount per mount
+if ! [ /proc/self/ns/mnt -ef "/proc/$PPID/ns/mnt" ] &&
+	[ -e /proc/self/ns/mnt ] && [ -e "/proc/$PPID/ns/mnt" ]; then
 	tmp=${TMPDIR:-/tmp}
 	tmp=${tmp%/}
-	# mountinfo's 5th field, octal escapes undone; deepest first
-	awk '{ print $5 }' /proc/self/mountinfo |
-		while IFS= read -r m; do printf '%b\n' "$m"; done |
-		awk -v a="/tmp/" -v b="$tmp/" -v k="$keep" '
-			(index($0, a) == 1 || index($0, b) == 1) &&
-			(k == "" || (index($0, k "/") != 1 && $0 != k)) {
-				print length($0) "\t" $0 }' |
-		sort -rn | cut -f2- | while IFS= read -r m; do
-			umount -l "$m" 2>/dev/null
-		done
+	# mountinfo's 5th field below /tmp or $TMPDIR, longest (deepest) first
+	mapfile -t found < <(awk -v a="/tmp/" -v b="$tmp/" '
+		index($5, a) == 1 || index($5, b) == 1 { m[n++] = $5 }
+		END {
+			for (i = 1; i < n; i++)
+				for (j = i; j > 0 && length(m[j]) > length(m[j - 1]); j--) {
+					t = m[j]; m[j] = m[j - 1]; m[j - 1] = t
+				}
+			for (i = 0; i < n; i++)
+				print m[i]
+		}' /proc/self/mountinfo)
+	todo=()
+	for m in "${found[@]}"; do
+		printf -v m '%b' "$m"	# octal escapes undone
+		[ -n "$keep" ] && { [ "$m" = "$keep" ] ||
+			[ "${m#"$keep"/}" != "$m" ]; } && continue
+		todo+=("$m")
+	done
+	[ ${#todo[@]} -gt 0 ] && umount -l "${todo[@]}" 2>/dev/null
 fi
 exec "$@"
