@@ -165,7 +165,7 @@ ns_start_sheep()
 		ns_dog "$idx" node list -r >/dev/null 2>&1; do
 		[ $SECONDS -ge $end ] &&
 			_fail "sheep $idx not up after ${START_TIMEOUT}s (pid '$pid')"
-		sleep 0.1
+		sleep 0.25
 	done
 	echo "$pid" >>"$T/.pids"
 }

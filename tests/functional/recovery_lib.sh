@@ -5,21 +5,31 @@
 #   . "$(dirname "$0")/common.sh"
 #   . "$(dirname "$0")/recovery_lib.sh"
 #
-# The load client (tests/tools/loadclient.c) is built into $T/loadclient.
+# The load client (tests/tools/loadclient.c) is built into
+# build/tests/loadclient.
 
-LOADCLIENT=$T/loadclient
+LOADCLIENT=$TOP/build/tests/loadclient
 
-# build the load client against the repo's libkelpie.a
+# built once for every test that uses it (a lock, as tests run side by
+# side), again when its source or the library is newer
 build_loadclient()
 {
-	local libs
-	[ -f "$TOP/build/libkelpie.a" ] || _fail "build/libkelpie.a is not built"
-	libs=$(pkg-config --libs liburcu libcrypto 2>/dev/null)
-	# shellcheck disable=SC2086
-	cc -std=gnu11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror \
-		-I"$TOP/include" -o "$LOADCLIENT" \
-		"$TOP/tests/tools/loadclient.c" "$TOP/build/libkelpie.a" \
-		$libs -lpthread -lm >"$T/loadclient.build" 2>&1 ||
+	local libs src=$TOP/tests/tools/loadclient.c lib=$TOP/build/libkelpie.a
+	[ -f "$lib" ] || _fail "build/libkelpie.a is not built"
+	mkdir -p "$TOP/build/tests"
+	(
+		flock 9
+		if [ -x "$LOADCLIENT" ] && ! [ "$src" -nt "$LOADCLIENT" ] &&
+			! [ "$lib" -nt "$LOADCLIENT" ]; then
+			exit 0
+		fi
+		libs=$(pkg-config --libs liburcu libcrypto 2>/dev/null)
+		# shellcheck disable=SC2086
+		cc -std=gnu11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror \
+			-I"$TOP/include" -o "$LOADCLIENT.tmp.$$" "$src" "$lib" \
+			$libs -lpthread -lm >"$T/loadclient.build" 2>&1 &&
+			mv "$LOADCLIENT.tmp.$$" "$LOADCLIENT"
+	) 9>"$TOP/build/tests/.loadclient.lock" ||
 		_fail "cannot build the load client: $(head -n 5 "$T/loadclient.build")"
 }
 
