@@ -325,33 +325,36 @@ if [ -w "$CPUACCT/tasks" ] && mkdir "$CPUACCT/kelpie-run-$$" 2>/dev/null; then
 	CG_ROOT=$CPUACCT/kelpie-run-$$
 fi
 
-# cpu_account JOB CG: JOB's CPU seconds (total, user, system) to $STATE/cpu;
-# what is left in CG (nothing, once reap_leftovers ran) goes to the root
-# group, and CG goes
+# cg_remove CG: what is left in CG (nothing, once reap_leftovers ran) goes
+# to the root group, and CG goes
+cg_remove()
+{
+	local pid
+	while read -r pid; do
+		echo "$pid" >"$CPUACCT/tasks" 2>/dev/null
+	done <"$1/tasks"
+	rmdir "$1" 2>/dev/null
+}
+
+# cpu_account JOB CG: JOB's CPU seconds (total, user, system) to
+# $STATE/cpu, then CG goes
 cpu_account()
 {
-	local job=$1 cg=$2 ns user sys pid
+	local job=$1 cg=$2 ns user sys
 	ns=$(cat "$cg/cpuacct.usage" 2>/dev/null) || return 0
 	user=$(awk '$1 == "user" { print $2 }' "$cg/cpuacct.stat")
 	sys=$(awk '$1 == "system" { print $2 }' "$cg/cpuacct.stat")
 	echo "$job $((ns / 1000000000)) $((user / 100)) $((sys / 100))" \
 		>>"$STATE/cpu"
-	while read -r pid; do
-		echo "$pid" >"$CPUACCT/tasks" 2>/dev/null
-	done <"$cg/tasks"
-	rmdir "$cg" 2>/dev/null
+	cg_remove "$cg"
 }
 
 cg_cleanup()
 {
-	local cg pid
+	local cg
 	[ -n "$CG_ROOT" ] && [ -d "$CG_ROOT" ] || return 0
 	for cg in "$CG_ROOT"/*/; do
-		[ -d "$cg" ] || continue
-		while read -r pid; do
-			echo "$pid" >"$CPUACCT/tasks" 2>/dev/null
-		done <"$cg/tasks"
-		rmdir "$cg" 2>/dev/null
+		[ -d "$cg" ] && cg_remove "${cg%/}"
 	done
 	rmdir "$CG_ROOT" 2>/dev/null
 }
