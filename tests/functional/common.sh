@@ -30,7 +30,7 @@ PORT_LOCK_DIR=${PORT_LOCK_DIR:-/tmp/kelpie-test-ports}
 
 _log()
 {
-	echo "[$(date +%H:%M:%S)] $*" >&2
+	printf '[%(%H:%M:%S)T] %s\n' -1 "$*" >&2
 }
 
 # fail the test with a message
@@ -76,13 +76,16 @@ _retry()
 # worker thread has left a blocking call
 _pid_alive()
 {
-	local pid=$1 st state
+	local pid=$1 st k v
 	[ -n "$pid" ] && [ -e "/proc/$pid" ] || return 1
+	# builtins only: every wait loop of every test calls this, and a
+	# process costs 5-15 ms of CPU on the test machines (doc/testing.md)
 	for st in /proc/"$pid"/task/*/status; do
-		state=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' \
-			"$st" 2>/dev/null)
-		[ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ] &&
-			return 0
+		while read -r k v; do
+			[ "$k" = State: ] || continue
+			[ "${v:0:1}" != Z ] && [ "${v:0:1}" != X ] && return 0
+			break
+		done 2>/dev/null <"$st"
 	done
 	return 1
 }
@@ -91,8 +94,10 @@ _pid_alive()
 _pid_is_ours()
 {
 	local pid=$1
+	local -a argv=()
 	_pid_alive "$pid" || return 1
-	tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -qF -- "$T/"
+	mapfile -d '' argv 2>/dev/null <"/proc/$pid/cmdline" || return 1
+	[[ "${argv[*]}" == *"$T/"* ]]
 }
 
 _wait_pid_gone()
@@ -108,13 +113,31 @@ _wait_pid_gone()
 
 sheep_pid()
 {
-	cat "$T/$1/pid" 2>/dev/null
+	local pid=
+	read -r pid 2>/dev/null <"$T/$1/pid"
+	[ -n "$pid" ] && echo "$pid"
 }
 
 # _sheep_running IDX
 _sheep_running()
 {
-	_pid_is_ours "$(sheep_pid "$1")"
+	local pid=
+	read -r pid 2>/dev/null <"$T/$1/pid"
+	_pid_is_ours "$pid"
+}
+
+# _nr_lines TEXT [SKIP]: the number of non-empty lines of TEXT after its
+# first SKIP (default 0) in $NR_LINES, with builtins only
+_nr_lines()
+{
+	local -a lines=()
+	local l skip=${2:-0}
+	NR_LINES=0
+	mapfile -t lines <<<"$1"
+	for l in "${lines[@]:skip}"; do
+		[ -n "$l" ] && NR_LINES=$((NR_LINES + 1))
+	done
+	return 0
 }
 
 # indices of nodes that are running, in ascending order
@@ -254,7 +277,8 @@ nr_nodes_seen()
 {
 	local out
 	out=$(dog_at "$1" node list 2>/dev/null) || { echo 0; return; }
-	tail -n +2 <<<"$out" | grep -c .
+	_nr_lines "$out" 1
+	echo "$NR_LINES"
 }
 
 # wait_for_nodes N [IDX...]: every given (default: every running) node
@@ -284,7 +308,9 @@ vdi_locked()
 # first line of `dog cluster info` on node IDX
 cluster_status()
 {
-	dog_at "${1:-0}" cluster info 2>/dev/null | head -n 1
+	local out
+	out=$(dog_at "${1:-0}" cluster info 2>/dev/null)
+	echo "${out%%$'\n'*}"
 }
 
 # wait_for_status TEXT [IDX...]: `dog cluster info` first line is
@@ -308,8 +334,16 @@ wait_for_status()
 # newest epoch in `dog cluster info -r` of node IDX (empty if none)
 current_epoch()
 {
-	dog_at "${1:-0}" cluster info -r 2>/dev/null |
-		awk '/^[0-9]+ [0-9]+ \[/ { print $2; exit }'
+	local out l
+	local -a lines=()
+	out=$(dog_at "${1:-0}" cluster info -r 2>/dev/null)
+	mapfile -t lines <<<"$out"
+	for l in "${lines[@]}"; do
+		[[ $l =~ ^[0-9]+\ ([0-9]+)\ \[ ]] || continue
+		echo "${BASH_REMATCH[1]}"
+		return 0
+	done
+	return 0
 }
 
 # wait_for_epoch E [IDX...]: the newest epoch is E on every given node
@@ -349,7 +383,7 @@ wait_for_recovery()
 	for i in $(running_nodes); do
 		while :; do
 			out=$(dog_at "$i" node recovery 2>/dev/null) &&
-				[ "$(grep -c . <<<"$out")" -eq 2 ] && break
+				_nr_lines "$out" && [ "$NR_LINES" -eq 2 ] && break
 			[ $SECONDS -ge $end ] &&
 				_fail "recovery did not finish on node $i: $out"
 			sleep 0.5
@@ -698,6 +732,14 @@ node_objects()
 # the VDI id)
 obj_file()
 {
+	_obj_path "$@"
+	echo "$OBJ_PATH"
+}
+
+# _obj_path IDX NAME: obj_file's path in $OBJ_PATH, without a subshell
+# (check_placement asks for hundreds)
+_obj_path()
+{
 	local dirs=("$T/$1/obj") d sub
 	if [ -n "${SHEEP_DISKS[$1]:-}" ]; then
 		dirs=()
@@ -710,10 +752,10 @@ obj_file()
 	*) sub=${2:6:2} ;;
 	esac
 	for d in "${dirs[@]}"; do
-		[ -e "$d/$2" ] && { echo "$d/$2"; return; }
-		[ -e "$d/$sub/$2" ] && { echo "$d/$sub/$2"; return; }
+		[ -e "$d/$2" ] && { OBJ_PATH=$d/$2; return; }
+		[ -e "$d/$sub/$2" ] && { OBJ_PATH=$d/$sub/$2; return; }
 	done
-	echo "$T/$1/obj/$2"
+	OBJ_PATH=$T/$1/obj/$2
 }
 
 # ---------------------------------------------------------------------------

@@ -8,7 +8,7 @@
 # direction (a round trip between two nodes costs twice that), JITTER_US
 # more at most, LOSS_PPM packets per million dropped.  The cluster driver
 # is the test's (the local driver's files are shared by every namespace).
-# Daemons and dog run through tests/tools/own-mounts.sh, so that their
+# Daemons run through tests/tools/own-mounts.sh, so that their
 # copies of the mounts pin no other test's file system (a sheepfs that
 # cannot exit after its unmount, an XFS that cannot go away).
 # Skips the test where namespaces, iptables-legacy's NFQUEUE or
@@ -175,8 +175,11 @@ ns_dog()
 {
 	local idx=$1
 	shift
-	ip netns exec "$(ns_name "$idx")" "$TOP/tests/tools/own-mounts.sh" \
-		--keep "$T" "$DOG_BIN" "$@" -a "$(ns_ip "$idx")" -p "$NS_PORT"
+	# the network namespace only: ip netns exec makes a mount namespace
+	# too, whose copies of other tests' mounts own-mounts.sh must then
+	# drop, three processes more for every command (dog needs no /sys)
+	nsenter --net="/run/netns/$(ns_name "$idx")" \
+		"$DOG_BIN" "$@" -a "$(ns_ip "$idx")" -p "$NS_PORT"
 }
 
 # ns_wait_nodes N IDX...: each node IDX lists N nodes
