@@ -8,6 +8,7 @@
 #include "core/request.h"
 #include "group/group.h"
 #include "gw/gw.h"
+#include "ops/md.h"
 #include "ops/ops.h"
 #include "recovery/recovery.h"
 #include "recovery/scrub.h"
@@ -51,6 +52,11 @@ static void peer_io_done(struct request *req)
 	if (req->rp.result == SD_RES_EIO &&
 	    (op == SD_OP_READ_PEER || op == SD_OP_WRITE_PEER))
 		scrub_heal(req->rq.obj.oid, OBJ_IDX_REPLICA);
+	/* a write that met a failing disk goes on once the node knows */
+	if (req->rp.result == SD_RES_EIO &&
+	    (op == SD_OP_WRITE_PEER || op == SD_OP_CREATE_AND_WRITE_PEER) &&
+	    md_park_eio(req))
+		return;
 	/* a strip: the reader decodes around it */
 	if (req->rp.result == SD_RES_EIO && op == SD_OP_EC_READ)
 		scrub_heal(req->rq.obj.oid, req->rq.obj.ec_index);

@@ -29,6 +29,8 @@
 #define MD_INFO_NR_OFF	(MD_MAX_DISKS * MD_INFO_ENT)
 #define WATCH_MS	1000
 #define PROBE_MS	30000
+/* replica writes that met an I/O error, waiting for the watch at most */
+#define EIO_PARK_MAX	1024
 
 /* ---- after a disk went ---- */
 
@@ -128,6 +130,58 @@ static struct timer watch_timer;
 static struct work watch_work;
 static uint64_t last_probe;
 static int watch_failed;
+static bool watch_on;
+
+/*
+ * A replica write that failed with EIO may have met a failing disk (a
+ * file system gone read-only answers every write so): rather than fail
+ * the client's write, it waits for the watch's next look, which the error
+ * makes a probe of every disk.  Parked before a look starts, in
+ * eio_waiting; released when that look is done, from eio_checking.
+ */
+static LIST_HEAD(eio_waiting);
+static LIST_HEAD(eio_checking);
+static unsigned int nr_eio_parked;
+
+bool md_park_eio(struct request *req)
+{
+	if (!watch_on || nr_eio_parked >= EIO_PARK_MAX)
+		return false;
+	list_add_tail(&req->list, &eio_waiting);
+	nr_eio_parked++;
+	return true;
+}
+
+/*
+ * A disk went: each write runs again, in its epoch, on the disk that now
+ * holds its object (recovery brings the object there first); with no
+ * disk left the node is leaving, and its answer says so (the gateway
+ * retries in the next epoch, without this node).  No disk went: the EIO
+ * is the answer.
+ */
+static void eio_release(bool disk_went)
+{
+	struct request *req, *n;
+
+	list_for_each_entry_safe(req, n, &eio_checking, list) {
+		list_del(&req->list);
+		sd_assert(nr_eio_parked > 0);
+		nr_eio_parked--;
+		if (disk_went && store_md_nr() &&
+		    req->rq.epoch == cstate->epoch) {
+			submit_io(req);
+			continue;
+		}
+		if (disk_went) {
+			req->rp.result = store_md_nr() ?
+				(req->rq.epoch < cstate->epoch ?
+				 SD_RES_OLD_NODE_VER : SD_RES_NEW_NODE_VER) :
+				SD_RES_KILLED;
+			req->rp.data_length = 0;
+		}
+		request_done(req);
+	}
+}
 
 static void watch_fn(struct work *w)
 {
@@ -143,14 +197,19 @@ static void watch_done(struct work *w)
 {
 	if (watch_failed)
 		disks_lost();
+	eio_release(watch_failed);
 	if (store_md_nr())
 		timer_add(sys.loop, &watch_timer, WATCH_MS);
 }
 
 static void watch_tick(struct timer *t)
 {
-	if (wq_queue(sys.io_wq, &watch_work))
+	if (wq_queue(sys.io_wq, &watch_work)) {
 		timer_add(sys.loop, &watch_timer, WATCH_MS);
+		return;
+	}
+	/* this look answers the writes parked so far */
+	list_splice_tail_init(&eio_waiting, &eio_checking);
 }
 
 void md_watch_start(void)
@@ -165,6 +224,7 @@ void md_watch_start(void)
 	watch_work.fn = watch_fn;
 	watch_work.done = watch_done;
 	watch_timer.fn = watch_tick;
+	watch_on = true;
 	last_probe = now_msec();
 	timer_add(sys.loop, &watch_timer, WATCH_MS);
 }

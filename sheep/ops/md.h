@@ -12,5 +12,10 @@ int md_change(struct request *req);
 int md_change_work(struct request *req);
 /* unplug disks that fail, from now on (sheep BASE,DIR... only) */
 void md_watch_start(void);
+/*
+ * A replica write that failed with EIO waits for the watch's next look
+ * (md.c): true if parked, false if it cannot wait (no watch, too many)
+ */
+bool md_park_eio(struct request *req);
 
 #endif
