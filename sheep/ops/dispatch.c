@@ -54,8 +54,8 @@ static void peer_io_done(struct request *req)
 		scrub_heal(req->rq.obj.oid, OBJ_IDX_REPLICA);
 	/* a write that met a failing disk goes on once the node knows */
 	if (req->rp.result == SD_RES_EIO &&
-	    (op == SD_OP_WRITE_PEER || op == SD_OP_CREATE_AND_WRITE_PEER) &&
-	    md_park_eio(req))
+	    (op == SD_OP_WRITE_PEER || op == SD_OP_CREATE_AND_WRITE_PEER ||
+	     op == SD_OP_EC_PREPARE) && md_park_eio(req))
 		return;
 	/* a strip: the reader decodes around it */
 	if (req->rp.result == SD_RES_EIO && op == SD_OP_EC_READ)

@@ -153,11 +153,27 @@ bool md_park_eio(struct request *req)
 }
 
 /*
- * A disk went: each write runs again, in its epoch, on the disk that now
- * holds its object (recovery brings the object there first); with no
- * disk left the node is leaving, and its answer says so (the gateway
- * retries in the next epoch, without this node).  No disk went: the EIO
- * is the answer.
+ * The answer of a parked write whose disk went and that does not run
+ * again here: with no disk left the node is leaving (the gateway retries
+ * in the next epoch, without it); a strip's version is aborted and
+ * written again by the gateway, on the disk that now holds the strip
+ */
+static uint32_t eio_went_answer(const struct request *req)
+{
+	if (!store_md_nr())
+		return SD_RES_KILLED;
+	if (req->rq.epoch < cstate->epoch)
+		return SD_RES_OLD_NODE_VER;
+	if (req->rq.epoch > cstate->epoch)
+		return SD_RES_NEW_NODE_VER;
+	return SD_RES_NETWORK_ERROR;
+}
+
+/*
+ * A disk went: a replica write runs again, in its epoch, on the disk that
+ * now holds its object (recovery brings the object there first); the
+ * others are answered so that the gateway retries (eio_went_answer).  No
+ * disk went: the EIO is the answer.
  */
 static void eio_release(bool disk_went)
 {
@@ -168,15 +184,13 @@ static void eio_release(bool disk_went)
 		sd_assert(nr_eio_parked > 0);
 		nr_eio_parked--;
 		if (disk_went && store_md_nr() &&
-		    req->rq.epoch == cstate->epoch) {
+		    req->rq.epoch == cstate->epoch &&
+		    !is_strip_op(req->rq.opcode)) {
 			submit_io(req);
 			continue;
 		}
 		if (disk_went) {
-			req->rp.result = store_md_nr() ?
-				(req->rq.epoch < cstate->epoch ?
-				 SD_RES_OLD_NODE_VER : SD_RES_NEW_NODE_VER) :
-				SD_RES_KILLED;
+			req->rp.result = eio_went_answer(req);
 			req->rp.data_length = 0;
 		}
 		request_done(req);
@@ -198,8 +212,14 @@ static void watch_done(struct work *w)
 	if (watch_failed)
 		disks_lost();
 	eio_release(watch_failed);
-	if (store_md_nr())
+	if (store_md_nr()) {
 		timer_add(sys.loop, &watch_timer, WATCH_MS);
+		return;
+	}
+	/* no disk: the watch stops, and no write waits for it */
+	watch_on = false;
+	list_splice_tail_init(&eio_waiting, &eio_checking);
+	eio_release(true);
 }
 
 static void watch_tick(struct timer *t)
