@@ -10,7 +10,7 @@ DEB_PKGS := build-essential pkg-config liburcu-dev libcmocka-dev libssl-dev \
 	e2fsprogs xfsprogs util-linux procps psmisc bc libfuse3-dev fuse3 \
 	qemu-utils qemu-system-x86 fio python3 iproute2 nftables clang \
 	libclang-rt-dev libisal-dev logrotate libibverbs-dev librdmacm-dev \
-	curl man-db tgt libiscsi-bin python3-botocore iptables \
+	curl man-db tgt libiscsi-bin python3-botocore python3-boto3 iptables \
 	libnetfilter-queue-dev
 
 # Debian packages only the QEMU builds need (qemu-patches/build*.sh, the

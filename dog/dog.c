@@ -34,6 +34,7 @@ static const struct command *commands[] = {
 	&node_command,
 	&cluster_command,
 	&benchmark_command,
+	&s3_command,
 };
 
 static const struct sd_option global_options[] = {

@@ -73,6 +73,7 @@ int node_ok_to_stop(int argc, char **argv);
 bool cluster_has_vdis(void);
 bool cluster_forced(void);
 extern struct command benchmark_command;
+extern struct command s3_command;
 
 /* global options and cluster view */
 extern char sdhost[];

@@ -163,6 +163,35 @@
 #define SD_OP_RECYCLE_VDIS		0xF1
 #define SD_OP_RECYCLE_BUSY		0xF2
 /*
+ * Kelpie, object storage (doc/object-storage.md): the registry of S3
+ * users and buckets, a cluster op applied in total order.  Its payload is
+ * a struct s3reg_req; the originator's work part changes the registry in
+ * the system volume (VDI ".kelpie/s3", named by vid); every node's main
+ * part then counts a new generation, and gateways read the registry again.
+ * VDI_EXIST: the user or bucket exists; NO_VDI: it does not (or, adding
+ * a bucket, its user does not); INVALID_PARMS: a malformed payload.
+ */
+#define SD_OP_S3_REGISTRY		0xF3
+#define S3REG_USER_ADD			1
+#define S3REG_USER_DEL			2
+#define S3REG_BUCKET_ADD		3
+#define S3REG_BUCKET_DEL		4
+#define S3REG_NAME_LEN			64	/* with its NUL */
+#define S3REG_ACCESS_LEN		32
+#define S3REG_SECRET_LEN		64
+#define S3REG_SYSTEM_VOLUME		".kelpie/s3"
+struct s3reg_req {
+	uint8_t kind;			/* S3REG_* */
+	uint8_t pad[3];
+	uint32_t vid;			/* the system volume */
+	uint64_t created;		/* seconds since the epoch */
+	char name[S3REG_NAME_LEN];	/* the user or the bucket */
+	char user[S3REG_NAME_LEN];	/* a bucket's user */
+	char access[S3REG_ACCESS_LEN];	/* a user's access key */
+	char secret[S3REG_SECRET_LEN];	/* and secret */
+	char gateway[S3REG_NAME_LEN];	/* a bucket's gateway, ADDR:PORT */
+};
+/*
  * ALTER_VDI_COPY's vdi_state.set_bitmap, for a change between copies and
  * a code (0: between numbers of copies, as Sheepdog): BEGIN records the
  * new layout (vdi_state.copies, copy_policy) beside the old one and

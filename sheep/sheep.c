@@ -29,6 +29,7 @@
 #include "net.h"
 #include "front/metrics.h"
 #include "front/nbd.h"
+#include "front/s3.h"
 #include "group/group.h"
 #include "gw/gw.h"
 #include "gw/ec_gateway.h"
@@ -49,7 +50,7 @@ static int ready_fd = -1;
 static int lock_fd = -1;
 
 enum { OPT_NBD = 256, OPT_ADMIN_FROM, OPT_CLUSTER_KEY, OPT_BUDGET, OPT_HTTP,
-       OPT_RDMA };
+       OPT_RDMA, OPT_S3 };
 
 static const struct option long_opts[] = {
 	{ "bindaddr", required_argument, NULL, 'b' },
@@ -78,6 +79,7 @@ static const struct option long_opts[] = {
 	{ "wildcard-recovery", no_argument, NULL, 'W' },
 	{ "max-dynamic-threads", required_argument, NULL, 'x' },
 	{ "http", required_argument, NULL, OPT_HTTP },
+	{ "s3", required_argument, NULL, OPT_S3 },
 	{ "rdma", required_argument, NULL, OPT_RDMA },
 	{ NULL, 0, NULL, 0 },
 };
@@ -119,6 +121,9 @@ static void usage(FILE *f)
 "  -n, --nosync           do not sync writes (tests, benchmarks)\n"
 "  -p, --port PORT        TCP port (default 7000)\n"
 "  -P, --pidfile FILE     write the daemon's PID to FILE\n"
+"      --s3 [ADDR:]PORT   serve object storage (S3, path-style, SigV4)\n"
+"                         on PORT; ADDR defaults to --bindaddr's; users\n"
+"                         come from dog s3 user create\n"
 "  -u, --upgrade          accepted: an older store is always upgraded at\n"
 "                         start-up\n"
 "  -w, --wq-threads io=N  threads of store I/O (default 8, at most 64)\n"
@@ -155,7 +160,8 @@ static const char *refused_option(int c)
 		       "talk to each other on -b/-y's address";
 	case 'r':
 		return "-r (Sheepdog's HTTP object service, Swift) is not "
-		       "supported; --http serves metrics";
+		       "supported: --s3 serves objects over S3, --http serves "
+		       "metrics";
 	default:
 		return "-x (dynamic thread pools) is not supported: the pools "
 		       "are fixed (-w io=N)";
@@ -800,6 +806,12 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			break;
+		case OPT_S3:
+			if (s3_configure(optarg)) {
+				fprintf(stderr, "invalid --s3 '%s'\n", optarg);
+				return 1;
+			}
+			break;
 		case OPT_RDMA:
 			rdma = optarg;
 			break;
@@ -972,7 +984,7 @@ int main(int argc, char **argv)
 	ops_set_metrics_hooks(&metrics_hooks);
 	if (group_init(driver, &group_hooks))
 		goto fail;
-	if (http_init(bindaddr))
+	if (http_init(bindaddr) || s3_init(bindaddr))
 		goto fail;
 	if (write_pidfile())
 		goto fail;

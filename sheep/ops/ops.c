@@ -20,6 +20,7 @@
 #include "net/peer.h"
 #include "ops/md.h"
 #include "ops/ops.h"
+#include "ops/s3reg.h"
 #include "ops/strip_ops.h"
 #include "ops/validate.h"
 #include "recovery/recovery.h"
@@ -1122,6 +1123,10 @@ static const struct sd_op ops[256] = {
 		.work_fn = recycle_work, .cluster_fn = recycle_main,
 		.checks = OPV_INTERNAL | OPV_PAYLOAD,
 		.max_len = RECYCLE_FAMILY_MAX * 8 },
+	[SD_OP_S3_REGISTRY] = { .name = "S3_REGISTRY", .type = OP_CLUSTER,
+		.work_fn = s3reg_work, .cluster_fn = s3reg_main,
+		.checks = OPV_PAYLOAD | OPV_ADMIN,
+		.max_len = sizeof(struct s3reg_req) },
 	[SD_OP_RECYCLE_BUSY] = { .name = "RECYCLE_BUSY", .type = OP_LOCAL,
 		.main_fn = recycle_busy, .checks = OPV_PEER | OPV_OBJ },
 	[SD_OP_COMPLETE_RECOVERY] = { .name = "COMPLETE_RECOVERY",

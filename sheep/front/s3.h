@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Object storage over HTTP (sheep --s3 [ADDR:]PORT, doc/object-storage.md):
+ * s3.c holds the connections (a poller thread that gathers request heads,
+ * a fixed pool of workers that serve them), s3_api.c the S3 requests,
+ * s3_bucket.c the buckets and their objects in the cluster, s3_reg.c the
+ * registry of users and buckets as this gateway knows it.
+ */
+#ifndef SHEEP_FRONT_S3_H
+#define SHEEP_FRONT_S3_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "http.h"
+
+/* s3_api.c: sheep --s3, 0 or -1 for a bad spec */
+int s3_configure(const char *spec);
+/* s3_api.c: start the endpoint if configured: 0 or -1 (said in the log) */
+int s3_init(const char *default_addr);
+
+/* ---- s3.c: the connections, and what a request's handler is given ---- */
+
+struct s3_conn;
+
+/* listen on @addr:@port; @serve answers each request: 0 or -1 (logged) */
+int s3_conns_start(const char *addr, int port,
+		   void (*serve)(struct s3_conn *c));
+
+/* the request being served, its head parsed */
+const struct http_request *s3_request(const struct s3_conn *c);
+/*
+ * Up to @len bytes of the body into @buf: how many (0 at its end), -1 if
+ * the client went or was too slow.  Reads no further than the body.
+ */
+ssize_t s3_body_read(struct s3_conn *c, void *buf, size_t len);
+/* the rest of the body, read and dropped: 0, or -1 (close) */
+int s3_body_drain(struct s3_conn *c);
+/* @len bytes to the client: 0, or -1 (the connection is closed after) */
+int s3_send(struct s3_conn *c, const void *buf, size_t len);
+/* the connection is closed after this answer */
+void s3_close_after(struct s3_conn *c);
+
+
+#endif

@@ -1,0 +1,681 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Buckets and their objects in the cluster (s3_bucket.h).
+ *
+ * A bucket's index volume holds a kvtree: "o/KEY" names an object's entry
+ * (below), "m/next" the end of what the owner has given out of the data
+ * volume.  A PUT's bytes are written into room reserved at the end and
+ * only then is the entry committed, so a reader sees the old entry or the
+ * new one, and an entry never names bytes not yet written.  The room of
+ * an overwritten or deleted object, or of a PUT that never committed, is
+ * not given out again yet (doc/object-storage.md: reclaiming is to come).
+ *
+ * The owner keeps the bucket's tree open and changes it under the
+ * bucket's lock; another gateway opens the tree afresh for each read.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "util.h"
+#include "core/core.h"
+#include "front/exec.h"
+#include "front/s3_bucket.h"
+#include "front/s3_reg.h"
+#include "vdi/volume.h"
+
+#define ENTRY_HEAD	48
+#define ENTRY_VERSION	1
+#define ENTRY_INLINE	1
+#define INDEX_SIZE	((uint64_t)KVT_MAX_PAGES * KVT_PAGE)
+#define DATA_SIZE	(UINT64_C(4) << 40)
+#define ALIGN		4096
+#define READ_TRIES	3
+
+struct s3_bucket {
+	struct s3_bucket *next;		/* in the cache */
+	int refs;
+	struct s3_bucket_rec rec;
+	uint32_t index_vid, data_vid;
+	bool owner;
+	pthread_mutex_t lock;		/* the owner's tree and next */
+	struct vol_pages pages;
+	struct kvt_store store;
+	struct kvtree *t;		/* the owner's */
+	uint64_t next_off;
+	bool gone;			/* deleted: no commit any more */
+};
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct s3_bucket *cache;
+
+/* ---- entries ---- */
+
+static size_t entry_encode(const struct s3_obj *o, uint8_t *buf)
+{
+	uint8_t *p = buf + ENTRY_HEAD;
+
+	memset(buf, 0, ENTRY_HEAD);
+	buf[0] = ENTRY_VERSION;
+	buf[1] = o->is_inline ? ENTRY_INLINE : 0;
+	put_le16(buf + 2, o->ctype_len);
+	put_le16(buf + 4, o->meta_len);
+	put_le64(buf + 8, o->size);
+	put_le64(buf + 16, o->mtime);
+	put_le64(buf + 24, o->off);
+	memcpy(buf + 32, o->md5, 16);
+	memcpy(p, o->ctype, o->ctype_len);
+	p += o->ctype_len;
+	memcpy(p, o->meta, o->meta_len);
+	p += o->meta_len;
+	if (o->is_inline) {
+		memcpy(p, o->data, o->size);
+		p += o->size;
+	}
+	return (size_t)(p - buf);
+}
+
+/* 0, or -2 for an entry that is not one */
+static int entry_decode(const uint8_t *buf, size_t len, struct s3_obj *o)
+{
+	size_t want;
+
+	if (len < ENTRY_HEAD || buf[0] != ENTRY_VERSION)
+		return -2;
+	o->is_inline = buf[1] & ENTRY_INLINE;
+	o->ctype_len = get_le16(buf + 2);
+	o->meta_len = get_le16(buf + 4);
+	o->size = get_le64(buf + 8);
+	o->mtime = get_le64(buf + 16);
+	o->off = get_le64(buf + 24);
+	memcpy(o->md5, buf + 32, 16);
+	if (o->ctype_len > S3_MAX_CTYPE || o->meta_len > S3_MAX_META ||
+	    (o->is_inline && o->size > S3_MAX_INLINE))
+		return -2;
+	want = ENTRY_HEAD + o->ctype_len + o->meta_len +
+	       (o->is_inline ? (size_t)o->size : 0);
+	if (len != want)
+		return -2;
+	buf += ENTRY_HEAD;
+	memcpy(o->ctype, buf, o->ctype_len);
+	buf += o->ctype_len;
+	memcpy(o->meta, buf, o->meta_len);
+	buf += o->meta_len;
+	if (o->is_inline)
+		memcpy(o->data, buf, o->size);
+	return 0;
+}
+
+#define ENTRY_MAX	(ENTRY_HEAD + S3_MAX_CTYPE + S3_MAX_META + S3_MAX_INLINE)
+
+/* "o/" and the key */
+static size_t obj_key(char *out, const char *key, size_t klen)
+{
+	out[0] = 'o';
+	out[1] = '/';
+	memcpy(out + 2, key, klen);
+	return klen + 2;
+}
+
+/* ---- volumes ---- */
+
+static void volume_name(char *out, const char *bucket, const char *what)
+{
+	snprintf(out, SD_MAX_VDI_LEN, S3REG_SYSTEM_VOLUME "/b/%s/%s", bucket,
+		 what);
+}
+
+static int volume_lookup(const char *bucket, const char *what, uint32_t *vid)
+{
+	char name[SD_MAX_VDI_LEN + SD_MAX_VDI_TAG_LEN] = { 0 };
+	struct sd_req rq = { .opcode = SD_OP_GET_VDI_INFO };
+	struct sd_rsp rsp;
+	int ret;
+
+	volume_name(name, bucket, what);
+	rq.flags = SD_FLAG_CMD_WRITE;
+	rq.data_length = sizeof(name);
+	ret = front_exec(&rq, name, &rsp);
+	if (ret == SD_RES_SUCCESS)
+		*vid = rsp.vdi.vdi_id;
+	return ret;
+}
+
+/* entries of the inode index read or cleared at once */
+#define INDEX_CHUNK	65536
+
+/*
+ * Every entry of @vid's index zeroed, as a client does before DEL_VDI:
+ * the gateway drops the objects they named
+ */
+static int volume_clear(uint32_t vid, uint64_t size)
+{
+	uint32_t nr = (uint32_t)MIN(size / SD_DATA_OBJ_SIZE,
+				    (uint64_t)SD_INODE_DATA_INDEX);
+	uint8_t *buf = xmalloc(INDEX_CHUNK * 4), *zero = xzalloc(INDEX_CHUNK * 4);
+	int ret = SD_RES_SUCCESS;
+
+	for (uint32_t first = 0; first < nr && !ret; first += INDEX_CHUNK) {
+		uint32_t n = MIN(nr - first, (uint32_t)INDEX_CHUNK), lo, hi;
+		struct sd_req rq = { .opcode = SD_OP_READ_OBJ };
+
+		rq.data_length = n * 4;
+		rq.obj.oid = vid_to_vdi_oid(vid);
+		rq.obj.offset = SD_INODE_INDEX_OFFSET + first * 4;
+		ret = front_exec(&rq, buf, NULL);
+		/* the range from the first entry in use to the last */
+		for (lo = 0; !ret && lo < n && !get_le32(buf + 4 * lo); lo++)
+			;
+		if (ret || lo == n)
+			continue;
+		for (hi = n - 1; !get_le32(buf + 4 * hi); hi--)
+			;
+		rq.opcode = SD_OP_WRITE_OBJ;
+		rq.flags = SD_FLAG_CMD_WRITE;
+		rq.data_length = (hi - lo + 1) * 4;
+		rq.obj.offset = SD_INODE_INDEX_OFFSET + (first + lo) * 4;
+		ret = front_exec_client(&rq, zero, NULL);
+	}
+	free(buf);
+	free(zero);
+	return ret;
+}
+
+/* the volume's objects dropped, then its inode */
+static int volume_delete(const char *bucket, const char *what)
+{
+	char name[SD_MAX_VDI_LEN + SD_MAX_VDI_TAG_LEN] = { 0 };
+	struct sd_req rq = { .opcode = SD_OP_DEL_VDI };
+	uint32_t vid;
+	int ret = volume_lookup(bucket, what, &vid);
+
+	if (ret == SD_RES_NO_VDI)
+		return SD_RES_SUCCESS;
+	if (ret == SD_RES_SUCCESS)
+		ret = volume_clear(vid, strcmp(what, "index") ? DATA_SIZE :
+				   INDEX_SIZE);
+	if (ret != SD_RES_SUCCESS)
+		return ret;
+	volume_name(name, bucket, what);
+	rq.flags = SD_FLAG_CMD_WRITE;
+	rq.data_length = sizeof(name);
+	return front_exec(&rq, name, NULL);
+}
+
+/* a volume made afresh: one left by a bucket of that name goes first */
+static int volume_create(const char *bucket, const char *what, uint64_t size)
+{
+	char name[SD_MAX_VDI_LEN] = { 0 };
+	struct sd_req rq = { .opcode = SD_OP_NEW_VDI };
+	int ret;
+
+	volume_name(name, bucket, what);
+	rq.flags = SD_FLAG_CMD_WRITE;
+	rq.data_length = sizeof(name);
+	rq.vdi.vdi_size = size;
+	ret = front_exec(&rq, name, NULL);
+	if (ret != SD_RES_VDI_EXIST)
+		return ret;
+	ret = volume_delete(bucket, what);
+	if (ret != SD_RES_SUCCESS)
+		return ret;
+	volume_name(name, bucket, what);
+	return front_exec(&rq, name, NULL);
+}
+
+/* ---- the owner's tree ---- */
+
+static int load_next(struct s3_bucket *b)
+{
+	uint8_t v[8];
+	int n = kvt_get(b->t, "m/next", 6, v, sizeof(v));
+
+	if (n == -1) {
+		b->next_off = 0;
+		return 0;
+	}
+	if (n != (int)sizeof(v))
+		return -2;
+	b->next_off = get_le64(v);
+	return 0;
+}
+
+/* under b->lock: the owner's tree open, 0 or -2 */
+static int owner_tree(struct s3_bucket *b)
+{
+	if (b->gone)
+		return -2;
+	if (b->t)
+		return 0;
+	if (kvt_open(&b->store, &b->t)) {
+		b->t = NULL;
+		return -2;
+	}
+	if (load_next(b)) {
+		kvt_close(b->t);
+		b->t = NULL;
+		return -2;
+	}
+	return 0;
+}
+
+/* a commit that failed: the tree in the volume is the last committed */
+static void owner_reset(struct s3_bucket *b)
+{
+	kvt_close(b->t);
+	b->t = NULL;
+}
+
+/* ---- the cache ---- */
+
+static void bucket_free(struct s3_bucket *b)
+{
+	if (b->t)
+		kvt_close(b->t);
+	pthread_mutex_destroy(&b->lock);
+	free(b);
+}
+
+static struct s3_bucket *bucket_new(const struct s3_bucket_rec *rec)
+{
+	struct s3_bucket *b = xzalloc(sizeof(*b));
+	char self[S3REG_NAME_LEN];
+
+	b->rec = *rec;
+	b->refs = 1;
+	pthread_mutex_init(&b->lock, NULL);
+	node_to_str(&sys.self, self, sizeof(self));
+	b->owner = !strcmp(rec->gateway, self);
+	if (volume_lookup(rec->name, "index", &b->index_vid) ||
+	    volume_lookup(rec->name, "data.0", &b->data_vid)) {
+		bucket_free(b);
+		return NULL;
+	}
+	b->pages.vid = b->index_vid;
+	vol_kvt_store(&b->pages, &b->store);
+	return b;
+}
+
+static bool same_bucket(const struct s3_bucket_rec *a,
+			const struct s3_bucket_rec *b)
+{
+	return !strcmp(a->name, b->name) && !strcmp(a->gateway, b->gateway) &&
+	       a->created == b->created && !strcmp(a->user, b->user);
+}
+
+/* under cache_lock: @b out of the cache, freed when unused */
+static void uncache(struct s3_bucket *b)
+{
+	for (struct s3_bucket **p = &cache; *p; p = &(*p)->next)
+		if (*p == b) {
+			*p = b->next;
+			if (!--b->refs)
+				bucket_free(b);
+			return;
+		}
+}
+
+int s3b_get(const char *name, struct s3_bucket **out)
+{
+	struct s3_bucket_rec rec;
+	struct s3_bucket *b;
+	int ret = s3reg_find_bucket(name, &rec);
+
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&cache_lock);
+	for (b = cache; b; b = b->next)
+		if (!strcmp(b->rec.name, name))
+			break;
+	if (b && !same_bucket(&b->rec, &rec)) {
+		uncache(b);	/* deleted and made again */
+		b = NULL;
+	}
+	if (!b) {
+		b = bucket_new(&rec);
+		if (!b) {
+			pthread_mutex_unlock(&cache_lock);
+			return -2;
+		}
+		b->next = cache;
+		cache = b;
+	}
+	b->refs++;
+	pthread_mutex_unlock(&cache_lock);
+	*out = b;
+	return 0;
+}
+
+void s3b_put(struct s3_bucket *b)
+{
+	pthread_mutex_lock(&cache_lock);
+	if (!--b->refs)
+		bucket_free(b);
+	pthread_mutex_unlock(&cache_lock);
+}
+
+bool s3b_is_owner(const struct s3_bucket *b)
+{
+	return b->owner;
+}
+
+const char *s3b_owner(const struct s3_bucket *b)
+{
+	return b->rec.gateway;
+}
+
+const char *s3b_user(const struct s3_bucket *b)
+{
+	return b->rec.user;
+}
+
+uint64_t s3b_created(const struct s3_bucket *b)
+{
+	return b->rec.created;
+}
+
+/* ---- reads ---- */
+
+/*
+ * @fn on the bucket's tree: the owner's under its lock, else one opened
+ * for this read (tried again if a page it read was reused meanwhile)
+ */
+static int with_tree(struct s3_bucket *b,
+		     int (*fn)(struct kvtree *t, void *arg), void *arg)
+{
+	int ret = -2;
+
+	if (b->owner) {
+		pthread_mutex_lock(&b->lock);
+		if (!owner_tree(b))
+			ret = fn(b->t, arg);
+		pthread_mutex_unlock(&b->lock);
+		return ret;
+	}
+	for (int i = 0; i < READ_TRIES; i++) {
+		struct kvtree *t;
+
+		if (kvt_open(&b->store, &t))
+			continue;
+		ret = fn(t, arg);
+		kvt_close(t);
+		if (ret != -2)
+			break;
+	}
+	return ret;
+}
+
+struct lookup_arg {
+	const char *key;
+	size_t klen;
+	struct s3_obj *o;
+};
+
+static int lookup_fn(struct kvtree *t, void *arg)
+{
+	struct lookup_arg *a = arg;
+	char k[S3_MAX_KEY + 2];
+	uint8_t v[ENTRY_MAX];
+	int n;
+
+	n = kvt_get(t, k, obj_key(k, a->key, a->klen), v, sizeof(v));
+	if (n < 0)
+		return n;
+	if ((size_t)n > sizeof(v))
+		return -2;
+	return entry_decode(v, (size_t)n, a->o);
+}
+
+int s3b_lookup(struct s3_bucket *b, const char *key, size_t klen,
+	       struct s3_obj *o)
+{
+	struct lookup_arg a = { key, klen, o };
+
+	if (klen > S3_MAX_KEY)
+		return -1;
+	return with_tree(b, lookup_fn, &a);
+}
+
+struct scan_arg {
+	const char *start;
+	size_t slen;
+	int (*fn)(const char *key, size_t klen, const struct s3_obj *o,
+		  void *arg);
+	void *arg;
+	int stop;
+	struct s3_obj o;
+};
+
+static int scan_one(const void *key, size_t klen, const void *val,
+		    size_t vlen, void *arg)
+{
+	struct scan_arg *a = arg;
+	const char *k = key;
+
+	if (klen < 2 || k[0] != 'o' || k[1] != '/')
+		return 1;	/* past the objects */
+	if (entry_decode(val, vlen, &a->o)) {
+		a->stop = -2;
+		return 1;
+	}
+	a->stop = a->fn(k + 2, klen - 2, &a->o, a->arg);
+	return a->stop;
+}
+
+static int scan_fn(struct kvtree *t, void *arg)
+{
+	struct scan_arg *a = arg;
+	char k[S3_MAX_KEY + 2];
+	int ret;
+
+	a->stop = 0;
+	ret = kvt_scan(t, k, obj_key(k, a->start, a->slen), scan_one, a);
+	return ret ? ret : a->stop;
+}
+
+int s3b_scan(struct s3_bucket *b, const char *start, size_t slen,
+	     int (*fn)(const char *key, size_t klen, const struct s3_obj *o,
+		       void *arg), void *arg)
+{
+	struct scan_arg *a = xzalloc(sizeof(*a));
+	int ret;
+
+	if (slen > S3_MAX_KEY)
+		slen = S3_MAX_KEY;
+	a->start = start;
+	a->slen = slen;
+	a->fn = fn;
+	a->arg = arg;
+	ret = with_tree(b, scan_fn, a);
+	free(a);
+	return ret;
+}
+
+int s3b_read(struct s3_bucket *b, uint64_t off, void *buf, uint32_t len)
+{
+	return vol_read(b->data_vid, off, buf, len);
+}
+
+/* ---- the owner's writes ---- */
+
+int s3b_reserve(struct s3_bucket *b, uint64_t len, uint64_t *off)
+{
+	int ret = -2;
+
+	sd_assert(b->owner);
+	pthread_mutex_lock(&b->lock);
+	if (!owner_tree(b) && b->next_off + len <= DATA_SIZE) {
+		*off = b->next_off;
+		b->next_off += (len + ALIGN - 1) / ALIGN * ALIGN;
+		ret = 0;
+	}
+	pthread_mutex_unlock(&b->lock);
+	return ret;
+}
+
+int s3b_write(struct s3_bucket *b, uint64_t off, const void *buf,
+	      uint32_t len)
+{
+	return vol_write(b->data_vid, off, buf, len);
+}
+
+/* under b->lock: the change in b->t made durable, with next */
+static int owner_commit(struct s3_bucket *b)
+{
+	uint8_t v[8];
+
+	put_le64(v, b->next_off);
+	if (kvt_put(b->t, "m/next", 6, v, sizeof(v)) || kvt_commit(b->t)) {
+		owner_reset(b);
+		return -2;
+	}
+	return 0;
+}
+
+int s3b_commit(struct s3_bucket *b, const char *key, size_t klen,
+	       const struct s3_obj *o)
+{
+	char k[S3_MAX_KEY + 2];
+	uint8_t *v = xmalloc(ENTRY_MAX);
+	size_t vlen = entry_encode(o, v);
+	int ret = -2;
+
+	sd_assert(b->owner && klen <= S3_MAX_KEY);
+	pthread_mutex_lock(&b->lock);
+	if (!owner_tree(b)) {
+		if (kvt_put(b->t, k, obj_key(k, key, klen), v, vlen))
+			owner_reset(b);
+		else
+			ret = owner_commit(b);
+	}
+	pthread_mutex_unlock(&b->lock);
+	free(v);
+	return ret;
+}
+
+int s3b_delete(struct s3_bucket *b, const char *key, size_t klen)
+{
+	char k[S3_MAX_KEY + 2];
+	int ret = -2;
+
+	sd_assert(b->owner);
+	if (klen > S3_MAX_KEY)
+		return 0;
+	pthread_mutex_lock(&b->lock);
+	if (!owner_tree(b)) {
+		switch (kvt_del(b->t, k, obj_key(k, key, klen))) {
+		case -1:
+			ret = 0;
+			break;
+		case 0:
+			ret = owner_commit(b);
+			break;
+		default:
+			owner_reset(b);
+		}
+	}
+	pthread_mutex_unlock(&b->lock);
+	return ret;
+}
+
+/* ---- creation and deletion ---- */
+
+static int registry(uint8_t kind, const char *name, const char *user)
+{
+	struct s3reg_req r;
+
+	memset(&r, 0, sizeof(r));
+	r.kind = kind;
+	snprintf(r.name, sizeof(r.name), "%s", name);
+	if (user)
+		snprintf(r.user, sizeof(r.user), "%s", user);
+	node_to_str(&sys.self, r.gateway, sizeof(r.gateway));
+	r.created = (uint64_t)time(NULL);
+	return s3reg_change(&r);
+}
+
+int s3b_create(const char *name, const char *user, bool *mine)
+{
+	struct s3_bucket_rec rec;
+	int ret;
+
+	ret = s3reg_find_bucket(name, &rec);
+	if (ret == -2)
+		return -2;
+	if (!ret) {
+		*mine = !strcmp(rec.user, user);
+		return -1;
+	}
+	ret = registry(S3REG_BUCKET_ADD, name, user);
+	if (ret == SD_RES_VDI_EXIST) {
+		*mine = !s3reg_find_bucket(name, &rec) &&
+			!strcmp(rec.user, user);
+		return -1;
+	}
+	if (ret != SD_RES_SUCCESS) {
+		sd_err("S3: bucket %s: %s", name, sd_strerror((uint32_t)ret));
+		return -2;
+	}
+	ret = volume_create(name, "index", INDEX_SIZE);
+	if (ret == SD_RES_SUCCESS)
+		ret = volume_create(name, "data.0", DATA_SIZE);
+	if (ret != SD_RES_SUCCESS) {
+		sd_err("S3: the volumes of bucket %s: %s", name,
+		       sd_strerror((uint32_t)ret));
+		registry(S3REG_BUCKET_DEL, name, NULL);
+		return -2;
+	}
+	sd_info("S3: bucket %s of %s created", name, user);
+	return 0;
+}
+
+static int any_object(const void *key, size_t klen, const void *val,
+		      size_t vlen, void *arg)
+{
+	const char *k = key;
+
+	*(bool *)arg = klen >= 2 && k[0] == 'o' && k[1] == '/';
+	return 1;
+}
+
+int s3b_destroy(struct s3_bucket *b)
+{
+	bool found = false;
+	int ret = -2;
+
+	sd_assert(b->owner);
+	/* under the lock: no PUT commits between the look and the end */
+	pthread_mutex_lock(&b->lock);
+	if (owner_tree(b))
+		goto out;
+	if (kvt_scan(b->t, "o/", 2, any_object, &found))
+		goto out;
+	if (found) {
+		ret = -1;
+		goto out;
+	}
+	/* gone from the registry first: then no one writes it */
+	ret = registry(S3REG_BUCKET_DEL, b->rec.name, NULL);
+	if (ret != SD_RES_SUCCESS && ret != SD_RES_NO_VDI) {
+		ret = -2;
+		goto out;
+	}
+	b->gone = true;
+	ret = 0;
+out:
+	pthread_mutex_unlock(&b->lock);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&cache_lock);
+	uncache(b);
+	pthread_mutex_unlock(&cache_lock);
+	if (volume_delete(b->rec.name, "index") ||
+	    volume_delete(b->rec.name, "data.0"))
+		sd_warn("S3: the volumes of deleted bucket %s are left; a "
+			"bucket of that name made later removes them",
+			b->rec.name);
+	sd_info("S3: bucket %s deleted", b->rec.name);
+	return 0;
+}

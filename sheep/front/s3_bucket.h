@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Buckets and their objects in the cluster (s3_bucket.c,
+ * doc/object-storage.md): a bucket is an index volume (a kvtree of its
+ * objects' entries) and a data volume its objects' bytes are appended to.
+ * One gateway writes a bucket: its owner, named in the registry; any
+ * gateway reads it.
+ */
+#ifndef SHEEP_FRONT_S3_BUCKET_H
+#define SHEEP_FRONT_S3_BUCKET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "kvtree.h"
+
+#define S3_MAX_KEY		1024	/* S3's bound, in bytes */
+#define S3_MAX_CTYPE		256
+#define S3_MAX_META		2048	/* x-amz-meta-*, as S3 */
+#define S3_MAX_INLINE		2048	/* smaller objects live in their entry */
+
+/* an object's entry */
+struct s3_obj {
+	uint64_t size;
+	uint64_t mtime;			/* seconds since the epoch */
+	uint64_t off;			/* in the data volume */
+	uint8_t md5[16];
+	bool is_inline;
+	uint16_t ctype_len, meta_len;
+	char ctype[S3_MAX_CTYPE];
+	char meta[S3_MAX_META];		/* name NUL value NUL ... */
+	uint8_t data[S3_MAX_INLINE];	/* is_inline: size bytes */
+};
+
+struct s3_bucket;
+
+/* the bucket @name: 0, -1 no such bucket, -2 it cannot be read */
+int s3b_get(const char *name, struct s3_bucket **b);
+void s3b_put(struct s3_bucket *b);
+/* is this gateway the one that writes @b? */
+bool s3b_is_owner(const struct s3_bucket *b);
+const char *s3b_owner(const struct s3_bucket *b);
+const char *s3b_user(const struct s3_bucket *b);
+uint64_t s3b_created(const struct s3_bucket *b);
+
+/* the entry of @key: 0, -1 absent, -2 unreadable */
+int s3b_lookup(struct s3_bucket *b, const char *key, size_t klen,
+	       struct s3_obj *o);
+/*
+ * The entries of keys >= @start in key order, to @fn until it returns
+ * non-zero (its return value is then returned): 0 at the end, -2 I/O
+ */
+int s3b_scan(struct s3_bucket *b, const char *start, size_t slen,
+	     int (*fn)(const char *key, size_t klen, const struct s3_obj *o,
+		       void *arg), void *arg);
+/* the owner: room for @len bytes in the data volume at *@off (0 or -2) */
+int s3b_reserve(struct s3_bucket *b, uint64_t len, uint64_t *off);
+/* bytes of the data volume: SD_RES results */
+int s3b_write(struct s3_bucket *b, uint64_t off, const void *buf,
+	      uint32_t len);
+int s3b_read(struct s3_bucket *b, uint64_t off, void *buf, uint32_t len);
+/* the owner: @key now names @o (0, -2): durable when it returns */
+int s3b_commit(struct s3_bucket *b, const char *key, size_t klen,
+	       const struct s3_obj *o);
+/* the owner: @key gone (0 removed or absent, -2) */
+int s3b_delete(struct s3_bucket *b, const char *key, size_t klen);
+
+/*
+ * CreateBucket for @user through this gateway: 0, -1 the name is taken
+ * (by @user: *@mine), -2 failure
+ */
+int s3b_create(const char *name, const char *user, bool *mine);
+/* DeleteBucket, by its owner: 0, -1 not empty, -2 failure */
+int s3b_destroy(struct s3_bucket *b);
+
+#endif

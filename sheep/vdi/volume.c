@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * A VDI as a store of bytes for worker threads (volume.h): each piece of
+ * a read or write is one object request through the gateway, blocking.
+ */
+#include <string.h>
+#include "inode.h"
+#include "proto.h"
+#include "util.h"
+#include "gw/gw.h"
+#include "vdi/volume.h"
+
+#define OBJ	SD_DATA_OBJ_SIZE
+
+int vol_read(uint32_t vid, uint64_t off, void *buf, uint32_t len)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		uint32_t idx = (uint32_t)(off / OBJ), in = (uint32_t)(off % OBJ);
+		uint32_t n = MIN(len, OBJ - in);
+		int ret;
+
+		if (idx >= SD_INODE_DATA_INDEX)
+			return SD_RES_INVALID_PARMS;
+		ret = gw_exec_sync(SD_OP_READ_OBJ, vid_to_data_oid(vid, idx), p,
+				   n, in, 0, 0);
+		if (ret == SD_RES_NO_OBJ)
+			memset(p, 0, n);
+		else if (ret != SD_RES_SUCCESS)
+			return ret;
+		p += n;
+		off += n;
+		len -= n;
+	}
+	return SD_RES_SUCCESS;
+}
+
+/* a new object: created with the piece, then named by the inode */
+static int create_obj(uint32_t vid, uint32_t idx, const void *p, uint32_t n,
+		      uint32_t in)
+{
+	uint8_t entry[4];
+	int ret;
+
+	ret = gw_exec_sync(SD_OP_CREATE_AND_WRITE_OBJ,
+			   vid_to_data_oid(vid, idx), (void *)p, n, in, 0,
+			   SD_FLAG_CMD_WRITE);
+	if (ret != SD_RES_SUCCESS)
+		return ret;
+	put_le32(entry, vid);
+	return gw_exec_sync(SD_OP_WRITE_OBJ, vid_to_vdi_oid(vid), entry,
+			    sizeof(entry), inode_index_offset(idx), 0,
+			    SD_FLAG_CMD_WRITE);
+}
+
+int vol_write(uint32_t vid, uint64_t off, const void *buf, uint32_t len)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		uint32_t idx = (uint32_t)(off / OBJ), in = (uint32_t)(off % OBJ);
+		uint32_t n = MIN(len, OBJ - in);
+		int ret;
+
+		if (idx >= SD_INODE_DATA_INDEX)
+			return SD_RES_INVALID_PARMS;
+		ret = gw_exec_sync(SD_OP_WRITE_OBJ, vid_to_data_oid(vid, idx),
+				   (void *)p, n, in, 0, SD_FLAG_CMD_WRITE);
+		if (ret == SD_RES_NO_OBJ)
+			ret = create_obj(vid, idx, p, n, in);
+		if (ret != SD_RES_SUCCESS)
+			return ret;
+		p += n;
+		off += n;
+		len -= n;
+	}
+	return SD_RES_SUCCESS;
+}
+
+static int page_read(void *arg, uint64_t page, void *buf)
+{
+	const struct vol_pages *v = arg;
+
+	return vol_read(v->vid, page * KVT_PAGE, buf, KVT_PAGE) ==
+	       SD_RES_SUCCESS ? 0 : -1;
+}
+
+static int page_write(void *arg, uint64_t page, const void *buf)
+{
+	const struct vol_pages *v = arg;
+
+	return vol_write(v->vid, page * KVT_PAGE, buf, KVT_PAGE) ==
+	       SD_RES_SUCCESS ? 0 : -1;
+}
+
+/* every write above is durable once answered */
+static int page_sync(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+void vol_kvt_store(struct vol_pages *p, struct kvt_store *s)
+{
+	s->read = page_read;
+	s->write = page_write;
+	s->sync = page_sync;
+	s->arg = p;
+}

@@ -1,0 +1,347 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The S3 checks of test 191, with boto3 (Debian's python3-boto3).
+
+s3_check.py STEP OWNER_PORT READER_PORT KEYFILE [ARGS...]
+
+KEYFILE holds "ACCESS SECRET" of a user.  Each step prints one line per
+check that holds and exits 1 at the first that does not, saying why on
+stderr.
+"""
+import datetime
+import hashlib
+import http.client
+import os
+import random
+import socket
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import boto3
+import botocore
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.config import Config
+from botocore.credentials import Credentials
+
+STEP, OWNER, READER, KEYFILE = sys.argv[1:5]
+ARGS = sys.argv[5:]
+AK, SK = open(KEYFILE).read().split()
+
+
+def client(port, ak=AK, sk=SK):
+    return boto3.client(
+        "s3", endpoint_url=f"http://127.0.0.1:{port}",
+        aws_access_key_id=ak, aws_secret_access_key=sk,
+        region_name="us-east-1",
+        config=Config(s3={"addressing_style": "path"},
+                      signature_version="s3v4",
+                      retries={"max_attempts": 1}))
+
+
+def fail(why):
+    print("FAIL: " + why, file=sys.stderr)
+    sys.exit(1)
+
+
+def check(cond, what, why=""):
+    if not cond:
+        fail(f"{what}: {why}")
+    print(what)
+
+
+def code_of(fn, *a, **kw):
+    """the S3 error code and HTTP status of a call that must fail"""
+    try:
+        fn(*a, **kw)
+    except botocore.exceptions.ClientError as e:
+        return (e.response["Error"]["Code"],
+                e.response["ResponseMetadata"]["HTTPStatusCode"])
+    return ("no error", 200)
+
+
+def expect_error(what, want, fn, *a, **kw):
+    got = code_of(fn, *a, **kw)
+    check(got == want, what, f"got {got}, want {want}")
+
+
+def raw(port, data, read=True):
+    """bytes sent on a connection of their own: the answer's first line"""
+    s = socket.create_connection(("127.0.0.1", int(port)), timeout=15)
+    s.sendall(data)
+    if not read:
+        return s
+    out = b""
+    while b"\r\n" not in out:
+        got = s.recv(4096)
+        if not got:
+            break
+        out += got
+    s.close()
+    return out.split(b"\r\n")[0].decode(errors="replace")
+
+
+def signed_headers(port, method, path, body):
+    """headers of a request signed for @body (SigV4, the user's key)"""
+    req = AWSRequest(method=method, url=f"http://127.0.0.1:{port}{path}",
+                     data=body)
+    req.headers["x-amz-content-sha256"] = hashlib.sha256(body).hexdigest()
+    SigV4Auth(Credentials(AK, SK), "s3", "us-east-1").add_auth(req)
+    return dict(req.headers.items())
+
+
+def step_basic():
+    s3, rd = client(OWNER), client(READER)
+    s3.create_bucket(Bucket="photos")
+    expect_error("a bucket made twice: BucketAlreadyOwnedByYou",
+                 ("BucketAlreadyOwnedByYou", 409), s3.create_bucket,
+                 Bucket="photos")
+    expect_error("a bad bucket name: InvalidBucketName",
+                 ("InvalidBucketName", 400), s3.create_bucket,
+                 Bucket="Bad_Name")
+    names = [b["Name"] for b in rd.list_buckets()["Buckets"]]
+    check(names == ["photos"], "ListBuckets through the other gateway",
+          str(names))
+
+    small = b"hello, kelpie"
+    s3.put_object(Bucket="photos", Key="a/small.txt", Body=small,
+                  ContentType="text/plain", Metadata={"colour": "blue"})
+    big = random.randbytes(9 * 1024 * 1024 + 4321)
+    r = s3.put_object(Bucket="photos", Key="big.bin", Body=big)
+    check(r["ETag"] == '"%s"' % hashlib.md5(big).hexdigest(),
+          "the ETag is the MD5 of the object", r["ETag"])
+    open(ARGS[0], "wb").write(big)
+    for name, c in (("owner", s3), ("reader", rd)):
+        g = c.get_object(Bucket="photos", Key="a/small.txt")
+        check(g["Body"].read() == small and
+              g["Metadata"] == {"colour": "blue"} and
+              g["ContentType"] == "text/plain",
+              f"a small object, its type and metadata, via the {name}",
+              str(g["Metadata"]))
+        got = c.get_object(Bucket="photos", Key="big.bin")["Body"].read()
+        check(got == big, f"9 MiB read back via the {name}")
+    for rng, want in (("bytes=100-199", big[100:200]),
+                      ("bytes=9437000-", big[9437000:]),
+                      ("bytes=-10", big[-10:]),
+                      ("bytes=0-0", big[:1])):
+        g = s3.get_object(Bucket="photos", Key="big.bin", Range=rng)
+        check(g["Body"].read() == want and
+              g["ResponseMetadata"]["HTTPStatusCode"] == 206,
+              f"a ranged GET ({rng})")
+    expect_error("a range past the end: InvalidRange", ("InvalidRange", 416),
+                 s3.get_object, Bucket="photos", Key="big.bin",
+                 Range="bytes=99999999-")
+    h = rd.head_object(Bucket="photos", Key="big.bin")
+    check(h["ContentLength"] == len(big), "HeadObject: the length")
+    etag = h["ETag"]
+    expect_error("If-None-Match on the ETag: 304", ("304", 304),
+                 s3.get_object, Bucket="photos", Key="big.bin",
+                 IfNoneMatch=etag)
+    expect_error("If-Match on another ETag: PreconditionFailed",
+                 ("PreconditionFailed", 412), s3.get_object,
+                 Bucket="photos", Key="big.bin", IfMatch='"00"')
+    expect_error("a key that is not there: NoSuchKey", ("NoSuchKey", 404),
+                 rd.get_object, Bucket="photos", Key="nope")
+    expect_error("a bucket that is not there: NoSuchBucket",
+                 ("NoSuchBucket", 404), s3.list_objects_v2, Bucket="nope")
+
+
+def step_list():
+    s3, rd = client(OWNER), client(READER)
+    keys = ["d%02d/f%03d" % (d, f) for d in range(12) for f in range(10)]
+    keys += ["top%d" % i for i in range(5)] + ["sp ace+plus/é"]
+    for k in keys:
+        s3.put_object(Bucket="photos", Key=k, Body=k.encode())
+    want = sorted(keys + ["a/small.txt", "big.bin"])
+    got, token, pages = [], None, 0
+    while True:
+        kw = {"ContinuationToken": token} if token else {}
+        r = rd.list_objects_v2(Bucket="photos", MaxKeys=50, **kw)
+        got += [o["Key"] for o in r.get("Contents", [])]
+        pages += 1
+        if not r["IsTruncated"]:
+            break
+        token = r["NextContinuationToken"]
+    check(got == want and pages == 3,
+          "ListObjectsV2 in pages of 50: every key once, in order",
+          f"{pages} pages, {len(got)} keys")
+    r = rd.list_objects_v2(Bucket="photos", Delimiter="/")
+    pre = [p["Prefix"] for p in r.get("CommonPrefixes", [])]
+    top = [o["Key"] for o in r.get("Contents", [])]
+    check(pre == ["a/"] + ["d%02d/" % d for d in range(12)] +
+          ["sp ace+plus/"] and top == ["big.bin"] +
+          ["top%d" % i for i in range(5)],
+          "a delimiter: the common prefixes and the keys at the top",
+          f"{pre} {top}")
+    got, token = [], None
+    while True:
+        kw = {"ContinuationToken": token} if token else {}
+        r = rd.list_objects_v2(Bucket="photos", Delimiter="/", MaxKeys=4,
+                               **kw)
+        got += [p["Prefix"] for p in r.get("CommonPrefixes", [])]
+        got += [o["Key"] for o in r.get("Contents", [])]
+        if not r["IsTruncated"]:
+            break
+        token = r["NextContinuationToken"]
+    check(sorted(got) == sorted(pre + top),
+          "a delimiter in pages of 4: every prefix and key once",
+          str(got))
+    r = s3.list_objects(Bucket="photos", Prefix="d03/", Marker="d03/f004")
+    check([o["Key"] for o in r["Contents"]] ==
+          ["d03/f%03d" % f for f in range(5, 10)],
+          "ListObjects (v1): a prefix and a marker")
+    r = s3.list_objects_v2(Bucket="photos", Prefix="d1", StartAfter="d10/f009")
+    check([o["Key"] for o in r["Contents"]] ==
+          ["d11/f%03d" % f for f in range(10)], "ListObjectsV2: start-after")
+    r = s3.list_objects_v2(Bucket="photos", Prefix="sp ace")
+    check([o["Key"] for o in r["Contents"]] == ["sp ace+plus/é"],
+          "a key with a space, a plus and UTF-8, url-encoded both ways")
+    for k in keys:
+        s3.delete_object(Bucket="photos", Key=k)
+    r = rd.list_objects_v2(Bucket="photos")
+    check([o["Key"] for o in r["Contents"]] == ["a/small.txt", "big.bin"],
+          "DeleteObject: the keys are gone")
+
+
+def step_auth():
+    s3 = client(OWNER)
+    expect_error("a wrong secret: SignatureDoesNotMatch",
+                 ("SignatureDoesNotMatch", 403),
+                 client(OWNER, sk=SK[:-1] + ("A" if SK[-1] != "A" else "B"))
+                 .list_buckets)
+    expect_error("an unknown key: InvalidAccessKeyId",
+                 ("InvalidAccessKeyId", 403),
+                 client(OWNER, ak="AAAAAAAAAAAAAAAAAAAA").list_buckets)
+    other = open(ARGS[0]).read().split()
+    expect_error("a deleted user's key: InvalidAccessKeyId",
+                 ("InvalidAccessKeyId", 403),
+                 client(OWNER, other[0], other[1]).list_buckets)
+    url = s3.generate_presigned_url(
+        "get_object", Params={"Bucket": "photos", "Key": "a/small.txt"},
+        ExpiresIn=60)
+    check(urllib.request.urlopen(url).read() == b"hello, kelpie",
+          "a presigned GET")
+    try:
+        urllib.request.urlopen(url.replace("small", "smalX"))
+        fail("a presigned URL changed: accepted")
+    except urllib.error.HTTPError as e:
+        check(e.code == 403, "a presigned URL changed: 403")
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{OWNER}/photos/a/small.txt")
+        fail("an anonymous GET: accepted")
+    except urllib.error.HTTPError as e:
+        check(e.code == 403 and b"AccessDenied" in e.read(),
+              "an anonymous GET: AccessDenied")
+    # SigV2 presigned: refused as not implemented, not as a bad signature
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{OWNER}/photos/a/small.txt"
+                               f"?AWSAccessKeyId={AK}&Expires=9999999999"
+                               "&Signature=abc")
+        fail("a SigV2 URL: accepted")
+    except urllib.error.HTTPError as e:
+        check(e.code == 501 and b"NotImplemented" in e.read(),
+              "a SigV2 URL: NotImplemented")
+    # a body other than the one signed, of the same length
+    body = b"the signed body!"
+    hdrs = signed_headers(OWNER, "PUT", "/photos/sha", body)
+    c = http.client.HTTPConnection("127.0.0.1", int(OWNER), timeout=15)
+    c.request("PUT", "/photos/sha", body=b"another body!!!!", headers=hdrs)
+    r = c.getresponse()
+    check(r.status == 400 and b"XAmzContentSHA256Mismatch" in r.read(),
+          "a body that is not the one signed: XAmzContentSHA256Mismatch")
+    expect_error("a wrong Content-MD5: BadDigest", ("BadDigest", 400),
+                 s3.put_object, Bucket="photos", Key="md5", Body=b"abc",
+                 ContentMD5="1B2M2Y8AsgTpgAmY7PhCfg==")
+    expect_error("the key after a failed PUT: NoSuchKey", ("NoSuchKey", 404),
+                 s3.get_object, Bucket="photos", Key="md5")
+
+
+def step_refused():
+    s3, rd = client(OWNER), client(READER)
+    expect_error("a write through a gateway that does not own the bucket: "
+                 "ServiceUnavailable", ("ServiceUnavailable", 503),
+                 rd.put_object, Bucket="photos", Key="x", Body=b"x")
+    expect_error("CopyObject: NotImplemented", ("NotImplemented", 501),
+                 s3.copy_object, Bucket="photos", Key="copy",
+                 CopySource="photos/a/small.txt")
+    expect_error("GetBucketVersioning: NotImplemented",
+                 ("NotImplemented", 501), s3.get_bucket_versioning,
+                 Bucket="photos")
+    expect_error("PutBucketAcl: NotImplemented", ("NotImplemented", 501),
+                 s3.put_bucket_acl, Bucket="photos", ACL="public-read")
+    expect_error("CreateMultipartUpload: NotImplemented",
+                 ("NotImplemented", 501), s3.create_multipart_upload,
+                 Bucket="photos", Key="mp")
+    expect_error("a public-read object: NotImplemented",
+                 ("NotImplemented", 501), s3.put_object, Bucket="photos",
+                 Key="pub", Body=b"x", ACL="public-read")
+    expect_error("DeleteBucket of a bucket with objects: BucketNotEmpty",
+                 ("BucketNotEmpty", 409), s3.delete_bucket, Bucket="photos")
+    check(raw(OWNER, b"GARBAGE\r\n\r\n").startswith("HTTP/1.1 400"),
+          "a request line that is not one: 400")
+    check(raw(OWNER, b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " +
+              b"a" * 20000 + b"\r\n\r\n").startswith("HTTP/1.1 431"),
+          "a head over 16 KiB: 431")
+    check(raw(OWNER, b"GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+              b"gzip\r\n\r\n").startswith("HTTP/1.1 501"),
+          "a transfer coding other than chunked: 501")
+    # a client that sends half a head holds no worker: others are served
+    slow = [raw(OWNER, b"GET / HTTP/1.1\r\nHost:", read=False)
+            for _ in range(20)]
+    t = time.monotonic()
+    names = [b["Name"] for b in s3.list_buckets()["Buckets"]]
+    check(names == ["photos"] and time.monotonic() - t < 5,
+          "20 clients with half a head each: a request is still served")
+    for s in slow:
+        s.close()
+
+
+def step_reread():
+    s3 = client(READER)
+    big = open(ARGS[0], "rb").read()
+    check(s3.get_object(Bucket="photos", Key="big.bin")["Body"].read() == big,
+          "after a whole-cluster restart: 9 MiB read back")
+    check(s3.get_object(Bucket="photos", Key="atom")["Body"].read() ==
+          open(ARGS[1], "rb").read(),
+          "a PUT cut by SIGKILL: the object is the old one, whole")
+
+
+def step_put_atom():
+    s3 = client(OWNER)
+    data = random.randbytes(5 * 1024 * 1024)
+    s3.put_object(Bucket="photos", Key="atom", Body=data)
+    open(ARGS[0], "wb").write(data)
+    print("the object 'atom' written")
+
+
+def step_cut_put():
+    """half of a 64 MiB PUT, then wait to be killed with the gateway"""
+    body = random.randbytes(64 * 1024 * 1024)
+    hdrs = signed_headers(OWNER, "PUT", "/photos/atom", body)
+    hdrs["Content-Length"] = str(len(body))
+    hdrs["Host"] = f"127.0.0.1:{OWNER}"
+    s = socket.create_connection(("127.0.0.1", int(OWNER)), timeout=30)
+    head = "PUT /photos/atom HTTP/1.1\r\n" + "".join(
+        f"{k}: {v}\r\n" for k, v in hdrs.items()) + "\r\n"
+    s.sendall(head.encode() + body[:32 * 1024 * 1024])
+    open(ARGS[0], "w").write("sent\n")
+    time.sleep(60)
+
+
+def step_cleanup():
+    s3 = client(OWNER)
+    for k in ("a/small.txt", "big.bin", "atom"):
+        s3.delete_object(Bucket="photos", Key=k)
+    s3.delete_bucket(Bucket="photos")
+    names = [b["Name"] for b in client(READER).list_buckets()["Buckets"]]
+    check(names == [], "DeleteBucket: the bucket is gone for every gateway")
+    s3.create_bucket(Bucket="photos")
+    r = s3.list_objects_v2(Bucket="photos")
+    check(r["KeyCount"] == 0, "a bucket made again with the name is empty")
+
+
+{"basic": step_basic, "list": step_list, "auth": step_auth,
+ "refused": step_refused, "reread": step_reread, "put-atom": step_put_atom,
+ "cut-put": step_cut_put, "cleanup": step_cleanup}[STEP]()
