@@ -21,6 +21,7 @@
 #include "net.h"
 #include "sigv4.h"
 #include "s3names.h"
+#include "s3req.h"
 #include "util.h"
 #include "front/s3.h"
 #include "front/s3_bucket.h"
@@ -29,14 +30,7 @@
 #define MAX_PUT		(UINT64_C(5) << 30)	/* one PUT, as S3 */
 #define IO_CHUNK	(1U << 20)
 #define SKEW_SEC	900
-#define MAX_PARAMS	32
 #define MAX_LIST	1000
-
-struct param {
-	char name[64];
-	char *value;			/* decoded, NUL-ended */
-	bool has_value;
-};
 
 /* a growable text buffer */
 struct sbuf {
@@ -52,7 +46,7 @@ struct ctx {
 	char key[S3_MAX_KEY + 1];
 	size_t klen;
 	bool has_bucket, has_key, head;
-	struct param params[MAX_PARAMS];
+	struct s3_param params[S3_MAX_PARAMS];
 	int nr_params;
 	struct s3_user user;
 	char payload_hash[80];
@@ -232,86 +226,7 @@ static void internal(struct ctx *x, const char *what)
 
 /* ---- the request ---- */
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = tolower(c);
-	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* percent-decode @len bytes (and '+' as is): its length, -1 if bad */
-static int pct_decode(const char *s, size_t len, char *out, size_t size)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < len; i++) {
-		int ch = (unsigned char)s[i];
-
-		if (ch == '%') {
-			int h, l;
-
-			if (i + 2 >= len)
-				return -1;
-			h = hexval(s[i + 1]);
-			l = hexval(s[i + 2]);
-			if (h < 0 || l < 0)
-				return -1;
-			ch = h * 16 + l;
-			i += 2;
-		}
-		if (n + 1 >= size)
-			return -1;
-		out[n++] = (char)ch;
-	}
-	out[n] = 0;
-	return (int)n;
-}
-
-/* the query's parameters, decoded ('+' in a value is a space) */
-static int parse_query(struct ctx *x)
-{
-	const char *p = x->r->query, *end = p + x->r->query_len;
-
-	while (p && p < end) {
-		const char *amp = memchr(p, '&', (size_t)(end - p));
-		const char *e = amp ? amp : end;
-		const char *eq = memchr(p, '=', (size_t)(e - p));
-		const char *ne = eq ? eq : e;
-		struct param *pr;
-		char *v;
-		int n;
-
-		if (e == p) {
-			p = e + 1;
-			continue;
-		}
-		if (x->nr_params == MAX_PARAMS)
-			return -1;
-		pr = &x->params[x->nr_params];
-		if (pct_decode(p, (size_t)(ne - p), pr->name,
-			       sizeof(pr->name)) < 0)
-			return -1;
-		pr->has_value = eq != NULL;
-		v = xmalloc((size_t)(e - ne) + 1);
-		n = eq ? pct_decode(eq + 1, (size_t)(e - eq - 1), v,
-				    (size_t)(e - ne) + 1) : 0;
-		if (n < 0) {
-			free(v);
-			return -1;
-		}
-		v[n] = 0;
-		for (int i = 0; i < n; i++)
-			if (v[i] == '+')
-				v[i] = ' ';
-		pr->value = v;
-		x->nr_params++;
-		p = e + 1;
-	}
-	return 0;
-}
-
-static const struct param *param(const struct ctx *x, const char *name)
+static const struct s3_param *param(const struct ctx *x, const char *name)
 {
 	for (int i = 0; i < x->nr_params; i++)
 		if (!strcmp(x->params[i].name, name))
@@ -335,32 +250,20 @@ static const char *unknown_param(const struct ctx *x,
 	return NULL;
 }
 
-/* "/bucket/key": both decoded; false for a path that is not one */
-static bool parse_path(struct ctx *x)
+/* the target's bucket and key, and the query: false if malformed */
+static bool parse_target(struct ctx *x)
 {
-	const char *p = x->r->path, *end = p + x->r->path_len, *slash;
-	int n;
+	int n = s3_parse_path(x->r->path, x->r->path_len, x->bucket,
+			      sizeof(x->bucket), x->key, sizeof(x->key),
+			      &x->klen);
 
-	if (p == end || *p != '/')
-		return false;
-	p++;
-	if (p == end)
-		return true;	/* the service */
-	slash = memchr(p, '/', (size_t)(end - p));
-	n = pct_decode(p, (size_t)((slash ? slash : end) - p), x->bucket,
-		       sizeof(x->bucket));
 	if (n < 0)
 		return false;
-	x->has_bucket = true;
-	if (!slash || slash + 1 == end)
-		return true;
-	n = pct_decode(slash + 1, (size_t)(end - slash - 1), x->key,
-		       sizeof(x->key));
-	if (n < 0)
-		return false;
-	x->has_key = true;
-	x->klen = (size_t)n;
-	return true;
+	x->has_bucket = n >= 1;
+	x->has_key = n == 2;
+	x->nr_params = s3_parse_query(x->r->query, x->r->query_len,
+				      x->params, S3_MAX_PARAMS);
+	return x->nr_params >= 0;
 }
 
 static const char *header(const struct ctx *x, const char *name, char *out,
@@ -519,7 +422,7 @@ static void list_buckets(struct ctx *x)
 static void create_bucket(struct ctx *x)
 {
 	bool mine = false;
-	char loc[S3REG_NAME_LEN + 16];
+	char loc[sizeof(x->bucket) + 16];
 
 	if (!s3_valid_bucket(x->bucket, strlen(x->bucket))) {
 		error(x, 400, "InvalidBucketName", "The specified bucket is "
@@ -784,7 +687,7 @@ static int key_cmp(const char *a, size_t alen, const char *b, size_t blen)
 static int list_start(struct ctx *x, struct lister *l, char *start,
 		      size_t *slen, const char **shown, const char **token)
 {
-	const struct param *p;
+	const struct s3_param *p;
 	size_t n;
 
 	*slen = 0;
@@ -830,7 +733,7 @@ static void list_objects(struct ctx *x, struct s3_bucket *b)
 	static const char *const known[] = { "list-type", "prefix",
 		"delimiter", "max-keys", "continuation-token", "start-after",
 		"marker", "encoding-type", "fetch-owner", NULL };
-	const struct param *p;
+	const struct s3_param *p;
 	struct lister l = { .x = x, .max = MAX_LIST };
 	char start[S3_MAX_KEY + 2];
 	const char *shown, *token, *bad = unknown_param(x, known);
@@ -1104,57 +1007,25 @@ out:
 static int parse_range(struct ctx *x, uint64_t size, uint64_t *from,
 		       uint64_t *to)
 {
-	char v[128], *end;
-	const char *p;
+	char v[128];
 
 	if (!header(x, "range", v, sizeof(v)))
 		return 0;
-	if (strncmp(v, "bytes=", 6) || strchr(v, ','))
-		goto not_one;
-	p = v + 6;
-	if (*p == '-') {
-		uint64_t n = strtoull(p + 1, &end, 10);
-
-		if (*end || !isdigit((unsigned char)p[1]))
-			goto not_one;
-		if (!n || !size)
-			goto invalid;
-		*from = n >= size ? 0 : size - n;
-		*to = size - 1;
+	switch (s3_parse_range(v, size, from, to)) {
+	case S3_RANGE_ONE:
 		return 1;
-	}
-	if (!isdigit((unsigned char)*p))
-		goto not_one;
-	*from = strtoull(p, &end, 10);
-	if (*end != '-')
-		goto not_one;
-	p = end + 1;
-	if (!*p) {
-		*to = size ? size - 1 : 0;
-	} else {
-		if (!isdigit((unsigned char)*p))
-			goto not_one;
-		*to = strtoull(p, &end, 10);
-		if (*end || *to < *from)
-			goto not_one;
-		if (*to >= size)
-			*to = size ? size - 1 : 0;
-	}
-	if (*from >= size)
-		goto invalid;
-	return 1;
-not_one:
-	/* as HTTP allows: a range header not understood is no range */
-	if (strchr(v, ','))
+	case S3_RANGE_MANY:
 		error(x, 501, "NotImplemented", "Only one range per request "
 		      "is supported");
-	else
+		return -1;
+	case S3_RANGE_UNSATISFIABLE:
+		error(x, 416, "InvalidRange", "The requested range is not "
+		      "satisfiable");
+		return -1;
+	default:
+		/* as HTTP allows: a range not understood is no range */
 		return 0;
-	return -1;
-invalid:
-	error(x, 416, "InvalidRange", "The requested range is not "
-	      "satisfiable");
-	return -1;
+	}
 }
 
 static bool parse_http_date(const char *s, time_t *t)
@@ -1421,7 +1292,7 @@ static void s3_serve(struct s3_conn *c)
 		/* its end cannot be found without reading it all */
 		s3_close_after(c);
 	}
-	if (!parse_path(x) || parse_query(x)) {
+	if (!parse_target(x)) {
 		error(x, 400, "InvalidURI", "Couldn't parse the specified URI.");
 		goto out;
 	}
@@ -1434,8 +1305,8 @@ static void s3_serve(struct s3_conn *c)
 	x->buf = xmalloc(IO_CHUNK);
 	route(x);
 out:
-	for (int i = 0; i < x->nr_params; i++)
-		free(x->params[i].value);
+	if (x->nr_params > 0)
+		s3_params_free(x->params, x->nr_params);
 	free(x->buf);
 	free(x);
 }

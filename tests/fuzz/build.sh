@@ -81,7 +81,7 @@ obj()
 # the sources of each harness (its own file comes first)
 srcs_proto() { echo tests/fuzz/fuzz_proto.c lib/proto.c; }
 srcs_btree() { echo tests/fuzz/fuzz_btree.c lib/btree.c lib/proto.c; }
-srcs_http() { echo tests/fuzz/fuzz_http.c lib/http.c lib/sigv4.c; }
+srcs_http() { echo tests/fuzz/fuzz_http.c lib/http.c lib/sigv4.c lib/s3req.c; }
 # lib/kvtree.c is built inside the harness, with small pages
 srcs_kvtree() { echo tests/fuzz/fuzz_kvtree.c lib/util.c lib/log.c lib/assert.c; }
 srcs_request()
@@ -102,17 +102,17 @@ srcs_nbd()
 srcs_backup()
 {
 	echo tests/fuzz/fuzz_backup.c lib/proto.c lib/util.c lib/log.c lib/assert.c lib/hash.c \
-		lib/net.c lib/btree.c lib/vindex.c $(ls dog/*.c)
+		lib/net.c lib/btree.c lib/vindex.c lib/kvtree.c lib/s3names.c $(ls dog/*.c)
 }
 srcs_dog_reply()
 {
 	echo tests/fuzz/fuzz_dog_reply.c lib/proto.c lib/util.c lib/log.c lib/assert.c \
-		lib/hash.c lib/net.c lib/btree.c lib/vindex.c $(ls dog/*.c)
+		lib/hash.c lib/net.c lib/btree.c lib/vindex.c lib/kvtree.c lib/s3names.c $(ls dog/*.c)
 }
 srcs_snapshot()
 {
 	echo tests/fuzz/fuzz_snapshot.c lib/proto.c lib/util.c lib/log.c lib/assert.c \
-		lib/hash.c lib/net.c lib/btree.c lib/vindex.c $(ls dog/*.c)
+		lib/hash.c lib/net.c lib/btree.c lib/vindex.c lib/kvtree.c lib/s3names.c $(ls dog/*.c)
 }
 srcs_cluster_msg()
 {

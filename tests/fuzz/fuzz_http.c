@@ -13,11 +13,14 @@
  * request, and what follows the head is fed to the chunked decoder
  * (aws-chunked if flags bit 0) in pieces of 1 + flags >> 1 bytes: the
  * data it returns must be within the input and no more than the bound.
+ * The target and a Range header go through lib/s3req.c as the S3
+ * gateway reads them: what they return must fit what they were given.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "http.h"
+#include "s3req.h"
 #include "sigv4.h"
 
 #define die(...) do { fprintf(stderr, __VA_ARGS__); abort(); } while (0)
@@ -94,6 +97,41 @@ static void sign(const struct http_request *r)
 	free(canon);
 }
 
+static void s3(const struct http_request *r)
+{
+	struct s3_param p[S3_MAX_PARAMS];
+	const struct http_header *rh = http_header(r, "range");
+	char bucket[128], key[1025], range[128];
+	uint64_t from = 0, to = 0;
+	size_t klen = 0;
+	int n;
+
+	n = s3_parse_path(r->path, r->path_len, bucket, sizeof(bucket), key,
+			  sizeof(key), &klen);
+	if (n == 2 && (klen >= sizeof(key) || key[klen]))
+		die("key of %zu bytes\n", klen);
+	if (n >= 1 && strlen(bucket) >= sizeof(bucket))
+		die("bucket unbounded\n");
+	n = s3_parse_query(r->query, r->query_len, p, S3_MAX_PARAMS);
+	if (n > S3_MAX_PARAMS)
+		die("%d parameters\n", n);
+	for (int i = 0; i < n; i++)
+		if (strlen(p[i].value) > r->query_len)
+			die("a value longer than the query\n");
+	if (n > 0)
+		s3_params_free(p, n);
+	if (!rh || rh->vlen >= sizeof(range))
+		return;
+	memcpy(range, rh->value, rh->vlen);
+	range[rh->vlen] = 0;
+	for (uint64_t size = 0; size < 3000; size += 1499)
+		if (s3_parse_range(range, size, &from, &to) == S3_RANGE_ONE &&
+		    (from > to || to >= size))
+			die("range %s of %llu: %llu-%llu\n", range,
+			    (unsigned long long)size,
+			    (unsigned long long)from, (unsigned long long)to);
+}
+
 static void body(const char *buf, size_t len, uint8_t flags)
 {
 	struct http_chunked c;
@@ -141,6 +179,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			die("head of %d bytes\n", n);
 		check_spans(buf, len, &r);
 		sign(&r);
+		s3(&r);
 		body(buf + n, len - (size_t)n, flags);
 	}
 	/* a cut head asks for more, or fails as the whole one does */

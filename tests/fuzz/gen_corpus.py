@@ -622,6 +622,11 @@ def gen_http():
     write("http", "put-length", b"\x00PUT /b/k HTTP/1.0\r\n"
           b"Content-Length: 5\r\nExpect: 100-continue\r\n"
           b"Connection: keep-alive\r\n\r\nhello")
+    write("http", "range", b"\x00GET /b%2Dx/sp%20ace/%C3%A9?x-id=GetObject&"
+          b"a+b=c+d&flag HTTP/1.1\r\nHost: h\r\nRange: bytes=100-199\r\n"
+          b"\r\n")
+    write("http", "range-suffix", b"\x00GET /b/k HTTP/1.1\r\nHost: h\r\n"
+          b"Range: bytes=-10\r\n\r\n")
 
 
 def gen_kvtree():

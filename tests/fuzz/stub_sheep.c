@@ -173,3 +173,8 @@ WEAK int recycle_main(const struct sd_req *req, struct sd_rsp *rsp,
 		      void *data, const struct cluster_ctx *ctx)
 { return SD_RES_NO_SUPPORT; }
 WEAK int recycle_busy(struct request *req) { return SD_RES_AGAIN; }
+/* ops/s3reg.c: object storage's registry */
+WEAK int s3reg_work(struct request *req) { return SD_RES_NO_SUPPORT; }
+WEAK int s3reg_main(const struct sd_req *req, struct sd_rsp *rsp,
+		    void *data, const struct cluster_ctx *ctx)
+{ return SD_RES_NO_SUPPORT; }

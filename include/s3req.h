@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The parts of an S3 request a gateway reads from its target and headers
+ * (lib/s3req.c): the bucket and key of a path-style target, the query's
+ * parameters, a Range header.  No I/O; every byte is a client's.
+ */
+#ifndef KELPIE_S3REQ_H
+#define KELPIE_S3REQ_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define S3_MAX_PARAMS		32
+#define S3_MAX_PARAM_NAME	64
+
+struct s3_param {
+	char name[S3_MAX_PARAM_NAME];
+	char *value;			/* decoded, NUL-ended; malloc'd */
+	bool has_value;
+};
+
+/* percent-decode @len bytes into @out (@size with its NUL): the length,
+ * -1 if malformed or too long */
+int s3_pct_decode(const char *s, size_t len, char *out, size_t size);
+/*
+ * The query's parameters ('+' in a value is a space) into @p: how many,
+ * or -1 (malformed, or more than @max); free them with s3_params_free
+ */
+int s3_parse_query(const char *q, size_t len, struct s3_param *p, int max);
+void s3_params_free(struct s3_param *p, int n);
+
+/*
+ * "/BUCKET/KEY" decoded: 0 for the service ("/"), 1 a bucket, 2 a bucket
+ * and a key (*klen bytes, may hold NULs), -1 not a path we take
+ */
+int s3_parse_path(const char *path, size_t len, char *bucket, size_t bsize,
+		  char *key, size_t ksize, size_t *klen);
+
+enum s3_range {
+	S3_RANGE_NONE = 0,		/* whole (also a header not understood) */
+	S3_RANGE_ONE = 1,		/* [*from, *to] */
+	S3_RANGE_MANY = -1,		/* several ranges */
+	S3_RANGE_UNSATISFIABLE = -2,
+};
+/* a Range header's value against an object of @size bytes */
+enum s3_range s3_parse_range(const char *v, uint64_t size, uint64_t *from,
+			     uint64_t *to);
+#endif

@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* The parts of an S3 request a gateway reads (s3req.h). */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include "s3req.h"
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = tolower(c);
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+int s3_pct_decode(const char *s, size_t len, char *out, size_t size)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		int ch = (unsigned char)s[i];
+
+		if (ch == '%') {
+			int h, l;
+
+			if (i + 2 >= len)
+				return -1;
+			h = hexval(s[i + 1]);
+			l = hexval(s[i + 2]);
+			if (h < 0 || l < 0)
+				return -1;
+			ch = h * 16 + l;
+			i += 2;
+		}
+		if (n + 1 >= size)
+			return -1;
+		out[n++] = (char)ch;
+	}
+	if (!size)
+		return -1;
+	out[n] = 0;
+	return (int)n;
+}
+
+void s3_params_free(struct s3_param *p, int n)
+{
+	for (int i = 0; i < n; i++) {
+		free(p[i].value);
+		p[i].value = NULL;
+	}
+}
+
+/* one "name[=value]" into @pr: 0 or -1 */
+static int one_param(const char *p, const char *e, struct s3_param *pr)
+{
+	const char *eq = memchr(p, '=', (size_t)(e - p));
+	const char *ne = eq ? eq : e;
+	size_t vsize = (size_t)(e - ne) + 1;
+	int n = 0;
+
+	if (s3_pct_decode(p, (size_t)(ne - p), pr->name, sizeof(pr->name)) < 0)
+		return -1;
+	pr->has_value = eq != NULL;
+	pr->value = malloc(vsize);
+	if (!pr->value)
+		return -1;
+	if (eq)
+		n = s3_pct_decode(eq + 1, (size_t)(e - eq - 1), pr->value,
+				  vsize);
+	if (n < 0) {
+		free(pr->value);
+		pr->value = NULL;
+		return -1;
+	}
+	pr->value[n] = 0;
+	for (int i = 0; i < n; i++)
+		if (pr->value[i] == '+')
+			pr->value[i] = ' ';
+	return 0;
+}
+
+int s3_parse_query(const char *q, size_t len, struct s3_param *p, int max)
+{
+	const char *end = q ? q + len : NULL;
+	int n = 0;
+
+	while (q && q < end) {
+		const char *amp = memchr(q, '&', (size_t)(end - q));
+		const char *e = amp ? amp : end;
+
+		if (e > q) {
+			if (n == max || one_param(q, e, &p[n])) {
+				s3_params_free(p, n);
+				return -1;
+			}
+			n++;
+		}
+		q = e + 1;
+	}
+	return n;
+}
+
+int s3_parse_path(const char *path, size_t len, char *bucket, size_t bsize,
+		  char *key, size_t ksize, size_t *klen)
+{
+	const char *p = path, *end = path + len, *slash;
+	int n;
+
+	if (!len || *p != '/')
+		return -1;
+	p++;
+	if (p == end)
+		return 0;
+	slash = memchr(p, '/', (size_t)(end - p));
+	if (s3_pct_decode(p, (size_t)((slash ? slash : end) - p), bucket,
+			  bsize) < 0)
+		return -1;
+	if (!slash || slash + 1 == end)
+		return 1;
+	n = s3_pct_decode(slash + 1, (size_t)(end - slash - 1), key, ksize);
+	if (n < 0)
+		return -1;
+	*klen = (size_t)n;
+	return 2;
+}
+
+static bool digits(const char *s, const char **end, uint64_t *v)
+{
+	uint64_t x = 0;
+	const char *p = s;
+
+	for (; isdigit((unsigned char)*p); p++) {
+		if (x > (UINT64_MAX - 9) / 10)
+			return false;
+		x = x * 10 + (uint64_t)(*p - '0');
+	}
+	*end = p;
+	*v = x;
+	return p > s;
+}
+
+enum s3_range s3_parse_range(const char *v, uint64_t size, uint64_t *from,
+			     uint64_t *to)
+{
+	const char *p, *end;
+	uint64_t a, b;
+
+	if (strncmp(v, "bytes=", 6))
+		return S3_RANGE_NONE;
+	if (strchr(v, ','))
+		return S3_RANGE_MANY;
+	p = v + 6;
+	if (*p == '-') {
+		/* the last b bytes */
+		if (!digits(p + 1, &end, &b) || *end)
+			return S3_RANGE_NONE;
+		if (!b || !size)
+			return S3_RANGE_UNSATISFIABLE;
+		*from = b >= size ? 0 : size - b;
+		*to = size - 1;
+		return S3_RANGE_ONE;
+	}
+	if (!digits(p, &end, &a) || *end != '-')
+		return S3_RANGE_NONE;
+	p = end + 1;
+	if (!*p) {
+		b = UINT64_MAX;
+	} else if (!digits(p, &end, &b) || *end || b < a) {
+		return S3_RANGE_NONE;
+	}
+	if (a >= size)
+		return S3_RANGE_UNSATISFIABLE;
+	*from = a;
+	*to = b >= size ? size - 1 : b;
+	return S3_RANGE_ONE;
+}

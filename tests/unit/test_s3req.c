@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * lib/s3req.c and lib/s3names.c: what the S3 gateway reads from a
+ * request's target and headers, and the names it takes.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "s3names.h"
+#include "s3req.h"
+
+static void test_path(void **state)
+{
+	char b[64], k[32];
+	size_t klen = 0;
+
+	assert_int_equal(s3_parse_path("/", 1, b, sizeof(b), k, sizeof(k),
+				       &klen), 0);
+	assert_int_equal(s3_parse_path("/bk", 3, b, sizeof(b), k, sizeof(k),
+				       &klen), 1);
+	assert_string_equal(b, "bk");
+	assert_int_equal(s3_parse_path("/bk/", 4, b, sizeof(b), k, sizeof(k),
+				       &klen), 1);
+	assert_int_equal(s3_parse_path("/bk/a%2Fb/c%20d", 15, b, sizeof(b), k,
+				       sizeof(k), &klen), 2);
+	assert_int_equal(klen, 7);
+	assert_string_equal(k, "a/b/c d");
+	/* a NUL in a key is bytes, not an end */
+	assert_int_equal(s3_parse_path("/bk/a%00b", 9, b, sizeof(b), k,
+				       sizeof(k), &klen), 2);
+	assert_int_equal(klen, 3);
+	assert_memory_equal(k, "a\0b", 3);
+	/* not a path, a bad escape, a key too long for its buffer */
+	assert_int_equal(s3_parse_path("bk", 2, b, sizeof(b), k, sizeof(k),
+				       &klen), -1);
+	assert_int_equal(s3_parse_path("/bk/%4", 6, b, sizeof(b), k, sizeof(k),
+				       &klen), -1);
+	assert_int_equal(s3_parse_path("/bk/%zz", 7, b, sizeof(b), k,
+				       sizeof(k), &klen), -1);
+	assert_int_equal(s3_parse_path("/bk/0123456789012345678901234567890123",
+				       38, b, sizeof(b), k, sizeof(k), &klen),
+			 -1);
+}
+
+static void test_query(void **state)
+{
+	struct s3_param p[4];
+	const char *q = "list-type=2&prefix=a%2Fb+c&&flag&x=";
+	int n = s3_parse_query(q, strlen(q), p, 4);
+
+	assert_int_equal(n, 4);
+	assert_string_equal(p[0].name, "list-type");
+	assert_string_equal(p[0].value, "2");
+	assert_string_equal(p[1].value, "a/b c");
+	assert_string_equal(p[2].name, "flag");
+	assert_false(p[2].has_value);
+	assert_true(p[3].has_value);
+	assert_string_equal(p[3].value, "");
+	s3_params_free(p, n);
+	/* one too many, a bad escape */
+	q = "a&b&c&d&e";
+	assert_int_equal(s3_parse_query(q, strlen(q), p, 4), -1);
+	q = "a=%g0";
+	assert_int_equal(s3_parse_query(q, strlen(q), p, 4), -1);
+	assert_int_equal(s3_parse_query(NULL, 0, p, 4), 0);
+}
+
+static void range(const char *v, uint64_t size, enum s3_range want,
+		  uint64_t from, uint64_t to)
+{
+	uint64_t f = 7, t = 7;
+
+	assert_int_equal(s3_parse_range(v, size, &f, &t), want);
+	if (want == S3_RANGE_ONE) {
+		assert_int_equal(f, from);
+		assert_int_equal(t, to);
+	}
+}
+
+static void test_range(void **state)
+{
+	range("bytes=0-99", 1000, S3_RANGE_ONE, 0, 99);
+	range("bytes=900-", 1000, S3_RANGE_ONE, 900, 999);
+	range("bytes=900-5000", 1000, S3_RANGE_ONE, 900, 999);
+	range("bytes=-10", 1000, S3_RANGE_ONE, 990, 999);
+	range("bytes=-5000", 1000, S3_RANGE_ONE, 0, 999);
+	range("bytes=1000-", 1000, S3_RANGE_UNSATISFIABLE, 0, 0);
+	range("bytes=-0", 1000, S3_RANGE_UNSATISFIABLE, 0, 0);
+	range("bytes=0-0", 0, S3_RANGE_UNSATISFIABLE, 0, 0);
+	range("bytes=0-1,5-6", 1000, S3_RANGE_MANY, 0, 0);
+	/* not understood: the whole object, as HTTP allows */
+	range("items=0-1", 1000, S3_RANGE_NONE, 0, 0);
+	range("bytes=5-1", 1000, S3_RANGE_NONE, 0, 0);
+	range("bytes=a-", 1000, S3_RANGE_NONE, 0, 0);
+	range("bytes=99999999999999999999999-", 1000, S3_RANGE_NONE, 0, 0);
+}
+
+static void test_names(void **state)
+{
+	assert_true(s3_valid_bucket("photos", 6));
+	assert_true(s3_valid_bucket("a.b-c", 5));
+	assert_false(s3_valid_bucket("ab", 2));
+	assert_false(s3_valid_bucket("Photos", 6));
+	assert_false(s3_valid_bucket("-ab", 3));
+	assert_false(s3_valid_bucket("a..b", 4));
+	assert_false(s3_valid_bucket("192.168.1.1", 11));
+	assert_false(s3_valid_bucket("a\0b", 3));
+	assert_true(s3_valid_user("alice@x.org", 11));
+	assert_false(s3_valid_user("no spaces", 9));
+	assert_true(s3_valid_access("ABCDEFGHIJ0123456789", 20));
+	assert_false(s3_valid_access("abcdefghij0123456789", 20));
+	assert_true(s3_valid_secret("abc+/DEF0123456789xyzAB", 23));
+	assert_false(s3_valid_secret("short", 5));
+	assert_true(s3_valid_field("alice\0\0\0", 8, s3_valid_user));
+	assert_false(s3_valid_field("alicebob", 8, s3_valid_user));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_path),
+		cmocka_unit_test(test_query),
+		cmocka_unit_test(test_range),
+		cmocka_unit_test(test_names),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
