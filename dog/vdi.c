@@ -44,6 +44,20 @@ int check_name(const char *name)
 	return 0;
 }
 
+/*
+ * Names under .kelpie/ hold object storage (the S3 registry, buckets'
+ * indexes and data): made and removed by the sheep, never by hand
+ */
+int reserved_name(const char *name, const char *what)
+{
+	if (strncmp(name, ".kelpie/", 8))
+		return 0;
+	fprintf(stderr, "Cannot %s %s: names under .kelpie/ belong to object "
+		"storage (sheep --s3); delete buckets through S3 and users with "
+		"dog s3 user delete\n", what, name);
+	return EXIT_FAILURE;
+}
+
 /* read the header (and index) of VDI @vid; returns 0 or an exit code */
 int open_vdi_vid(uint32_t vid, struct vdi_inode *in, bool with_index)
 {
@@ -179,6 +193,8 @@ static int vdi_create(int argc, char **argv)
 	int ret;
 
 	ret = check_name(nv.name);
+	if (!ret)
+		ret = reserved_name(nv.name, "create");
 	if (ret)
 		return ret;
 	if (parse_size(argv[1], &nv.size)) {
@@ -402,6 +418,8 @@ static int vdi_clone(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	ret = check_name(nv.name);
+	if (!ret)
+		ret = reserved_name(nv.name, "create");
 	if (ret)
 		return ret;
 	ret = open_vdi(argv[0], vopt.snapid, vopt.tag, &src, true);
@@ -535,6 +553,8 @@ static int vdi_delete(int argc, char **argv)
 {
 	struct vdi_inode in;
 
+	if (reserved_name(argv[0], "delete"))
+		return EXIT_FAILURE;
 	if (open_vdi(argv[0], vopt.snapid, vopt.tag, &in, true))
 		return EXIT_SUCCESS;
 	delete_vdi_inode(&in, argv[0], vopt.snapid, vopt.tag);

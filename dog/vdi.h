@@ -68,6 +68,8 @@ struct new_vdi {
 
 void free_inode(struct vdi_inode *in);
 int check_name(const char *name);
+/* a name under .kelpie/ (said why): EXIT_FAILURE, else 0 */
+int reserved_name(const char *name, const char *what);
 int open_vdi(const char *name, uint32_t snapid, const char *tag,
 	     struct vdi_inode *in, bool with_index);
 int open_vdi_vid(uint32_t vid, struct vdi_inode *in, bool with_index);

@@ -5,8 +5,9 @@
  * A poller thread accepts connections and reads their request heads
  * without blocking, each into a buffer of its own: a client that trickles
  * its head, or sends none, costs a slot and a buffer, never a thread, and
- * is dropped when its head is not complete within S3_HEAD_SEC (or when
- * it idles past S3_IDLE_SEC between requests).  A complete head goes to
+ * is dropped when its head is not complete within S3_HEAD_SEC of its
+ * first byte or of the connection (or when it idles past S3_IDLE_SEC
+ * between requests).  A complete head goes to
  * one of S3_WORKERS threads, which serves the request with blocking I/O
  * (each read and send within S3_IO_SEC) and the cluster's requests
  * (front_exec, gw_exec_sync), then hands the connection back to the poller
@@ -45,6 +46,7 @@ struct s3_conn {
 	uint64_t body_left;		/* of its body */
 	bool close;
 	bool continued;			/* 100 Continue sent */
+	bool fresh;			/* no request served yet */
 	struct http_request req;
 	char buf[HTTP_MAX_HEAD];
 };
@@ -67,6 +69,34 @@ const struct http_request *s3_request(const struct s3_conn *c)
 void s3_close_after(struct s3_conn *c)
 {
 	c->close = true;
+}
+
+const char *s3_head(const struct s3_conn *c, size_t *len)
+{
+	*len = c->head_len;
+	return c->buf;
+}
+
+int s3_fd(const struct s3_conn *c)
+{
+	return c->fd;
+}
+
+size_t s3_body_buffered(const struct s3_conn *c)
+{
+	size_t extra = c->got - c->head_len;
+
+	return (size_t)MIN((uint64_t)extra, c->body_left);
+}
+
+uint64_t s3_body_left(const struct s3_conn *c)
+{
+	return c->body_left;
+}
+
+void s3_no_continue(struct s3_conn *c)
+{
+	c->continued = true;
 }
 
 int s3_send(struct s3_conn *c, const void *buf, size_t len)
@@ -246,6 +276,7 @@ static struct s3_conn *slot_take(int fd)
 		c->fd = fd;
 		c->got = 0;
 		c->close = false;
+		c->fresh = true;
 		c->since = now_msec();
 	}
 	pthread_mutex_unlock(&lock);
@@ -276,7 +307,9 @@ static void sweep(void)
 
 	for (int i = 0; i < S3_MAX_CONNS; i++) {
 		struct s3_conn *c = &conns[i];
-		uint64_t limit = (c->got ? S3_HEAD_SEC : S3_IDLE_SEC) * 1000;
+		/* a connection that never sent a request has no idle time */
+		uint64_t limit = (c->got || c->fresh ? S3_HEAD_SEC :
+				  S3_IDLE_SEC) * 1000;
 		bool drop;
 
 		pthread_mutex_lock(&lock);
@@ -390,6 +423,7 @@ static void *worker(void *arg)
 		set_blocking(c->fd, false);
 		pthread_mutex_lock(&lock);
 		c->state = C_HEAD;
+		c->fresh = false;
 		c->since = now_msec();
 		pthread_mutex_unlock(&lock);
 		if (arm(c, EPOLL_CTL_MOD)) {

@@ -41,6 +41,16 @@ int s3_body_drain(struct s3_conn *c);
 int s3_send(struct s3_conn *c, const void *buf, size_t len);
 /* the connection is closed after this answer */
 void s3_close_after(struct s3_conn *c);
+/*
+ * For relaying the request elsewhere (s3_proxy.c): its head as received,
+ * the socket, the body bytes already read with the head, and no 100
+ * Continue of our own (the other end answers the client's Expect)
+ */
+const char *s3_head(const struct s3_conn *c, size_t *len);
+int s3_fd(const struct s3_conn *c);
+size_t s3_body_buffered(const struct s3_conn *c);
+uint64_t s3_body_left(const struct s3_conn *c);
+void s3_no_continue(struct s3_conn *c);
 
 
 #endif

@@ -20,7 +20,6 @@
 #include <string.h>
 #include <time.h>
 #include "util.h"
-#include "core/core.h"
 #include "front/exec.h"
 #include "front/s3_bucket.h"
 #include "front/s3_reg.h"
@@ -48,6 +47,8 @@ struct s3_bucket {
 	bool gone;			/* deleted: no commit any more */
 };
 
+/* this gateway, as the registry names a bucket's owner */
+static char self_id[S3REG_NAME_LEN];
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct s3_bucket *cache;
 
@@ -281,13 +282,11 @@ static void bucket_free(struct s3_bucket *b)
 static struct s3_bucket *bucket_new(const struct s3_bucket_rec *rec)
 {
 	struct s3_bucket *b = xzalloc(sizeof(*b));
-	char self[S3REG_NAME_LEN];
 
 	b->rec = *rec;
 	b->refs = 1;
 	pthread_mutex_init(&b->lock, NULL);
-	node_to_str(&sys.self, self, sizeof(self));
-	b->owner = !strcmp(rec->gateway, self);
+	b->owner = !strcmp(rec->gateway, self_id);
 	if (volume_lookup(rec->name, "index", &b->index_vid) ||
 	    volume_lookup(rec->name, "data.0", &b->data_vid)) {
 		bucket_free(b);
@@ -315,6 +314,11 @@ static void uncache(struct s3_bucket *b)
 				bucket_free(b);
 			return;
 		}
+}
+
+void s3b_set_self(const char *id)
+{
+	snprintf(self_id, sizeof(self_id), "%s", id);
 }
 
 int s3b_get(const char *name, struct s3_bucket **out)
@@ -383,7 +387,8 @@ uint64_t s3b_created(const struct s3_bucket *b)
  * for this read (tried again if a page it read was reused meanwhile)
  */
 static int with_tree(struct s3_bucket *b,
-		     int (*fn)(struct kvtree *t, void *arg), void *arg)
+		     int (*fn)(struct kvtree *t, void *arg), void *arg,
+		     int tries)
 {
 	int ret = -2;
 
@@ -394,7 +399,7 @@ static int with_tree(struct s3_bucket *b,
 		pthread_mutex_unlock(&b->lock);
 		return ret;
 	}
-	for (int i = 0; i < READ_TRIES; i++) {
+	for (int i = 0; i < tries; i++) {
 		struct kvtree *t;
 
 		if (kvt_open(&b->store, &t))
@@ -435,7 +440,7 @@ int s3b_lookup(struct s3_bucket *b, const char *key, size_t klen,
 
 	if (klen > S3_MAX_KEY)
 		return -1;
-	return with_tree(b, lookup_fn, &a);
+	return with_tree(b, lookup_fn, &a, READ_TRIES);
 }
 
 struct scan_arg {
@@ -488,7 +493,8 @@ int s3b_scan(struct s3_bucket *b, const char *start, size_t slen,
 	a->slen = slen;
 	a->fn = fn;
 	a->arg = arg;
-	ret = with_tree(b, scan_fn, a);
+	/* once: a scan cut halfway has handed entries out already */
+	ret = with_tree(b, scan_fn, a, 1);
 	free(a);
 	return ret;
 }
@@ -591,7 +597,7 @@ static int registry(uint8_t kind, const char *name, const char *user)
 	snprintf(r.name, sizeof(r.name), "%s", name);
 	if (user)
 		snprintf(r.user, sizeof(r.user), "%s", user);
-	node_to_str(&sys.self, r.gateway, sizeof(r.gateway));
+	snprintf(r.gateway, sizeof(r.gateway), "%s", self_id);
 	r.created = (uint64_t)time(NULL);
 	return s3reg_change(&r);
 }

@@ -34,11 +34,14 @@ struct s3_obj {
 
 struct s3_bucket;
 
+/* this gateway's S3 endpoint, "ADDR:PORT": the owner of what it creates */
+void s3b_set_self(const char *id);
 /* the bucket @name: 0, -1 no such bucket, -2 it cannot be read */
 int s3b_get(const char *name, struct s3_bucket **b);
 void s3b_put(struct s3_bucket *b);
 /* is this gateway the one that writes @b? */
 bool s3b_is_owner(const struct s3_bucket *b);
+/* the owner's S3 endpoint, "ADDR:PORT" */
 const char *s3b_owner(const struct s3_bucket *b);
 const char *s3b_user(const struct s3_bucket *b);
 uint64_t s3b_created(const struct s3_bucket *b);

@@ -749,6 +749,12 @@ int vdi_del_work(struct request *req)
 	h = lk.h;
 	if (!h.name[0] && !h.vdi_size)
 		return SD_RES_SUCCESS;
+	/* object storage's volumes go only through the gateway (front/s3) */
+	if (!req->internal && !strncmp(lk.name, ".kelpie/", 8)) {
+		sd_notice("VDI %s not deleted: it belongs to object storage",
+			  lk.name);
+		return SD_RES_VDI_LOCKED;
+	}
 	/*
 	 * A client's VDI is not deleted from under it (dog checks first).
 	 * Right after a snapshot the client's lock is still on the snapshot

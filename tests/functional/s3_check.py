@@ -188,6 +188,33 @@ def step_list():
     check(sorted(got) == sorted(pre + top),
           "a delimiter in pages of 4: every prefix and key once",
           str(got))
+    got, marker = [], None
+    while True:
+        kw = {"Marker": marker} if marker else {}
+        r = rd.list_objects(Bucket="photos", Delimiter="/", MaxKeys=4, **kw)
+        got += [p["Prefix"] for p in r.get("CommonPrefixes", [])]
+        got += [o["Key"] for o in r.get("Contents", [])]
+        if not r["IsTruncated"]:
+            break
+        marker = r["NextMarker"]
+    check(sorted(got) == sorted(pre + top),
+          "ListObjects (v1) with a delimiter in pages of 4 through "
+          "NextMarker: every prefix and key once", str(got))
+    for k in ("pfx/", "pfx/a"):
+        s3.put_object(Bucket="photos", Key=k, Body=b"p")
+    got, token = [], None
+    while True:
+        kw = {"ContinuationToken": token} if token else {}
+        r = rd.list_objects_v2(Bucket="photos", Prefix="pfx/", Delimiter="/",
+                               MaxKeys=1, **kw)
+        got += [o["Key"] for o in r.get("Contents", [])]
+        if not r["IsTruncated"]:
+            break
+        token = r["NextContinuationToken"]
+    check(got == ["pfx/", "pfx/a"], "a key that is the prefix itself, in "
+          "pages of one: then the keys under it", str(got))
+    for k in ("pfx/", "pfx/a"):
+        s3.delete_object(Bucket="photos", Key=k)
     r = s3.list_objects(Bucket="photos", Prefix="d03/", Marker="d03/f004")
     check([o["Key"] for o in r["Contents"]] ==
           ["d03/f%03d" % f for f in range(5, 10)],
@@ -260,9 +287,23 @@ def step_auth():
 
 def step_refused():
     s3, rd = client(OWNER), client(READER)
-    expect_error("a write through a gateway that does not own the bucket: "
-                 "ServiceUnavailable", ("ServiceUnavailable", 503),
-                 rd.put_object, Bucket="photos", Key="x", Body=b"x")
+    silent = raw(OWNER, b"", read=False)
+    t0 = time.monotonic()
+    data = random.randbytes(6 * 1024 * 1024 + 17)
+    r = rd.put_object(Bucket="photos", Key="via-reader", Body=data,
+                      Metadata={"from": "node1"})
+    g = s3.get_object(Bucket="photos", Key="via-reader")
+    check(r["ETag"] == '"%s"' % hashlib.md5(data).hexdigest() and
+          g["Body"].read() == data and g["Metadata"] == {"from": "node1"},
+          "a PUT through the gateway that does not own the bucket: relayed "
+          "to the owner, read back through it")
+    expect_error("a bad digest through the other gateway: BadDigest",
+                 ("BadDigest", 400), rd.put_object, Bucket="photos",
+                 Key="md5", Body=b"abc", ContentMD5="1B2M2Y8AsgTpgAmY7PhCfg==")
+    rd.delete_object(Bucket="photos", Key="via-reader")
+    expect_error("a DELETE through the other gateway: the key is gone",
+                 ("NoSuchKey", 404), s3.get_object, Bucket="photos",
+                 Key="via-reader")
     expect_error("CopyObject: NotImplemented", ("NotImplemented", 501),
                  s3.copy_object, Bucket="photos", Key="copy",
                  CopySource="photos/a/small.txt")
@@ -296,6 +337,24 @@ def step_refused():
           "20 clients with half a head each: a request is still served")
     for s in slow:
         s.close()
+    silent.settimeout(20)
+    try:
+        gone = silent.recv(1) == b""
+    except ConnectionResetError:
+        gone = True
+    except socket.timeout:
+        gone = False
+    check(gone and time.monotonic() - t0 < 20,
+          "a connection that sends nothing is closed within 10 s or so")
+
+
+def step_owner_down():
+    rd = client(READER)
+    expect_error("the owner down: a write through the other gateway is "
+                 "ServiceUnavailable", ("ServiceUnavailable", 503),
+                 rd.put_object, Bucket="photos", Key="x", Body=b"x")
+    check(rd.get_object(Bucket="photos", Key="a/small.txt")["Body"].read()
+          == b"hello, kelpie", "the owner down: reads go on")
 
 
 def step_reread():
@@ -343,5 +402,6 @@ def step_cleanup():
 
 
 {"basic": step_basic, "list": step_list, "auth": step_auth,
+ "owner-down": step_owner_down,
  "refused": step_refused, "reread": step_reread, "put-atom": step_put_atom,
  "cut-put": step_cut_put, "cleanup": step_cleanup}[STEP]()

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * What the S3 handlers share (s3_resp.c): the request being served, text
+ * and XML built in memory, and the answers: a head, a body, an S3 error
+ * document.
+ */
+#ifndef SHEEP_FRONT_S3_RESP_H
+#define SHEEP_FRONT_S3_RESP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "s3req.h"
+#include "front/s3.h"
+#include "front/s3_bucket.h"
+#include "front/s3_reg.h"
+
+/* a growable text buffer */
+struct sbuf {
+	char *p;
+	size_t len, cap;
+};
+
+/* one request being served */
+struct s3_ctx {
+	struct s3_conn *c;
+	const struct http_request *r;
+	char method[16];
+	char bucket[S3REG_NAME_LEN * 2];
+	char key[S3_MAX_KEY + 1];
+	size_t klen;
+	bool has_bucket, has_key, head;
+	struct s3_param params[S3_MAX_PARAMS];
+	int nr_params;
+	struct s3_user user;		/* who signed it */
+	char payload_hash[80];
+	char *buf;			/* a bounded piece of a body */
+};
+
+void sb_add(struct sbuf *s, const char *p, size_t len);
+/* a string literal */
+#define sb_lit(s, lit)	sb_add(s, lit, sizeof(lit) - 1)
+void sb_printf(struct sbuf *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* escaped for XML text */
+void sb_xml(struct sbuf *s, const char *p, size_t len);
+/* a key or prefix in a listing: escaped, or url-encoded (@url) */
+void sb_key(struct sbuf *s, const char *p, size_t len, bool url);
+
+void s3_http_date(uint64_t t, char *out, size_t size);
+void s3_iso_date(uint64_t t, char *out, size_t size);
+void s3_hex(const uint8_t *in, size_t n, char *out);
+void s3_b64(const char *in, size_t len, char *out);
+
+/* the status line and headers (@extra: more, each ending CRLF): 0/-1 */
+int s3_send_head(struct s3_ctx *x, int status, const char *extra,
+		 uint64_t length, const char *ctype);
+void s3_send_body(struct s3_ctx *x, int status, const char *extra,
+		  const struct sbuf *body, const char *ctype);
+void s3_error(struct s3_ctx *x, int status, const char *code,
+	      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* 500, and where to look */
+void s3_internal(struct s3_ctx *x, const char *what);
+
+/* the query parameter @name, NULL if absent */
+const struct s3_param *s3_param_get(const struct s3_ctx *x, const char *name);
+/* the first parameter not in @known (NULL-ended), but for signatures */
+const char *s3_unknown_param(const struct s3_ctx *x,
+			     const char *const *known);
+/* header @name's value into @out, NULL if absent or too long */
+const char *s3_header(const struct s3_ctx *x, const char *name, char *out,
+		      size_t size);
+
+/* s3_list.c: ListObjects, v1 and v2 */
+void s3_list_objects(struct s3_ctx *x, struct s3_bucket *b);
+
+#endif
