@@ -45,4 +45,16 @@ enum s3_range {
 /* a Range header's value against an object of @size bytes */
 enum s3_range s3_parse_range(const char *v, uint64_t size, uint64_t *from,
 			     uint64_t *to);
+/* a part named by CompleteMultipartUpload */
+struct s3_part_ref {
+	uint32_t number;
+	char etag[33];			/* lower-case hex, no quotes */
+};
+/*
+ * CompleteMultipartUpload's body: each <Part>'s <PartNumber> (1-10000)
+ * and <ETag> ("hex", quoted or not) into @refs: how many, -1 if
+ * malformed or more than @max
+ */
+int s3_parse_complete(const char *xml, size_t len, struct s3_part_ref *refs,
+		      int max);
 #endif

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* The parts of an S3 request a gateway reads (s3req.h). */
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "s3req.h"
@@ -173,4 +174,87 @@ enum s3_range s3_parse_range(const char *v, uint64_t size, uint64_t *from,
 	*from = a;
 	*to = b >= size ? size - 1 : b;
 	return S3_RANGE_ONE;
+}
+
+/* the text of <@tag>...</@tag> within [p, end): its span, false if none */
+static bool element(const char *p, const char *end, const char *tag,
+		    const char **text, size_t *len)
+{
+	char open[32], close[32];
+	const char *a, *b;
+	int on = snprintf(open, sizeof(open), "<%s>", tag);
+	int cn = snprintf(close, sizeof(close), "</%s>", tag);
+
+	a = memmem(p, (size_t)(end - p), open, (size_t)on);
+	if (!a)
+		return false;
+	a += on;
+	b = memmem(a, (size_t)(end - a), close, (size_t)cn);
+	if (!b)
+		return false;
+	*text = a;
+	*len = (size_t)(b - a);
+	return true;
+}
+
+/* an ETag as S3 clients send it back: "hex", &quot;hex&quot; or hex */
+static bool etag_value(const char *t, size_t len, char out[33])
+{
+	while (len && (*t == ' ' || *t == '\n' || *t == '\t' || *t == '\r')) {
+		t++;
+		len--;
+	}
+	while (len && strchr(" \n\t\r", t[len - 1]))
+		len--;
+	if (len >= 12 && !strncmp(t, "&quot;", 6) &&
+	    !strncmp(t + len - 6, "&quot;", 6)) {
+		t += 6;
+		len -= 12;
+	} else if (len >= 2 && t[0] == '"' && t[len - 1] == '"') {
+		t++;
+		len -= 2;
+	}
+	if (len != 32)
+		return false;
+	for (size_t i = 0; i < 32; i++) {
+		if (hexval((unsigned char)t[i]) < 0)
+			return false;
+		out[i] = (char)tolower((unsigned char)t[i]);
+	}
+	out[32] = 0;
+	return true;
+}
+
+int s3_parse_complete(const char *xml, size_t len, struct s3_part_ref *refs,
+		      int max)
+{
+	const char *p = xml, *end = xml + len;
+	int n = 0;
+
+	for (;;) {
+		const char *part, *num, *tag;
+		size_t plen, nlen, tlen;
+		uint64_t v;
+		const char *e;
+
+		if (!element(p, end, "Part", &part, &plen)) {
+			/* a part opened and never closed: not a list */
+			if (memmem(p, (size_t)(end - p), "<Part>", 6))
+				return -1;
+			break;
+		}
+		if (n == max ||
+		    !element(part, part + plen, "PartNumber", &num, &nlen) ||
+		    !element(part, part + plen, "ETag", &tag, &tlen) ||
+		    !nlen || nlen > 5)
+			return -1;
+		if (!digits(num, &e, &v) || e != num + nlen || !v || v > 10000)
+			return -1;
+		refs[n].number = (uint32_t)v;
+		if (!etag_value(tag, tlen, refs[n].etag))
+			return -1;
+		n++;
+		p = part + plen + 7;	/* past "</Part>" */
+	}
+	return n ? n : -1;
 }

@@ -32,8 +32,6 @@
 #include "front/s3_reg.h"
 #include "front/s3_resp.h"
 
-#define MAX_PUT		(UINT64_C(5) << 30)	/* one PUT, as S3 */
-#define IO_CHUNK	(1U << 20)
 #define SKEW_SEC	900
 
 /* the target's bucket and key, and the query: false if malformed */
@@ -282,200 +280,30 @@ static void delete_bucket(struct s3_ctx *x, struct s3_bucket *b)
 }
 /* ---- objects ---- */
 
-/* headers S3 gives a meaning this gateway does not implement yet */
-static const char *unsupported_put_header(struct s3_ctx *x)
-{
-	static const char *const no[] = { "x-amz-copy-source",
-		"x-amz-server-side-encryption", "x-amz-tagging",
-		"x-amz-website-redirect-location", "x-amz-object-lock-mode",
-		"x-amz-object-lock-retain-until-date",
-		"x-amz-object-lock-legal-hold", "x-amz-checksum-algorithm",
-		"x-amz-checksum-crc32", "x-amz-checksum-crc32c",
-		"x-amz-checksum-sha1", "x-amz-checksum-sha256",
-		"x-amz-sdk-checksum-algorithm", "x-amz-trailer",
-		"content-encoding", "cache-control", "content-disposition",
-		"content-language", "expires", "if-match", "if-none-match",
-		"x-amz-grant-read", "x-amz-grant-full-control",
-		"x-amz-grant-read-acp", "x-amz-grant-write-acp", NULL };
-	char v[64];
-
-	for (int i = 0; no[i]; i++)
-		if (http_header(x->r, no[i]))
-			return no[i];
-	if (s3_header(x, "x-amz-acl", v, sizeof(v)) && strcmp(v, "private"))
-		return "x-amz-acl";
-	if (s3_header(x, "x-amz-storage-class", v, sizeof(v)) &&
-	    strcmp(v, "STANDARD"))
-		return "x-amz-storage-class";
-	return NULL;
-}
-
-/* x-amz-meta-* into o->meta: 0, or answered */
-static int take_meta(struct s3_ctx *x, struct s3_obj *o)
-{
-	size_t total = 0;
-
-	o->meta_len = 0;
-	for (size_t i = 0; i < x->r->nr_hdrs; i++) {
-		const struct http_header *h = &x->r->hdrs[i];
-		char name[128];
-
-		if (h->nlen <= 11 || strncasecmp(h->name, "x-amz-meta-", 11))
-			continue;
-		total += h->nlen - 11 + h->vlen;
-		if (total > S3_MAX_META || h->nlen >= sizeof(name) ||
-		    o->meta_len + h->nlen - 11 + h->vlen + 2 > S3_MAX_META) {
-			s3_error(x, 400, "MetadataTooLarge", "Your metadata "
-			      "headers exceed the maximum allowed metadata "
-			      "size (2 KB)");
-			return -1;
-		}
-		for (size_t k = 11; k < h->nlen; k++)
-			o->meta[o->meta_len++] = (char)tolower(h->name[k]);
-		o->meta[o->meta_len++] = 0;
-		memcpy(o->meta + o->meta_len, h->value, h->vlen);
-		o->meta_len += h->vlen;
-		o->meta[o->meta_len++] = 0;
-	}
-	return 0;
-}
-
-struct digests {
-	EVP_MD_CTX *md5, *sha;
-};
-
-static void digests_init(struct digests *d)
-{
-	d->md5 = EVP_MD_CTX_new();
-	d->sha = EVP_MD_CTX_new();
-	EVP_DigestInit_ex(d->md5, EVP_md5(), NULL);
-	EVP_DigestInit_ex(d->sha, EVP_sha256(), NULL);
-}
-
-static void digests_free(struct digests *d)
-{
-	EVP_MD_CTX_free(d->md5);
-	EVP_MD_CTX_free(d->sha);
-}
-
-/* the body into the data volume at @off (or o->data): 0, or answered */
-static int receive_body(struct s3_ctx *x, struct s3_bucket *b, struct s3_obj *o,
-			struct digests *d)
-{
-	uint64_t done = 0;
-
-	while (done < o->size) {
-		size_t want = (size_t)MIN(o->size - done, (uint64_t)IO_CHUNK);
-		size_t got = 0;
-
-		while (got < want) {
-			ssize_t n = s3_body_read(x->c, x->buf + got,
-						 want - got);
-
-			if (n <= 0) {
-				s3_close_after(x->c);
-				return -1;	/* the client went */
-			}
-			got += (size_t)n;
-		}
-		EVP_DigestUpdate(d->md5, x->buf, got);
-		EVP_DigestUpdate(d->sha, x->buf, got);
-		if (o->is_inline)
-			memcpy(o->data + done, x->buf, got);
-		else if (s3b_write(b, o->off + done, x->buf, (uint32_t)got)) {
-			s3_close_after(x->c);
-			s3_internal(x, "Writing the object's data");
-			return -1;
-		}
-		done += got;
-	}
-	return 0;
-}
-
-/* Content-MD5 and x-amz-content-sha256 against the bytes: 0 or answered */
-static int check_digests(struct s3_ctx *x, struct s3_obj *o, struct digests *d)
-{
-	uint8_t sha[32];
-	char sha_hex[65], want[64], md5_b64[32];
-	unsigned int n;
-
-	EVP_DigestFinal_ex(d->md5, o->md5, &n);
-	EVP_DigestFinal_ex(d->sha, sha, &n);
-	if (s3_header(x, "content-md5", want, sizeof(want))) {
-		s3_b64((const char *)o->md5, 16, md5_b64);
-		if (strcmp(want, md5_b64)) {
-			s3_error(x, 400, "BadDigest", "The Content-MD5 you "
-			      "specified did not match what we received.");
-			return -1;
-		}
-	}
-	if (strcmp(x->payload_hash, "UNSIGNED-PAYLOAD")) {
-		s3_hex(sha, 32, sha_hex);
-		if (strcasecmp(sha_hex, x->payload_hash)) {
-			s3_error(x, 400, "XAmzContentSHA256Mismatch", "The "
-			      "provided 'x-amz-content-sha256' header does not "
-			      "match what was computed.");
-			return -1;
-		}
-	}
-	return 0;
-}
-
 static void put_object(struct s3_ctx *x, struct s3_bucket *b)
 {
 	struct s3_obj *o;
-	struct digests d;
-	char ct[S3_MAX_CTYPE + 1], md5_check[64], extra[128], etag[33];
+	char ct[S3_MAX_CTYPE + 1], extra[128], etag[S3_ETAG_LEN];
 	const char *bad = s3_unknown_param(x, NULL);
 
-	if (bad || (bad = unsupported_put_header(x))) {
+	if (bad || (bad = s3_unsupported_put_header(x))) {
 		s3_error(x, 501, "NotImplemented", "%s is not supported for "
-		      "PutObject yet", bad);
-		return;
-	}
-	if (x->r->chunked || !x->r->has_length) {
-		s3_error(x, 411, "MissingContentLength", "You must provide the "
-		      "Content-Length HTTP header.");
-		return;
-	}
-	if (x->r->content_length > MAX_PUT) {
-		s3_error(x, 400, "EntityTooLarge", "Your proposed upload exceeds "
-		      "the maximum allowed size (5 GiB in one PUT)");
-		return;
-	}
-	if (need_owner(x, b))
-		return;
-	if (s3_header(x, "content-md5", md5_check, sizeof(md5_check)) &&
-	    strlen(md5_check) != 24) {
-		s3_error(x, 400, "InvalidDigest", "The Content-MD5 you specified "
-		      "is not valid.");
+			 "PutObject yet", bad);
 		return;
 	}
 	o = xzalloc(sizeof(*o));
-	o->size = x->r->content_length;
 	o->mtime = (uint64_t)time(NULL);
-	o->is_inline = o->size <= S3_MAX_INLINE;
 	if (s3_header(x, "content-type", ct, sizeof(ct))) {
 		o->ctype_len = (uint16_t)strlen(ct);
 		memcpy(o->ctype, ct, o->ctype_len);
 	}
-	if (take_meta(x, o))
+	if (s3_take_meta(x, o) || s3_receive(x, b, o, true))
 		goto out;
-	if (!o->is_inline && s3b_reserve(b, o->size, &o->off)) {
-		s3_internal(x, "Reserving room in the bucket");
-		goto out;
-	}
-	digests_init(&d);
-	if (receive_body(x, b, o, &d) || check_digests(x, o, &d)) {
-		digests_free(&d);
-		goto out;
-	}
-	digests_free(&d);
 	if (s3b_commit(b, x->key, x->klen, o)) {
 		s3_internal(x, "Committing the object");
 		goto out;
 	}
-	s3_hex(o->md5, 16, etag);
+	s3_etag(o, etag);
 	snprintf(extra, sizeof(extra), "ETag: \"%s\"\r\n", etag);
 	s3_send_head(x, 200, extra, 0, NULL);
 out:
@@ -579,54 +407,64 @@ static void object_headers(const struct s3_obj *o, const char *etag,
 	}
 }
 
+/* bytes [from, from + len) of the object whose extents are @e */
 static void send_data(struct s3_ctx *x, struct s3_bucket *b,
-		      const struct s3_obj *o, uint64_t from, uint64_t len)
+		      const struct s3_extent *e, int n, uint64_t from,
+		      uint64_t len)
 {
-	if (o->is_inline) {
-		s3_send(x->c, o->data + from, (size_t)len);
-		return;
-	}
-	while (len) {
-		uint32_t n = (uint32_t)MIN(len, (uint64_t)IO_CHUNK);
-
-		if (s3b_read(b, o->off + from, x->buf, n)) {
-			/* the head promised bytes we cannot give */
-			sd_err("S3: reading %s/%.*s failed", x->bucket,
-			       (int)x->klen, x->key);
-			s3_close_after(x->c);
-			return;
+	for (int i = 0; i < n && len; i++) {
+		if (from >= e[i].len) {
+			from -= e[i].len;
+			continue;
 		}
-		if (s3_send(x->c, x->buf, n))
-			return;
-		from += n;
-		len -= n;
+		while (from < e[i].len && len) {
+			uint32_t k = (uint32_t)MIN(MIN(len, e[i].len - from),
+						   (uint64_t)S3_IO_CHUNK);
+
+			if (s3b_read(b, e[i].off + from, x->buf, k)) {
+				/* the head promised bytes we cannot give */
+				sd_err("S3: reading %s/%.*s failed", x->bucket,
+				       (int)x->klen, x->key);
+				s3_close_after(x->c);
+				return;
+			}
+			if (s3_send(x->c, x->buf, k))
+				return;
+			from += k;
+			len -= k;
+		}
+		from = 0;
 	}
 }
 
 static void get_object(struct s3_ctx *x, struct s3_bucket *b)
 {
 	struct s3_obj *o = xmalloc(sizeof(*o));
+	struct s3_extent *ext = NULL;
 	struct sbuf h = { 0 };
-	char etag[33], ctype[S3_MAX_CTYPE + 1];
+	char etag[S3_ETAG_LEN], ctype[S3_MAX_CTYPE + 1];
 	uint64_t from = 0, to = 0;
 	const char *bad = s3_unknown_param(x, NULL);
-	int range, ret;
+	int range, ret, n = 0;
 
 	if (bad) {
 		s3_error(x, 501, "NotImplemented", "%s is not supported for "
-		      "GetObject yet", bad);
+			 "GetObject yet", bad);
 		goto out;
 	}
 	ret = s3b_lookup(b, x->key, x->klen, o);
 	if (ret == -1) {
-		s3_error(x, 404, "NoSuchKey", "The specified key does not exist.");
+		s3_error(x, 404, "NoSuchKey", "The specified key does not "
+			 "exist.");
 		goto out;
 	}
+	if (!ret && !o->is_inline && !x->head)
+		ret = (n = s3b_extents(b, o, &ext)) < 0 ? -2 : 0;
 	if (ret) {
 		s3_internal(x, "Reading the bucket's index");
 		goto out;
 	}
-	s3_hex(o->md5, 16, etag);
+	s3_etag(o, etag);
 	object_headers(o, etag, &h);
 	if (conditions(x, o, etag, h.p))
 		goto out;
@@ -640,12 +478,18 @@ static void get_object(struct s3_ctx *x, struct s3_bucket *b)
 			  "/%" PRIu64 "\r\n", from, to, o->size);
 	else
 		to = o->size ? o->size - 1 : 0;
-	if (s3_send_head(x, range ? 206 : 200, h.p, o->size ? to - from + 1 : 0,
-		      o->ctype_len ? ctype : "binary/octet-stream"))
+	if (s3_send_head(x, range ? 206 : 200, h.p,
+			 o->size ? to - from + 1 : 0,
+			 o->ctype_len ? ctype : "binary/octet-stream"))
 		goto out;
-	if (!x->head && o->size)
-		send_data(x, b, o, from, to - from + 1);
+	if (x->head || !o->size)
+		goto out;
+	if (o->is_inline)
+		s3_send(x->c, o->data + from, (size_t)(to - from + 1));
+	else
+		send_data(x, b, ext, n, from, to - from + 1);
 out:
+	free(ext);
 	free(h.p);
 	free(o);
 }
@@ -727,7 +571,7 @@ static void object_request(struct s3_ctx *x)
 	struct s3_bucket *b;
 
 	if (!is(x, "GET") && !is(x, "HEAD") && !is(x, "PUT") &&
-	    !is(x, "DELETE")) {
+	    !is(x, "DELETE") && !is(x, "POST")) {
 		s3_error(x, 501, "NotImplemented", "%s on an object is not "
 		      "supported yet", x->method);
 		return;
@@ -736,6 +580,11 @@ static void object_request(struct s3_ctx *x)
 		return;
 	if (!is(x, "GET") && !is(x, "HEAD") && need_owner(x, b))
 		;	/* relayed to the owner, or answered */
+	else if (s3_multipart(x, b))
+		;	/* answered */
+	else if (is(x, "POST"))
+		s3_error(x, 501, "NotImplemented", "POST on an object is not "
+			 "supported but for multipart uploads");
 	else if (is(x, "PUT"))
 		put_object(x, b);
 	else if (is(x, "DELETE"))
@@ -785,7 +634,7 @@ static void s3_serve(struct s3_conn *c)
 	}
 	if (authenticate(x))
 		goto out;
-	x->buf = xmalloc(IO_CHUNK);
+	x->buf = xmalloc(S3_IO_CHUNK);
 	route(x);
 out:
 	if (x->nr_params > 0)

@@ -63,6 +63,7 @@ static size_t entry_encode(const struct s3_obj *o, uint8_t *buf)
 	buf[1] = o->is_inline ? ENTRY_INLINE : 0;
 	put_le16(buf + 2, o->ctype_len);
 	put_le16(buf + 4, o->meta_len);
+	put_le16(buf + 6, o->nr_parts);
 	put_le64(buf + 8, o->size);
 	put_le64(buf + 16, o->mtime);
 	put_le64(buf + 24, o->off);
@@ -88,12 +89,14 @@ static int entry_decode(const uint8_t *buf, size_t len, struct s3_obj *o)
 	o->is_inline = buf[1] & ENTRY_INLINE;
 	o->ctype_len = get_le16(buf + 2);
 	o->meta_len = get_le16(buf + 4);
+	o->nr_parts = get_le16(buf + 6);
 	o->size = get_le64(buf + 8);
 	o->mtime = get_le64(buf + 16);
 	o->off = get_le64(buf + 24);
 	memcpy(o->md5, buf + 32, 16);
 	if (o->ctype_len > S3_MAX_CTYPE || o->meta_len > S3_MAX_META ||
-	    (o->is_inline && o->size > S3_MAX_INLINE))
+	    (o->is_inline && (o->size > S3_MAX_INLINE || o->nr_parts)) ||
+	    o->nr_parts > S3_MAX_PARTS)
 		return -2;
 	want = ENTRY_HEAD + o->ctype_len + o->meta_len +
 	       (o->is_inline ? (size_t)o->size : 0);
@@ -504,7 +507,64 @@ int s3b_read(struct s3_bucket *b, uint64_t off, void *buf, uint32_t len)
 	return vol_read(b->data_vid, off, buf, len);
 }
 
+int s3b_extents(struct s3_bucket *b, const struct s3_obj *o,
+		struct s3_extent **out)
+{
+	struct s3_extent *e;
+	uint8_t *raw;
+	uint64_t total = 0;
+	int n = o->nr_parts;
+
+	if (!n) {
+		e = xmalloc(sizeof(*e));
+		e->off = o->off;
+		e->len = o->size;
+		*out = e;
+		return 1;
+	}
+	raw = xmalloc((size_t)n * S3_EXTENT_SIZE);
+	e = xmalloc((size_t)n * sizeof(*e));
+	if (vol_read(b->data_vid, o->off, raw, (uint32_t)n * S3_EXTENT_SIZE)) {
+		n = -2;
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		e[i].off = get_le64(raw + S3_EXTENT_SIZE * i);
+		e[i].len = get_le64(raw + S3_EXTENT_SIZE * i + 8);
+		total += e[i].len;
+	}
+	/* a list that does not add up is never served */
+	if (total != o->size)
+		n = -2;
+out:
+	free(raw);
+	if (n < 0) {
+		free(e);
+		e = NULL;
+	}
+	*out = e;
+	return n;
+}
+
 /* ---- the owner's writes ---- */
+
+int s3b_write_extents(struct s3_bucket *b, const struct s3_extent *e, int n,
+		      uint64_t *off)
+{
+	uint32_t len = (uint32_t)n * S3_EXTENT_SIZE;
+	uint8_t *raw = xmalloc(len);
+	int ret;
+
+	for (int i = 0; i < n; i++) {
+		put_le64(raw + S3_EXTENT_SIZE * i, e[i].off);
+		put_le64(raw + S3_EXTENT_SIZE * i + 8, e[i].len);
+	}
+	ret = s3b_reserve(b, len, off);
+	if (!ret && s3b_write(b, *off, raw, len))
+		ret = -2;
+	free(raw);
+	return ret;
+}
 
 int s3b_reserve(struct s3_bucket *b, uint64_t len, uint64_t *off)
 {
@@ -586,6 +646,256 @@ int s3b_delete(struct s3_bucket *b, const char *key, size_t klen)
 	return ret;
 }
 
+/* ---- multipart uploads ---- */
+
+/*
+ * "u/ID" -> KLEN (le16) KEY ENTRY (the type and metadata);
+ * "p/ID/NNNNN" -> ENTRY (size, md5, off) of a part
+ */
+static size_t upload_key(char *out, const char *id)
+{
+	return (size_t)snprintf(out, 80, "u/%s", id);
+}
+
+static size_t part_key(char *out, const char *id, uint32_t number)
+{
+	return (size_t)snprintf(out, 96, "p/%s/%05" PRIu32, id, number);
+}
+
+/* under b->lock, the tree open: @fn(arg) then the commit; 0, -1, -2 */
+static int owner_change(struct s3_bucket *b,
+			int (*fn)(struct kvtree *t, void *arg), void *arg)
+{
+	int ret = -2;
+
+	sd_assert(b->owner);
+	pthread_mutex_lock(&b->lock);
+	if (!owner_tree(b)) {
+		ret = fn(b->t, arg);
+		if (ret == -2)
+			owner_reset(b);
+		else if (!ret)
+			ret = owner_commit(b);
+	}
+	pthread_mutex_unlock(&b->lock);
+	return ret;
+}
+
+struct upload_arg {
+	const char *id, *key;
+	size_t klen;
+	const struct s3_obj *o;
+	const struct s3_part *part;
+};
+
+static int upload_create_fn(struct kvtree *t, void *arg)
+{
+	struct upload_arg *a = arg;
+	uint8_t *v = xmalloc(2 + S3_MAX_KEY + ENTRY_MAX);
+	char k[80];
+	size_t vlen;
+	int ret;
+
+	put_le16(v, (uint16_t)a->klen);
+	memcpy(v + 2, a->key, a->klen);
+	vlen = 2 + a->klen + entry_encode(a->o, v + 2 + a->klen);
+	ret = kvt_put(t, k, upload_key(k, a->id), v, vlen) ? -2 : 0;
+	free(v);
+	return ret;
+}
+
+int s3b_upload_create(struct s3_bucket *b, const char *id, const char *key,
+		      size_t klen, const struct s3_obj *o)
+{
+	struct upload_arg a = { .id = id, .key = key, .klen = klen, .o = o };
+
+	return owner_change(b, upload_create_fn, &a);
+}
+
+struct upload_get_arg {
+	const char *id;
+	char *key;
+	size_t *klen;
+	struct s3_obj *o;
+};
+
+static int upload_get_fn(struct kvtree *t, void *arg)
+{
+	struct upload_get_arg *a = arg;
+	uint8_t *v = xmalloc(2 + S3_MAX_KEY + ENTRY_MAX);
+	char k[80];
+	int n = kvt_get(t, k, upload_key(k, a->id), v,
+			2 + S3_MAX_KEY + ENTRY_MAX);
+	size_t klen;
+	int ret = n;
+
+	if (n >= 0) {
+		klen = get_le16(v);
+		ret = -2;
+		if (n <= 2 + S3_MAX_KEY + ENTRY_MAX && klen <= S3_MAX_KEY &&
+		    (size_t)n >= 2 + klen) {
+			memcpy(a->key, v + 2, klen);
+			a->key[klen] = 0;
+			*a->klen = klen;
+			ret = entry_decode(v + 2 + klen, (size_t)n - 2 - klen,
+					   a->o);
+		}
+	}
+	free(v);
+	return ret;
+}
+
+int s3b_upload_get(struct s3_bucket *b, const char *id, char *key,
+		   size_t *klen, struct s3_obj *o)
+{
+	struct upload_get_arg a = { id, key, klen, o };
+
+	return with_tree(b, upload_get_fn, &a, READ_TRIES);
+}
+
+static int part_commit_fn(struct kvtree *t, void *arg)
+{
+	struct upload_arg *a = arg;
+	struct s3_obj o = { .size = a->part->size, .off = a->part->off };
+	uint8_t v[ENTRY_MAX];
+	char k[96];
+
+	/* the upload must be there still (not completed or aborted) */
+	upload_key(k, a->id);
+	switch (kvt_get(t, k, strlen(k), NULL, 0)) {
+	case -1:
+		return -1;
+	case -2:
+		return -2;
+	}
+	memcpy(o.md5, a->part->md5, 16);
+	return kvt_put(t, k, part_key(k, a->id, a->part->number), v,
+		       entry_encode(&o, v)) ? -2 : 0;
+}
+
+int s3b_part_commit(struct s3_bucket *b, const char *id,
+		    const struct s3_part *p)
+{
+	struct upload_arg a = { .id = id, .part = p };
+
+	return owner_change(b, part_commit_fn, &a);
+}
+
+struct parts_arg {
+	const char *id;
+	size_t plen;
+	char prefix[80];
+	struct s3_part *parts;
+	int n, cap, err;
+};
+
+static int part_one(const void *key, size_t klen, const void *val,
+		    size_t vlen, void *arg)
+{
+	struct parts_arg *a = arg;
+	struct s3_obj o;
+
+	if (klen != a->plen + 5 || memcmp(key, a->prefix, a->plen))
+		return 1;	/* past the upload's parts */
+	if (entry_decode(val, vlen, &o) || a->n == S3_MAX_PARTS) {
+		a->err = -2;
+		return 1;
+	}
+	if (a->n == a->cap) {
+		a->cap = a->cap ? 2 * a->cap : 64;
+		a->parts = xrealloc(a->parts, (size_t)a->cap *
+				    sizeof(*a->parts));
+	}
+	a->parts[a->n].number = (uint32_t)strtoul((const char *)key +
+						   a->plen, NULL, 10);
+	a->parts[a->n].off = o.off;
+	a->parts[a->n].size = o.size;
+	memcpy(a->parts[a->n].md5, o.md5, 16);
+	a->n++;
+	return 0;
+}
+
+static int parts_fn(struct kvtree *t, void *arg)
+{
+	struct parts_arg *a = arg;
+	int ret;
+
+	a->n = 0;
+	a->err = 0;
+	ret = kvt_scan(t, a->prefix, a->plen, part_one, a);
+	return ret ? ret : a->err;
+}
+
+int s3b_parts(struct s3_bucket *b, const char *id, struct s3_part **out)
+{
+	struct parts_arg a = { .id = id };
+	int ret;
+
+	a.plen = (size_t)snprintf(a.prefix, sizeof(a.prefix), "p/%s/", id);
+	ret = with_tree(b, parts_fn, &a, 1);
+	if (ret) {
+		free(a.parts);
+		*out = NULL;
+		return -2;
+	}
+	*out = a.parts;
+	return a.n;
+}
+
+/* every part of upload a->id deleted, then the upload: 0, -1, -2 */
+static int drop_upload(struct kvtree *t, const char *id)
+{
+	struct parts_arg a = { .id = id };
+	char k[96];
+	int ret;
+
+	upload_key(k, id);
+	ret = kvt_del(t, k, strlen(k));
+	if (ret)
+		return ret;
+	a.plen = (size_t)snprintf(a.prefix, sizeof(a.prefix), "p/%s/", id);
+	ret = parts_fn(t, &a);
+	for (int i = 0; !ret && i < a.n; i++)
+		if (kvt_del(t, k, part_key(k, id, a.parts[i].number)) == -2)
+			ret = -2;
+	free(a.parts);
+	return ret;
+}
+
+static int complete_fn(struct kvtree *t, void *arg)
+{
+	struct upload_arg *a = arg;
+	char k[S3_MAX_KEY + 2];
+	uint8_t *v;
+	int ret = drop_upload(t, a->id);
+
+	if (ret)
+		return ret;
+	v = xmalloc(ENTRY_MAX);
+	ret = kvt_put(t, k, obj_key(k, a->key, a->klen), v,
+		      entry_encode(a->o, v)) ? -2 : 0;
+	free(v);
+	return ret;
+}
+
+int s3b_upload_complete(struct s3_bucket *b, const char *id,
+			const char *key, size_t klen, const struct s3_obj *o)
+{
+	struct upload_arg a = { .id = id, .key = key, .klen = klen, .o = o };
+
+	return owner_change(b, complete_fn, &a);
+}
+
+static int abort_fn(struct kvtree *t, void *arg)
+{
+	return drop_upload(t, arg);
+}
+
+int s3b_upload_abort(struct s3_bucket *b, const char *id)
+{
+	return owner_change(b, abort_fn, (void *)id);
+}
+
 /* ---- creation and deletion ---- */
 
 static int registry(uint8_t kind, const char *name, const char *user)
@@ -640,9 +950,8 @@ int s3b_create(const char *name, const char *user, bool *mine)
 static int any_object(const void *key, size_t klen, const void *val,
 		      size_t vlen, void *arg)
 {
-	const char *k = key;
-
-	*(bool *)arg = klen >= 2 && k[0] == 'o' && k[1] == '/';
+	/* objects (o/), parts (p/) and uploads (u/): not empty */
+	*(bool *)arg = true;
 	return 1;
 }
 

@@ -26,6 +26,12 @@ struct s3_obj {
 	uint64_t off;			/* in the data volume */
 	uint8_t md5[16];
 	bool is_inline;
+	/*
+	 * A multipart object: its bytes are nr_parts extents whose list
+	 * (struct s3_extent, little-endian) is in the data volume at off;
+	 * its ETag is md5 followed by "-nr_parts"
+	 */
+	uint16_t nr_parts;
 	uint16_t ctype_len, meta_len;
 	char ctype[S3_MAX_CTYPE];
 	char meta[S3_MAX_META];		/* name NUL value NUL ... */
@@ -33,6 +39,21 @@ struct s3_obj {
 };
 
 struct s3_bucket;
+
+#define S3_MAX_PARTS		10000
+#define S3_EXTENT_SIZE		16	/* an extent in a list: off, len */
+
+/* where some of an object's bytes are in the data volume */
+struct s3_extent {
+	uint64_t off, len;
+};
+
+/* a committed part of a multipart upload */
+struct s3_part {
+	uint32_t number;
+	uint64_t off, size;
+	uint8_t md5[16];
+};
 
 /* this gateway's S3 endpoint, "ADDR:PORT": the owner of what it creates */
 void s3b_set_self(const char *id);
@@ -56,6 +77,15 @@ int s3b_lookup(struct s3_bucket *b, const char *key, size_t klen,
 int s3b_scan(struct s3_bucket *b, const char *start, size_t slen,
 	     int (*fn)(const char *key, size_t klen, const struct s3_obj *o,
 		       void *arg), void *arg);
+/*
+ * The extents of @o (not inline), in order, into *@out (free()): how
+ * many, or -2 (its extent list cannot be read, or does not add up)
+ */
+int s3b_extents(struct s3_bucket *b, const struct s3_obj *o,
+		struct s3_extent **out);
+/* the owner: the extents of a multipart object written: its off, or -2 */
+int s3b_write_extents(struct s3_bucket *b, const struct s3_extent *e, int n,
+		      uint64_t *off);
 /* the owner: room for @len bytes in the data volume at *@off (0 or -2) */
 int s3b_reserve(struct s3_bucket *b, uint64_t len, uint64_t *off);
 /* bytes of the data volume: SD_RES results */
@@ -67,6 +97,28 @@ int s3b_commit(struct s3_bucket *b, const char *key, size_t klen,
 	       const struct s3_obj *o);
 /* the owner: @key gone (0 removed or absent, -2) */
 int s3b_delete(struct s3_bucket *b, const char *key, size_t klen);
+
+/* ---- multipart uploads (the owner) ---- */
+
+/* a new upload @id of @key, with @o's type and metadata: 0 or -2 */
+int s3b_upload_create(struct s3_bucket *b, const char *id, const char *key,
+		      size_t klen, const struct s3_obj *o);
+/* upload @id: its key (S3_MAX_KEY + 1 bytes) and metadata; 0, -1, -2 */
+int s3b_upload_get(struct s3_bucket *b, const char *id, char *key,
+		   size_t *klen, struct s3_obj *o);
+/* part @p of upload @id committed (replacing one of its number): 0, -2 */
+int s3b_part_commit(struct s3_bucket *b, const char *id,
+		    const struct s3_part *p);
+/* the parts of @id in number order into *@out (free()): how many, or -2 */
+int s3b_parts(struct s3_bucket *b, const char *id, struct s3_part **out);
+/*
+ * One commit: @key names @o (the parts' extent list already written),
+ * the upload and its parts are gone: 0, -1 no such upload, -2
+ */
+int s3b_upload_complete(struct s3_bucket *b, const char *id,
+			const char *key, size_t klen, const struct s3_obj *o);
+/* the upload and its parts gone: 0, -1 no such upload, -2 */
+int s3b_upload_abort(struct s3_bucket *b, const char *id);
 
 /*
  * CreateBucket for @user through this gateway: 0, -1 the name is taken

@@ -44,10 +44,10 @@ static int key_cmp(const char *a, size_t alen, const char *b, size_t blen)
 static void list_contents(struct lister *l, const char *key, size_t klen,
 		       const struct s3_obj *o)
 {
-	char date[40], etag[33];
+	char date[40], etag[S3_ETAG_LEN];
 
 	s3_iso_date(o->mtime, date, sizeof(date));
-	s3_hex(o->md5, 16, etag);
+	s3_etag(o, etag);
 	sb_lit(&l->s, "<Contents><Key>");
 	sb_key(&l->s, key, klen, l->url);
 	sb_printf(&l->s, "</Key><LastModified>%s</LastModified><ETag>"

@@ -98,6 +98,14 @@ void s3_hex(const uint8_t *in, size_t n, char *out)
 		sprintf(out + 2 * i, "%02x", in[i]);
 }
 
+void s3_etag(const struct s3_obj *o, char out[S3_ETAG_LEN])
+{
+	s3_hex(o->md5, 16, out);
+	if (o->nr_parts)
+		snprintf(out + 32, S3_ETAG_LEN - 32, "-%u",
+			 (unsigned int)o->nr_parts);
+}
+
 void s3_b64(const char *in, size_t len, char *out)
 {
 	EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)in,

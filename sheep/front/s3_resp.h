@@ -51,6 +51,9 @@ void s3_http_date(uint64_t t, char *out, size_t size);
 void s3_iso_date(uint64_t t, char *out, size_t size);
 void s3_hex(const uint8_t *in, size_t n, char *out);
 void s3_b64(const char *in, size_t len, char *out);
+/* @o's ETag without quotes: the MD5 in hex, "-N" after for N parts */
+#define S3_ETAG_LEN	40
+void s3_etag(const struct s3_obj *o, char out[S3_ETAG_LEN]);
 
 /* the status line and headers (@extra: more, each ending CRLF): 0/-1 */
 int s3_send_head(struct s3_ctx *x, int status, const char *extra,
@@ -70,6 +73,26 @@ const char *s3_unknown_param(const struct s3_ctx *x,
 /* header @name's value into @out, NULL if absent or too long */
 const char *s3_header(const struct s3_ctx *x, const char *name, char *out,
 		      size_t size);
+
+/* s3_body.c: bodies into objects */
+#define S3_MAX_PUT	(UINT64_C(5) << 30)	/* one PUT or part, as S3 */
+#define S3_IO_CHUNK	(1U << 20)		/* x->buf */
+/* the first header of a PUT that is not implemented, or NULL */
+const char *s3_unsupported_put_header(struct s3_ctx *x);
+/* x-amz-meta-* into o->meta: 0, or answered */
+int s3_take_meta(struct s3_ctx *x, struct s3_obj *o);
+/*
+ * The body as @o's bytes (in its entry if @inline_ok and small), its
+ * digests checked: 0, or answered
+ */
+int s3_receive(struct s3_ctx *x, struct s3_bucket *b, struct s3_obj *o,
+	       bool inline_ok);
+
+/*
+ * s3_multipart.c: a request with ?uploads or ?uploadId answered (true),
+ * or not one (false)
+ */
+bool s3_multipart(struct s3_ctx *x, struct s3_bucket *b);
 
 /* s3_list.c: ListObjects, v1 and v2 */
 void s3_list_objects(struct s3_ctx *x, struct s3_bucket *b);

@@ -312,9 +312,6 @@ def step_refused():
                  Bucket="photos")
     expect_error("PutBucketAcl: NotImplemented", ("NotImplemented", 501),
                  s3.put_bucket_acl, Bucket="photos", ACL="public-read")
-    expect_error("CreateMultipartUpload: NotImplemented",
-                 ("NotImplemented", 501), s3.create_multipart_upload,
-                 Bucket="photos", Key="mp")
     expect_error("a public-read object: NotImplemented",
                  ("NotImplemented", 501), s3.put_object, Bucket="photos",
                  Key="pub", Body=b"x", ACL="public-read")
@@ -346,6 +343,99 @@ def step_refused():
         gone = False
     check(gone and time.monotonic() - t0 < 20,
           "a connection that sends nothing is closed within 10 s or so")
+
+
+def step_multipart():
+    s3, rd = client(OWNER), client(READER)
+    mib = 1024 * 1024
+    parts = [random.randbytes(5 * mib), random.randbytes(5 * mib + 3),
+             random.randbytes(mib + 7)]
+    up = s3.create_multipart_upload(Bucket="photos", Key="mp/whole",
+                                    ContentType="video/mp4",
+                                    Metadata={"take": "2"})["UploadId"]
+    etags = []
+    for i, data in enumerate(parts):
+        c = rd if i == 1 else s3
+        r = c.upload_part(Bucket="photos", Key="mp/whole", UploadId=up,
+                          PartNumber=i + 1, Body=data)
+        etags.append(r["ETag"])
+    check(all(e == '"%s"' % hashlib.md5(p).hexdigest()
+              for e, p in zip(etags, parts)),
+          "UploadPart through both gateways: each part's ETag is its MD5")
+    expect_error("ListParts: NotImplemented", ("NotImplemented", 501),
+                 s3.list_parts, Bucket="photos", Key="mp/whole", UploadId=up)
+    expect_error("DeleteBucket with an upload in progress: BucketNotEmpty",
+                 ("BucketNotEmpty", 409), s3.delete_bucket, Bucket="photos")
+    bad = [{"PartNumber": 1, "ETag": etags[1]},
+           {"PartNumber": 2, "ETag": etags[1]}]
+    expect_error("Complete with a wrong ETag: InvalidPart",
+                 ("InvalidPart", 400), s3.complete_multipart_upload,
+                 Bucket="photos", Key="mp/whole", UploadId=up,
+                 MultipartUpload={"Parts": bad})
+    rev = [{"PartNumber": 2, "ETag": etags[1]},
+           {"PartNumber": 1, "ETag": etags[0]}]
+    expect_error("Complete with parts out of order: InvalidPartOrder",
+                 ("InvalidPartOrder", 400), s3.complete_multipart_upload,
+                 Bucket="photos", Key="mp/whole", UploadId=up,
+                 MultipartUpload={"Parts": rev})
+    small = [{"PartNumber": 3, "ETag": etags[2]},
+             {"PartNumber": 3, "ETag": etags[2]}]
+    expect_error("Complete naming a part twice: InvalidPartOrder",
+                 ("InvalidPartOrder", 400), s3.complete_multipart_upload,
+                 Bucket="photos", Key="mp/whole", UploadId=up,
+                 MultipartUpload={"Parts": small})
+    r = rd.complete_multipart_upload(
+        Bucket="photos", Key="mp/whole", UploadId=up,
+        MultipartUpload={"Parts": [{"PartNumber": i + 1, "ETag": e}
+                                   for i, e in enumerate(etags)]})
+    whole = b"".join(parts)
+    want = hashlib.md5(b"".join(hashlib.md5(p).digest()
+                                for p in parts)).hexdigest() + "-3"
+    check(r["ETag"] == '"%s"' % want,
+          "CompleteMultipartUpload through the other gateway: the ETag is "
+          "the MD5 of the parts' MD5s, -3", r["ETag"])
+    for name, c in (("owner", s3), ("reader", rd)):
+        g = c.get_object(Bucket="photos", Key="mp/whole")
+        check(g["Body"].read() == whole and g["ETag"] == '"%s"' % want and
+              g["ContentType"] == "video/mp4" and
+              g["Metadata"] == {"take": "2"},
+              f"the whole object, its type and metadata, via the {name}")
+    a, b = 5 * mib - 10, 10 * mib + 20
+    g = rd.get_object(Bucket="photos", Key="mp/whole",
+                      Range=f"bytes={a}-{b}")
+    check(g["Body"].read() == whole[a:b + 1],
+          "a range across three parts")
+    expect_error("UploadPart to a completed upload: NoSuchUpload",
+                 ("NoSuchUpload", 404), s3.upload_part, Bucket="photos",
+                 Key="mp/whole", UploadId=up, PartNumber=4, Body=b"x")
+    up2 = s3.create_multipart_upload(Bucket="photos", Key="mp/gone")[
+        "UploadId"]
+    e1 = s3.upload_part(Bucket="photos", Key="mp/gone", UploadId=up2,
+                        PartNumber=1, Body=b"a" * 1000)["ETag"]
+    e2 = s3.upload_part(Bucket="photos", Key="mp/gone", UploadId=up2,
+                        PartNumber=2, Body=b"b" * 1000)["ETag"]
+    expect_error("a part under 5 MiB but the last: EntityTooSmall",
+                 ("EntityTooSmall", 400), s3.complete_multipart_upload,
+                 Bucket="photos", Key="mp/gone", UploadId=up2,
+                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e1},
+                                            {"PartNumber": 2, "ETag": e2}]})
+    rd.abort_multipart_upload(Bucket="photos", Key="mp/gone", UploadId=up2)
+    expect_error("an aborted upload: NoSuchUpload", ("NoSuchUpload", 404),
+                 s3.upload_part, Bucket="photos", Key="mp/gone",
+                 UploadId=up2, PartNumber=3, Body=b"x")
+    expect_error("no object from an aborted upload", ("NoSuchKey", 404),
+                 s3.get_object, Bucket="photos", Key="mp/gone")
+    # boto3's own transfer: 8 parts of 5 MiB, four at a time
+    from boto3.s3.transfer import TransferConfig
+    big = random.randbytes(40 * mib + 5)
+    open(ARGS[0], "wb").write(big)
+    cfg = TransferConfig(multipart_threshold=5 * mib,
+                         multipart_chunksize=5 * mib, max_concurrency=4)
+    rd.upload_file(ARGS[0], "photos", "mp/transfer", Config=cfg)
+    got = s3.get_object(Bucket="photos", Key="mp/transfer")["Body"].read()
+    check(got == big, "boto3 upload_file, 9 parts four at a time through "
+          "the other gateway: read back whole")
+    s3.delete_object(Bucket="photos", Key="mp/transfer")
 
 
 def step_owner_down():
@@ -391,7 +481,7 @@ def step_cut_put():
 
 def step_cleanup():
     s3 = client(OWNER)
-    for k in ("a/small.txt", "big.bin", "atom"):
+    for k in ("a/small.txt", "big.bin", "atom", "mp/whole"):
         s3.delete_object(Bucket="photos", Key=k)
     s3.delete_bucket(Bucket="photos")
     names = [b["Name"] for b in client(READER).list_buckets()["Buckets"]]
@@ -402,6 +492,6 @@ def step_cleanup():
 
 
 {"basic": step_basic, "list": step_list, "auth": step_auth,
- "owner-down": step_owner_down,
+ "owner-down": step_owner_down, "multipart": step_multipart,
  "refused": step_refused, "reread": step_reread, "put-atom": step_put_atom,
  "cut-put": step_cut_put, "cleanup": step_cleanup}[STEP]()

@@ -14,7 +14,8 @@
  * (aws-chunked if flags bit 0) in pieces of 1 + flags >> 1 bytes: the
  * data it returns must be within the input and no more than the bound.
  * The target and a Range header go through lib/s3req.c as the S3
- * gateway reads them: what they return must fit what they were given.
+ * gateway reads them, and what follows the head as the body of a
+ * CompleteMultipartUpload: what they return must fit what they were given.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,6 +133,21 @@ static void s3(const struct http_request *r)
 			    (unsigned long long)from, (unsigned long long)to);
 }
 
+/* what follows a head, as the body of a CompleteMultipartUpload */
+static void complete(const char *buf, size_t len)
+{
+	struct s3_part_ref refs[16];
+	int n = s3_parse_complete(buf, len, refs, 16);
+
+	if (n > 16)
+		die("%d parts\n", n);
+	for (int i = 0; i < n; i++)
+		if (!refs[i].number || refs[i].number > 10000 ||
+		    strlen(refs[i].etag) != 32)
+			die("part %d: %u %s\n", i, refs[i].number,
+			    refs[i].etag);
+}
+
 static void body(const char *buf, size_t len, uint8_t flags)
 {
 	struct http_chunked c;
@@ -180,6 +196,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_spans(buf, len, &r);
 		sign(&r);
 		s3(&r);
+		complete(buf + n, len - (size_t)n);
 		body(buf + n, len - (size_t)n, flags);
 	}
 	/* a cut head asks for more, or fails as the whole one does */

@@ -625,6 +625,12 @@ def gen_http():
     write("http", "range", b"\x00GET /b%2Dx/sp%20ace/%C3%A9?x-id=GetObject&"
           b"a+b=c+d&flag HTTP/1.1\r\nHost: h\r\nRange: bytes=100-199\r\n"
           b"\r\n")
+    write("http", "complete", b"\x00POST /b/k?uploadId=0123 HTTP/1.1\r\n"
+          b"Host: h\r\nContent-Length: 200\r\n\r\n"
+          b"<CompleteMultipartUpload><Part><PartNumber>1</PartNumber>"
+          b"<ETag>&quot;0123456789abcdef0123456789abcdef&quot;</ETag></Part>"
+          b"<Part><ETag>\"0123456789ABCDEF0123456789abcdef\"</ETag>"
+          b"<PartNumber>2</PartNumber></Part></CompleteMultipartUpload>")
     write("http", "range-suffix", b"\x00GET /b/k HTTP/1.1\r\nHost: h\r\n"
           b"Range: bytes=-10\r\n\r\n")
 

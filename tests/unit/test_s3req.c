@@ -100,6 +100,44 @@ static void test_range(void **state)
 	range("bytes=99999999999999999999999-", 1000, S3_RANGE_NONE, 0, 0);
 }
 
+static void test_complete(void **state)
+{
+	struct s3_part_ref r[3];
+	const char *ok = "<CompleteMultipartUpload xmlns=\"x\">\n"
+		"<Part><ETag>\"0123456789abcdef0123456789ABCDEF\"</ETag>"
+		"<PartNumber>1</PartNumber></Part>\n"
+		"<Part><PartNumber>10000</PartNumber><ETag>&quot;"
+		"00000000000000000000000000000000&quot;</ETag></Part>"
+		"</CompleteMultipartUpload>";
+
+	assert_int_equal(s3_parse_complete(ok, strlen(ok), r, 3), 2);
+	assert_int_equal(r[0].number, 1);
+	assert_string_equal(r[0].etag, "0123456789abcdef0123456789abcdef");
+	assert_int_equal(r[1].number, 10000);
+	/* one too many, no part, a bad number, a short ETag, no ETag */
+	assert_int_equal(s3_parse_complete(ok, strlen(ok), r, 1), -1);
+	assert_int_equal(s3_parse_complete("<x/>", 4, r, 3), -1);
+	ok = "<Part><PartNumber>10001</PartNumber><ETag>"
+	     "00000000000000000000000000000000</ETag></Part>";
+	assert_int_equal(s3_parse_complete(ok, strlen(ok), r, 3), -1);
+	ok = "<Part><PartNumber>0</PartNumber><ETag>"
+	     "00000000000000000000000000000000</ETag></Part>";
+	assert_int_equal(s3_parse_complete(ok, strlen(ok), r, 3), -1);
+	ok = "<Part><PartNumber>1</PartNumber><ETag>abc</ETag></Part>";
+	assert_int_equal(s3_parse_complete(ok, strlen(ok), r, 3), -1);
+	ok = "<Part><PartNumber>1</PartNumber></Part>";
+	assert_int_equal(s3_parse_complete(ok, strlen(ok), r, 3), -1);
+	/* a part not closed after one that is */
+	ok = "<Part><PartNumber>1</PartNumber><ETag>"
+	     "00000000000000000000000000000000</ETag></Part><Part>"
+	     "<PartNumber>2</PartNumber><ETag>"
+	     "00000000000000000000000000000000</ETag>";
+	assert_int_equal(s3_parse_complete(ok, strlen(ok), r, 3), -1);
+	/* an element not closed */
+	ok = "<Part><PartNumber>1</PartNumber><ETag>0000";
+	assert_int_equal(s3_parse_complete(ok, strlen(ok), r, 3), -1);
+}
+
 static void test_names(void **state)
 {
 	assert_true(s3_valid_bucket("photos", 6));
@@ -126,6 +164,7 @@ int main(void)
 		cmocka_unit_test(test_path),
 		cmocka_unit_test(test_query),
 		cmocka_unit_test(test_range),
+		cmocka_unit_test(test_complete),
 		cmocka_unit_test(test_names),
 	};
 

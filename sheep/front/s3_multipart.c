@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Multipart uploads (s3_resp.h): CreateMultipartUpload,
+ * UploadPart, CompleteMultipartUpload, AbortMultipartUpload, at the
+ * bucket's owner (other gateways relay them there).  A part is written
+ * like a PUT and committed under the upload; completing writes the
+ * parts' extents as one list in the data volume and, in one commit,
+ * names it by the key and drops the upload: no byte is copied, and a
+ * reader sees the old object or the whole new one.  ListParts and
+ * ListMultipartUploads are answered NotImplemented.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <openssl/evp.h>
+#include "s3req.h"
+#include "util.h"
+#include "front/s3_resp.h"
+
+#define UPLOAD_ID_LEN	32
+#define MIN_PART	(UINT64_C(5) << 20)	/* but the last, as S3 */
+#define MAX_COMPLETE	S3_IO_CHUNK		/* the body of a Complete */
+
+static bool is(const struct s3_ctx *x, const char *m)
+{
+	return !strcmp(x->method, m);
+}
+
+static void xml_head(struct sbuf *s, const char *root, struct s3_ctx *x)
+{
+	sb_printf(s, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<%s xmlns="
+		  "\"http://s3.amazonaws.com/doc/2006-03-01/\"><Bucket>", root);
+	sb_xml(s, x->bucket, strlen(x->bucket));
+	sb_lit(s, "</Bucket><Key>");
+	sb_xml(s, x->key, x->klen);
+	sb_lit(s, "</Key>");
+}
+
+static void create_upload(struct s3_ctx *x, struct s3_bucket *b)
+{
+	struct s3_obj *o = xzalloc(sizeof(*o));
+	struct sbuf s = { 0 };
+	char id[UPLOAD_ID_LEN + 1], ct[S3_MAX_CTYPE + 1];
+	uint8_t rnd[UPLOAD_ID_LEN / 2];
+	const char *bad = s3_unsupported_put_header(x);
+
+	if (bad) {
+		s3_error(x, 501, "NotImplemented", "%s is not supported for "
+			 "CreateMultipartUpload yet", bad);
+		goto out;
+	}
+	if (s3_header(x, "content-type", ct, sizeof(ct))) {
+		o->ctype_len = (uint16_t)strlen(ct);
+		memcpy(o->ctype, ct, o->ctype_len);
+	}
+	if (s3_take_meta(x, o))
+		goto out;
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+		s3_internal(x, "Drawing an upload id");
+		goto out;
+	}
+	s3_hex(rnd, sizeof(rnd), id);
+	if (s3b_upload_create(b, id, x->key, x->klen, o)) {
+		s3_internal(x, "Recording the upload");
+		goto out;
+	}
+	xml_head(&s, "InitiateMultipartUploadResult", x);
+	sb_printf(&s, "<UploadId>%s</UploadId></InitiateMultipartUploadResult>"
+		  "\n", id);
+	s3_send_body(x, 200, NULL, &s, "application/xml");
+out:
+	free(s.p);
+	free(o);
+}
+
+/* the upload named by uploadId, of this key: 0, or answered */
+static int find_upload(struct s3_ctx *x, struct s3_bucket *b, const char *id,
+		       struct s3_obj *meta)
+{
+	char *key = xmalloc(S3_MAX_KEY + 1);
+	size_t klen = 0;
+	int ret = strlen(id) == UPLOAD_ID_LEN ?
+		  s3b_upload_get(b, id, key, &klen, meta) : -1;
+
+	if (!ret && (klen != x->klen || memcmp(key, x->key, klen)))
+		ret = -1;
+	free(key);
+	if (ret == -1)
+		s3_error(x, 404, "NoSuchUpload", "The specified upload does not "
+			 "exist. The upload ID may be invalid, or the upload "
+			 "may have been aborted or completed.");
+	else if (ret)
+		s3_internal(x, "Reading the upload");
+	return ret;
+}
+
+static void upload_part(struct s3_ctx *x, struct s3_bucket *b,
+			const char *id, const char *number)
+{
+	struct s3_obj *o = xzalloc(sizeof(*o));
+	struct s3_part p = { 0 };
+	char *end, extra[80], etag[33];
+	unsigned long n = strtoul(number, &end, 10);
+	const char *bad = s3_unsupported_put_header(x);
+
+	if (bad) {
+		s3_error(x, 501, "NotImplemented", "%s is not supported for "
+			 "UploadPart yet", bad);
+		goto out;
+	}
+	if (!*number || *end || n < 1 || n > S3_MAX_PARTS) {
+		s3_error(x, 400, "InvalidArgument", "Part number must be an "
+			 "integer between 1 and 10000, inclusive");
+		goto out;
+	}
+	if (find_upload(x, b, id, o))
+		goto out;
+	memset(o, 0, sizeof(*o));
+	if (s3_receive(x, b, o, false))
+		goto out;
+	p.number = (uint32_t)n;
+	p.off = o->off;
+	p.size = o->size;
+	memcpy(p.md5, o->md5, 16);
+	switch (s3b_part_commit(b, id, &p)) {
+	case 0:
+		s3_hex(p.md5, 16, etag);
+		snprintf(extra, sizeof(extra), "ETag: \"%s\"\r\n", etag);
+		s3_send_head(x, 200, extra, 0, NULL);
+		break;
+	case -1:
+		s3_error(x, 404, "NoSuchUpload", "The upload was completed or "
+			 "aborted while this part was sent");
+		break;
+	default:
+		s3_internal(x, "Committing the part");
+	}
+out:
+	free(o);
+}
+
+/* the Complete request's body, NUL-ended in x->buf: its length, or -1 */
+static ssize_t read_complete(struct s3_ctx *x)
+{
+	size_t got = 0;
+
+	if (x->r->chunked || !x->r->has_length ||
+	    x->r->content_length >= MAX_COMPLETE) {
+		s3_error(x, 400, "MalformedXML", "The XML you provided was not "
+			 "well-formed or did not validate (at most 1 MiB)");
+		return -1;
+	}
+	while (got < x->r->content_length) {
+		ssize_t n = s3_body_read(x->c, x->buf + got,
+					 (size_t)x->r->content_length - got);
+
+		if (n <= 0) {
+			s3_close_after(x->c);
+			return -1;
+		}
+		got += (size_t)n;
+	}
+	x->buf[got] = 0;
+	return (ssize_t)got;
+}
+
+/* part @n's, in @parts (sorted by number): NULL if none */
+static const struct s3_part *part_of(const struct s3_part *parts, int nr,
+				     uint32_t n)
+{
+	int lo = 0, hi = nr - 1;
+
+	while (lo <= hi) {
+		int mid = (lo + hi) / 2;
+
+		if (parts[mid].number == n)
+			return &parts[mid];
+		if (parts[mid].number < n)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return NULL;
+}
+
+/*
+ * The parts the client names, against those committed: their extents and
+ * the multipart digest into @o; 0, or answered
+ */
+static int assemble(struct s3_ctx *x, const struct s3_part_ref *refs, int n,
+		    const struct s3_part *parts, int nr,
+		    struct s3_extent *ext, struct s3_obj *o)
+{
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	unsigned int len;
+	char hex[33];
+
+	EVP_DigestInit_ex(md, EVP_md5(), NULL);
+	o->size = 0;
+	for (int i = 1; i < n; i++)
+		if (refs[i].number <= refs[i - 1].number) {
+			s3_error(x, 400, "InvalidPartOrder", "The list of parts "
+				 "was not in ascending order.");
+			goto fail;
+		}
+	for (int i = 0; i < n; i++) {
+		const struct s3_part *p = part_of(parts, nr, refs[i].number);
+
+		if (p)
+			s3_hex(p->md5, 16, hex);
+		if (!p || strcmp(hex, refs[i].etag)) {
+			s3_error(x, 400, "InvalidPart", "Part %" PRIu32 " was "
+				 "not found, or its ETag did not match",
+				 refs[i].number);
+			goto fail;
+		}
+		if (i < n - 1 && p->size < MIN_PART) {
+			s3_error(x, 400, "EntityTooSmall", "Your proposed "
+				 "upload is smaller than the minimum allowed "
+				 "size (part %" PRIu32 ")", refs[i].number);
+			goto fail;
+		}
+		EVP_DigestUpdate(md, p->md5, 16);
+		ext[i].off = p->off;
+		ext[i].len = p->size;
+		o->size += p->size;
+	}
+	EVP_DigestFinal_ex(md, o->md5, &len);
+	EVP_MD_CTX_free(md);
+	o->nr_parts = (uint16_t)n;
+	return 0;
+fail:
+	EVP_MD_CTX_free(md);
+	return -1;
+}
+
+static void complete_reply(struct s3_ctx *x, const struct s3_obj *o)
+{
+	struct sbuf s = { 0 };
+	char etag[S3_ETAG_LEN];
+
+	s3_etag(o, etag);
+	xml_head(&s, "CompleteMultipartUploadResult", x);
+	sb_printf(&s, "<ETag>&quot;%s&quot;</ETag>"
+		  "</CompleteMultipartUploadResult>\n", etag);
+	s3_send_body(x, 200, NULL, &s, "application/xml");
+	free(s.p);
+}
+
+static void complete_upload(struct s3_ctx *x, struct s3_bucket *b,
+			    const char *id)
+{
+	struct s3_part_ref *refs = NULL;
+	struct s3_part *parts = NULL;
+	struct s3_extent *ext = NULL;
+	struct s3_obj *o = xzalloc(sizeof(*o));
+	ssize_t len;
+	int n, nr = 0;
+
+	if (find_upload(x, b, id, o) || (len = read_complete(x)) < 0)
+		goto out;
+	refs = xmalloc(S3_MAX_PARTS * sizeof(*refs));
+	n = s3_parse_complete(x->buf, (size_t)len, refs, S3_MAX_PARTS);
+	if (n < 0) {
+		s3_error(x, 400, "MalformedXML", "The XML you provided was not "
+			 "well-formed or did not validate");
+		goto out;
+	}
+	nr = s3b_parts(b, id, &parts);
+	if (nr < 0) {
+		s3_internal(x, "Reading the parts");
+		goto out;
+	}
+	ext = xmalloc((size_t)n * sizeof(*ext));
+	if (assemble(x, refs, n, parts, nr, ext, o))
+		goto out;
+	o->mtime = (uint64_t)time(NULL);
+	if (s3b_write_extents(b, ext, n, &o->off)) {
+		s3_internal(x, "Writing the object's extents");
+		goto out;
+	}
+	/* parts left out keep their room until reclaiming comes */
+	switch (s3b_upload_complete(b, id, x->key, x->klen, o)) {
+	case 0:
+		complete_reply(x, o);
+		break;
+	case -1:
+		s3_error(x, 404, "NoSuchUpload", "The upload was completed or "
+			 "aborted meanwhile");
+		break;
+	default:
+		s3_internal(x, "Committing the object");
+	}
+out:
+	free(ext);
+	free(parts);
+	free(refs);
+	free(o);
+}
+
+static void abort_upload(struct s3_ctx *x, struct s3_bucket *b,
+			 const char *id)
+{
+	switch (strlen(id) == UPLOAD_ID_LEN ? s3b_upload_abort(b, id) : -1) {
+	case 0:
+		s3_send_head(x, 204, NULL, 0, NULL);
+		break;
+	case -1:
+		s3_error(x, 404, "NoSuchUpload", "The specified upload does not "
+			 "exist.");
+		break;
+	default:
+		s3_internal(x, "Aborting the upload");
+	}
+}
+
+bool s3_multipart(struct s3_ctx *x, struct s3_bucket *b)
+{
+	static const char *const with_id[] = { "uploadId", "partNumber",
+					       NULL };
+	static const char *const create[] = { "uploads", NULL };
+	const struct s3_param *id = s3_param_get(x, "uploadId");
+	const struct s3_param *num = s3_param_get(x, "partNumber");
+	const char *bad;
+
+	if (!id && !s3_param_get(x, "uploads"))
+		return false;
+	bad = s3_unknown_param(x, id ? with_id : create);
+	if (bad || (is(x, "GET") && id)) {
+		s3_error(x, 501, "NotImplemented", "%s is not supported yet",
+			 bad ? bad : "ListParts");
+	} else if (!id && is(x, "POST")) {
+		create_upload(x, b);
+	} else if (id && num && is(x, "PUT")) {
+		upload_part(x, b, id->value, num->value);
+	} else if (id && !num && is(x, "POST")) {
+		complete_upload(x, b, id->value);
+	} else if (id && !num && is(x, "DELETE")) {
+		abort_upload(x, b, id->value);
+	} else {
+		s3_error(x, 400, "InvalidRequest", "This combination of method "
+			 "and multipart parameters is not one");
+	}
+	return true;
+}
