@@ -806,8 +806,18 @@ static int part_one(const void *key, size_t klen, const void *val,
 		a->parts = xrealloc(a->parts, (size_t)a->cap *
 				    sizeof(*a->parts));
 	}
-	a->parts[a->n].number = (uint32_t)strtoul((const char *)key +
-						   a->plen, NULL, 10);
+	/* the 5 digits: the key is not NUL-ended */
+	a->parts[a->n].number = 0;
+	for (size_t i = a->plen; i < klen; i++) {
+		char d = ((const char *)key)[i];
+
+		if (d < '0' || d > '9') {
+			a->err = -2;
+			return 1;
+		}
+		a->parts[a->n].number = a->parts[a->n].number * 10 +
+					(uint32_t)(d - '0');
+	}
 	a->parts[a->n].off = o.off;
 	a->parts[a->n].size = o.size;
 	memcpy(a->parts[a->n].md5, o.md5, 16);
