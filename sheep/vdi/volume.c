@@ -3,6 +3,7 @@
  * A VDI as a store of bytes for worker threads (volume.h): each piece of
  * a read or write is one object request through the gateway, blocking.
  */
+#include <pthread.h>
 #include <string.h>
 #include "inode.h"
 #include "proto.h"
@@ -11,6 +12,13 @@
 #include "vdi/volume.h"
 
 #define OBJ	SD_DATA_OBJ_SIZE
+
+/*
+ * Two writers of one new object would both create it, and the second
+ * creation would zero what the first wrote: objects are created one at
+ * a time, each writer looking again once it holds the lock
+ */
+static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int vol_read(uint32_t vid, uint64_t off, void *buf, uint32_t len)
 {
@@ -67,8 +75,15 @@ int vol_write(uint32_t vid, uint64_t off, const void *buf, uint32_t len)
 			return SD_RES_INVALID_PARMS;
 		ret = gw_exec_sync(SD_OP_WRITE_OBJ, vid_to_data_oid(vid, idx),
 				   (void *)p, n, in, 0, SD_FLAG_CMD_WRITE);
-		if (ret == SD_RES_NO_OBJ)
-			ret = create_obj(vid, idx, p, n, in);
+		if (ret == SD_RES_NO_OBJ) {
+			pthread_mutex_lock(&create_lock);
+			ret = gw_exec_sync(SD_OP_WRITE_OBJ,
+					   vid_to_data_oid(vid, idx), (void *)p,
+					   n, in, 0, SD_FLAG_CMD_WRITE);
+			if (ret == SD_RES_NO_OBJ)
+				ret = create_obj(vid, idx, p, n, in);
+			pthread_mutex_unlock(&create_lock);
+		}
 		if (ret != SD_RES_SUCCESS)
 			return ret;
 		p += n;
