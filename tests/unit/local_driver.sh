@@ -343,8 +343,11 @@ check "g: all event sequences agree" all_agree h.7000 h.7001
 echo "== h: a joiner, or a member, dies while a join is being decided [$(($(now_ms) - T0)) ms]"
 # bounds of 15 s and lifetimes of 40 s (the processes are stopped or
 # killed explicitly): ci22 ran this beside the functional pool and a
-# 3 s wait for a join request ended before it came
-start j j 7000 -t 40000 -S 600
+# 3 s wait for a join request ended before it came.  The decider sleeps
+# 2 s in each join so that a kill after #JOINREQ lands while the join is
+# being decided: with 600 ms, ci28's loaded machine probably decided first (the
+# accept then named the member still alive, and the check failed)
+start j j 7000 -t 40000 -S 2000
 if wait_for 15000 has j.7000 '^ACCEPT 7000 '; then
 	start j j 7001 -t 40000
 	wait_for 15000 has j.7000 '^#JOINREQ 7001 '
