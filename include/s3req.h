@@ -57,4 +57,19 @@ struct s3_part_ref {
  */
 int s3_parse_complete(const char *xml, size_t len, struct s3_part_ref *refs,
 		      int max);
+
+#define S3_DEL_MAX_KEY		1024
+/* a key named by DeleteObjects: decoded in place in the body */
+struct s3_del_key {
+	const char *key;
+	size_t klen;
+};
+/*
+ * DeleteObjects' body (modified: each key is decoded where it was): each
+ * <Object>'s <Key> (1 to S3_DEL_MAX_KEY bytes once decoded) into @keys,
+ * <Quiet>true</Quiet> into *@quiet: how many, -1 if malformed or more
+ * than @max, -2 if an object names a version (other than "null")
+ */
+int s3_parse_delete(char *xml, size_t len, struct s3_del_key *keys, int max,
+		    bool *quiet);
 #endif

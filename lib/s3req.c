@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "s3req.h"
 
 static int hexval(int c)
@@ -255,6 +256,124 @@ int s3_parse_complete(const char *xml, size_t len, struct s3_part_ref *refs,
 			return -1;
 		n++;
 		p = part + plen + 7;	/* past "</Part>" */
+	}
+	return n ? n : -1;
+}
+
+/* code point @v as UTF-8 at @out: how many bytes */
+static size_t utf8_put(char *out, unsigned v)
+{
+	if (v < 0x80) {
+		out[0] = (char)v;
+		return 1;
+	}
+	if (v < 0x800) {
+		out[0] = (char)(0xc0 | v >> 6);
+		out[1] = (char)(0x80 | (v & 0x3f));
+		return 2;
+	}
+	if (v < 0x10000) {
+		out[0] = (char)(0xe0 | v >> 12);
+		out[1] = (char)(0x80 | (v >> 6 & 0x3f));
+		out[2] = (char)(0x80 | (v & 0x3f));
+		return 3;
+	}
+	out[0] = (char)(0xf0 | v >> 18);
+	out[1] = (char)(0x80 | (v >> 12 & 0x3f));
+	out[2] = (char)(0x80 | (v >> 6 & 0x3f));
+	out[3] = (char)(0x80 | (v & 0x3f));
+	return 4;
+}
+
+/* XML text (entities and character references) decoded in place: its new
+ * length, or -1 if malformed */
+static int xml_unescape(char *s, size_t len)
+{
+	static const struct { const char *name; char ch; } ent[] = {
+		{ "amp;", '&' }, { "lt;", '<' }, { "gt;", '>' },
+		{ "quot;", '"' }, { "apos;", '\'' },
+	};
+	size_t n = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		size_t k = 0;
+
+		if (s[i] != '&') {
+			s[n++] = s[i];
+			continue;
+		}
+		for (; k < sizeof(ent) / sizeof(ent[0]); k++) {
+			size_t el = strlen(ent[k].name);
+
+			if (len - i - 1 >= el && !memcmp(s + i + 1, ent[k].name,
+							 el)) {
+				s[n++] = ent[k].ch;
+				i += el;
+				break;
+			}
+		}
+		if (k < sizeof(ent) / sizeof(ent[0]))
+			continue;
+		/* &#NN; or &#xHH;: the character in UTF-8 (never longer) */
+		if (i + 3 < len && s[i + 1] == '#') {
+			bool hex = s[i + 2] == 'x';
+			size_t j = i + 2 + hex;
+			unsigned v = 0;
+
+			for (; j < len && s[j] != ';'; j++) {
+				int d = hex ? hexval((unsigned char)s[j]) :
+					(isdigit((unsigned char)s[j]) ?
+					 s[j] - '0' : -1);
+
+				if (d < 0 || v > 0x10ffff)
+					return -1;
+				v = v * (hex ? 16 : 10) + (unsigned)d;
+			}
+			if (j == len || j == i + 2 + hex || !v || v > 0x10ffff ||
+			    (v >= 0xd800 && v <= 0xdfff))
+				return -1;	/* no end, no digits, no char */
+			n += utf8_put(s + n, v);
+			i = j;
+			continue;
+		}
+		return -1;
+	}
+	return (int)n;
+}
+
+int s3_parse_delete(char *xml, size_t len, struct s3_del_key *keys, int max,
+		    bool *quiet)
+{
+	const char *end = xml + len, *p = xml, *q;
+	size_t qlen;
+	int n = 0;
+
+	if (!memmem(xml, len, "<Delete", 7))
+		return -1;
+	*quiet = element(xml, end, "Quiet", &q, &qlen) && qlen == 4 &&
+		 !strncasecmp(q, "true", 4);
+	for (;;) {
+		const char *obj, *k, *v;
+		size_t olen, klen, vlen;
+		int kl;
+
+		if (!element(p, end, "Object", &obj, &olen)) {
+			if (memmem(p, (size_t)(end - p), "<Object>", 8))
+				return -1;
+			break;
+		}
+		if (n == max || !element(obj, obj + olen, "Key", &k, &klen))
+			return -1;
+		if (element(obj, obj + olen, "VersionId", &v, &vlen) &&
+		    (vlen != 4 || memcmp(v, "null", 4)))
+			return -2;
+		kl = xml_unescape((char *)k, klen);
+		if (kl <= 0 || kl > S3_DEL_MAX_KEY)
+			return -1;
+		keys[n].key = k;
+		keys[n].klen = (size_t)kl;
+		n++;
+		p = obj + olen + 9;	/* past "</Object>" */
 	}
 	return n ? n : -1;
 }

@@ -291,6 +291,10 @@ static void put_object(struct s3_ctx *x, struct s3_bucket *b)
 			 "PutObject yet", bad);
 		return;
 	}
+	if (http_header(x->r, "x-amz-copy-source")) {
+		s3_copy_object(x, b);
+		return;
+	}
 	o = xzalloc(sizeof(*o));
 	o->mtime = (uint64_t)time(NULL);
 	if (s3_header(x, "content-type", ct, sizeof(ct))) {
@@ -335,26 +339,6 @@ static int parse_range(struct s3_ctx *x, uint64_t size, uint64_t *from,
 	}
 }
 
-static bool parse_http_date(const char *s, time_t *t)
-{
-	struct tm tm = { 0 };
-	const char *end = strptime(s, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-
-	if (!end || *end)
-		return false;
-	*t = timegm(&tm);
-	return true;
-}
-
-/* does the If-Match / If-None-Match list @v name @etag (or "*")? */
-static bool etag_listed(const char *v, const char *etag)
-{
-	char quoted[40];
-
-	snprintf(quoted, sizeof(quoted), "\"%s\"", etag);
-	return strstr(v, quoted) || strstr(v, etag) || !strcmp(v, "*");
-}
-
 /* the conditions: 0 go on, -1 answered (304 or 412) */
 static int conditions(struct s3_ctx *x, const struct s3_obj *o, const char *etag,
 		      const char *extra)
@@ -362,17 +346,17 @@ static int conditions(struct s3_ctx *x, const struct s3_obj *o, const char *etag
 	char v[512];
 	time_t t;
 
-	if (s3_header(x, "if-match", v, sizeof(v)) && !etag_listed(v, etag))
+	if (s3_header(x, "if-match", v, sizeof(v)) && !s3_etag_listed(v, etag))
 		goto failed;
 	if (!http_header(x->r, "if-match") &&
 	    s3_header(x, "if-unmodified-since", v, sizeof(v)) &&
-	    parse_http_date(v, &t) && (time_t)o->mtime > t)
+	    s3_parse_http_date(v, &t) && (time_t)o->mtime > t)
 		goto failed;
 	if (s3_header(x, "if-none-match", v, sizeof(v))) {
-		if (etag_listed(v, etag))
+		if (s3_etag_listed(v, etag))
 			goto not_modified;
 	} else if (s3_header(x, "if-modified-since", v, sizeof(v)) &&
-		   parse_http_date(v, &t) && (time_t)o->mtime <= t) {
+		   s3_parse_http_date(v, &t) && (time_t)o->mtime <= t) {
 		goto not_modified;
 	}
 	return 0;
@@ -534,15 +518,18 @@ static void bucket_request(struct s3_ctx *x)
 			create_bucket(x);
 		return;
 	}
-	if (!is(x, "GET") && !is(x, "HEAD") && !is(x, "DELETE")) {
+	if (!is(x, "GET") && !is(x, "HEAD") && !is(x, "DELETE") &&
+	    !(is(x, "POST") && s3_param_get(x, "delete"))) {
 		s3_error(x, 405, "MethodNotAllowed", "The specified method is "
 		      "not allowed against this resource.");
 		return;
 	}
 	if (open_bucket(x, &b))
 		return;
-	if (is(x, "DELETE") && need_owner(x, b)) {
+	if ((is(x, "DELETE") || is(x, "POST")) && need_owner(x, b)) {
 		;	/* relayed to the owner, or answered */
+	} else if (is(x, "POST")) {
+		s3_delete_objects(x, b);
 	} else if (is(x, "DELETE")) {
 		bad = s3_unknown_param(x, none);
 		if (bad)
@@ -552,6 +539,8 @@ static void bucket_request(struct s3_ctx *x)
 			delete_bucket(x, b);
 	} else if (is(x, "HEAD")) {
 		s3_send_head(x, 200, NULL, 0, NULL);
+	} else if (s3_param_get(x, "uploads")) {
+		s3_list_uploads(x, b);
 	} else if (s3_param_get(x, "location") && x->nr_params == 1) {
 		struct sbuf s = { 0 };
 

@@ -16,8 +16,7 @@
 /* headers S3 gives a meaning this gateway does not implement yet */
 const char *s3_unsupported_put_header(struct s3_ctx *x)
 {
-	static const char *const no[] = { "x-amz-copy-source",
-		"x-amz-server-side-encryption", "x-amz-tagging",
+	static const char *const no[] = { "x-amz-server-side-encryption", "x-amz-tagging",
 		"x-amz-website-redirect-location", "x-amz-object-lock-mode",
 		"x-amz-object-lock-retain-until-date",
 		"x-amz-object-lock-legal-hold", "x-amz-checksum-algorithm",
@@ -123,17 +122,20 @@ static int receive_body(struct s3_ctx *x, struct s3_bucket *b, struct s3_obj *o,
 	return 0;
 }
 
-/* Content-MD5 and x-amz-content-sha256 against the bytes: 0 or answered */
-static int check_digests(struct s3_ctx *x, struct s3_obj *o, struct digests *d)
+/*
+ * Content-MD5 and x-amz-content-sha256 against the bytes (their MD5 into
+ * @md5): 0 or answered
+ */
+static int check_digests(struct s3_ctx *x, uint8_t md5[16], struct digests *d)
 {
 	uint8_t sha[32];
 	char sha_hex[65], want[64], md5_b64[32];
 	unsigned int n;
 
-	EVP_DigestFinal_ex(d->md5, o->md5, &n);
+	EVP_DigestFinal_ex(d->md5, md5, &n);
 	EVP_DigestFinal_ex(d->sha, sha, &n);
 	if (s3_header(x, "content-md5", want, sizeof(want))) {
-		s3_b64((const char *)o->md5, 16, md5_b64);
+		s3_b64((const char *)md5, 16, md5_b64);
 		if (strcmp(want, md5_b64)) {
 			s3_error(x, 400, "BadDigest", "The Content-MD5 you "
 			      "specified did not match what we received.");
@@ -188,7 +190,40 @@ int s3_receive(struct s3_ctx *x, struct s3_bucket *b, struct s3_obj *o,
 		return -1;
 	}
 	digests_init(&d);
-	ret = receive_body(x, b, o, &d) || check_digests(x, o, &d) ? -1 : 0;
+	ret = receive_body(x, b, o, &d) || check_digests(x, o->md5, &d) ? -1 : 0;
 	digests_free(&d);
 	return ret;
+}
+
+ssize_t s3_receive_small(struct s3_ctx *x, size_t max)
+{
+	uint64_t len = x->r->has_length ? x->r->content_length : 0;
+	struct digests d;
+	uint8_t md5[16];
+	size_t got = 0;
+	int ret;
+
+	sd_assert(max < S3_IO_CHUNK);
+	if (x->r->chunked || len > max) {
+		s3_error(x, 400, "MalformedXML", "The XML you provided was not "
+			 "well-formed or did not validate (at most %zu bytes, "
+			 "with a Content-Length)", max);
+		return -1;
+	}
+	while (got < len) {
+		ssize_t n = s3_body_read(x->c, x->buf + got, (size_t)len - got);
+
+		if (n <= 0) {
+			s3_close_after(x->c);
+			return -1;
+		}
+		got += (size_t)n;
+	}
+	x->buf[got] = 0;
+	digests_init(&d);
+	EVP_DigestUpdate(d.md5, x->buf, got);
+	EVP_DigestUpdate(d.sha, x->buf, got);
+	ret = check_digests(x, md5, &d);
+	digests_free(&d);
+	return ret ? -1 : (ssize_t)got;
 }

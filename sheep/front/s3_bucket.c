@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "s3req.h"
 #include "util.h"
 #include "front/exec.h"
 #include "front/s3_bucket.h"
@@ -646,15 +647,40 @@ int s3b_delete(struct s3_bucket *b, const char *key, size_t klen)
 	return ret;
 }
 
+int s3b_delete_many(struct s3_bucket *b, const struct s3_del_key *keys,
+		    int n)
+{
+	char k[S3_MAX_KEY + 2];
+	int ret = -2, i = 0;
+
+	sd_assert(b->owner);
+	pthread_mutex_lock(&b->lock);
+	if (!owner_tree(b)) {
+		for (; i < n; i++)
+			if (keys[i].klen <= S3_MAX_KEY &&
+			    kvt_del(b->t, k, obj_key(k, keys[i].key,
+						     keys[i].klen)) == -2)
+				break;
+		if (i < n)
+			owner_reset(b);
+		else
+			ret = owner_commit(b);
+	}
+	pthread_mutex_unlock(&b->lock);
+	return ret;
+}
+
 /* ---- multipart uploads ---- */
 
 /*
  * "u/ID" -> KLEN (le16) KEY ENTRY (the type and metadata);
  * "p/ID/NNNNN" -> ENTRY (size, md5, off) of a part
  */
+#define UPLOAD_KEY_MAX	80
+
 static size_t upload_key(char *out, const char *id)
 {
-	return (size_t)snprintf(out, 80, "u/%s", id);
+	return (size_t)snprintf(out, UPLOAD_KEY_MAX, "u/%s", id);
 }
 
 static size_t part_key(char *out, const char *id, uint32_t number)
@@ -756,7 +782,8 @@ int s3b_upload_get(struct s3_bucket *b, const char *id, char *key,
 static int part_commit_fn(struct kvtree *t, void *arg)
 {
 	struct upload_arg *a = arg;
-	struct s3_obj o = { .size = a->part->size, .off = a->part->off };
+	struct s3_obj o = { .size = a->part->size, .off = a->part->off,
+			    .mtime = a->part->mtime };
 	uint8_t v[ENTRY_MAX];
 	char k[96];
 
@@ -820,6 +847,7 @@ static int part_one(const void *key, size_t klen, const void *val,
 	}
 	a->parts[a->n].off = o.off;
 	a->parts[a->n].size = o.size;
+	a->parts[a->n].mtime = o.mtime;
 	memcpy(a->parts[a->n].md5, o.md5, 16);
 	a->n++;
 	return 0;
@@ -850,6 +878,60 @@ int s3b_parts(struct s3_bucket *b, const char *id, struct s3_part **out)
 	}
 	*out = a.parts;
 	return a.n;
+}
+
+struct uploads_arg {
+	int (*fn)(const char *id, const char *key, size_t klen,
+		  const struct s3_obj *o, void *arg);
+	void *arg;
+	int stop;
+	char id[UPLOAD_KEY_MAX];
+	struct s3_obj o;
+};
+
+static int upload_one(const void *key, size_t klen, const void *val,
+		      size_t vlen, void *arg)
+{
+	struct uploads_arg *a = arg;
+	const uint8_t *v = val;
+	size_t okl;
+
+	if (klen < 2 || memcmp(key, "u/", 2))
+		return 1;	/* past the uploads */
+	okl = vlen >= 2 ? get_le16(v) : 0;
+	if (klen - 2 >= sizeof(a->id) || vlen < 2 + okl || okl > S3_MAX_KEY ||
+	    entry_decode(v + 2 + okl, vlen - 2 - okl, &a->o)) {
+		a->stop = -2;
+		return 1;
+	}
+	memcpy(a->id, (const char *)key + 2, klen - 2);
+	a->id[klen - 2] = 0;
+	a->stop = a->fn(a->id, (const char *)v + 2, okl, &a->o, a->arg);
+	return a->stop;
+}
+
+static int uploads_fn(struct kvtree *t, void *arg)
+{
+	struct uploads_arg *a = arg;
+	int ret;
+
+	a->stop = 0;
+	ret = kvt_scan(t, "u/", 2, upload_one, a);
+	return ret ? ret : a->stop;
+}
+
+int s3b_uploads(struct s3_bucket *b,
+		int (*fn)(const char *id, const char *key, size_t klen,
+			  const struct s3_obj *o, void *arg), void *arg)
+{
+	struct uploads_arg *a = xzalloc(sizeof(*a));
+	int ret;
+
+	a->fn = fn;
+	a->arg = arg;
+	ret = with_tree(b, uploads_fn, a, 1);
+	free(a);
+	return ret;
 }
 
 /* every part of upload a->id deleted, then the upload: 0, -1, -2 */

@@ -52,6 +52,7 @@ struct s3_extent {
 struct s3_part {
 	uint32_t number;
 	uint64_t off, size;
+	uint64_t mtime;
 	uint8_t md5[16];
 };
 
@@ -98,6 +99,14 @@ int s3b_commit(struct s3_bucket *b, const char *key, size_t klen,
 /* the owner: @key gone (0 removed or absent, -2) */
 int s3b_delete(struct s3_bucket *b, const char *key, size_t klen);
 
+/*
+ * The owner: the keys of @keys (DeleteObjects) gone, in one commit (0,
+ * -2); keys that were not there count as deleted
+ */
+struct s3_del_key;
+int s3b_delete_many(struct s3_bucket *b, const struct s3_del_key *keys,
+		    int n);
+
 /* ---- multipart uploads (the owner) ---- */
 
 /* a new upload @id of @key, with @o's type and metadata: 0 or -2 */
@@ -119,6 +128,14 @@ int s3b_upload_complete(struct s3_bucket *b, const char *id,
 			const char *key, size_t klen, const struct s3_obj *o);
 /* the upload and its parts gone: 0, -1 no such upload, -2 */
 int s3b_upload_abort(struct s3_bucket *b, const char *id);
+/*
+ * Every upload in progress (in upload id order), its key and its entry
+ * (type, metadata, mtime: when it began) to @fn until it returns non-zero
+ * (then returned): 0 at the end, -2 I/O
+ */
+int s3b_uploads(struct s3_bucket *b,
+		int (*fn)(const char *id, const char *key, size_t klen,
+			  const struct s3_obj *o, void *arg), void *arg);
 
 /*
  * CreateBucket for @user through this gateway: 0, -1 the name is taken

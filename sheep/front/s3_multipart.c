@@ -6,8 +6,9 @@
  * like a PUT and committed under the upload; completing writes the
  * parts' extents as one list in the data volume and, in one commit,
  * names it by the key and drops the upload: no byte is copied, and a
- * reader sees the old object or the whole new one.  ListParts and
- * ListMultipartUploads are answered NotImplemented.
+ * reader sees the old object or the whole new one.  UploadPartCopy
+ * writes a part from another object (s3_copy.c); the listings are in
+ * s3_uploads.c.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -20,9 +21,8 @@
 #include "util.h"
 #include "front/s3_resp.h"
 
-#define UPLOAD_ID_LEN	32
 #define MIN_PART	(UINT64_C(5) << 20)	/* but the last, as S3 */
-#define MAX_COMPLETE	S3_IO_CHUNK		/* the body of a Complete */
+#define MAX_COMPLETE	(S3_IO_CHUNK - 1)	/* the body of a Complete */
 
 static bool is(const struct s3_ctx *x, const char *m)
 {
@@ -43,10 +43,12 @@ static void create_upload(struct s3_ctx *x, struct s3_bucket *b)
 {
 	struct s3_obj *o = xzalloc(sizeof(*o));
 	struct sbuf s = { 0 };
-	char id[UPLOAD_ID_LEN + 1], ct[S3_MAX_CTYPE + 1];
-	uint8_t rnd[UPLOAD_ID_LEN / 2];
+	char id[S3_UPLOAD_ID_LEN + 1], ct[S3_MAX_CTYPE + 1];
+	uint8_t rnd[S3_UPLOAD_ID_LEN / 2];
 	const char *bad = s3_unsupported_put_header(x);
 
+	if (!bad && http_header(x->r, "x-amz-copy-source"))
+		bad = "x-amz-copy-source";
 	if (bad) {
 		s3_error(x, 501, "NotImplemented", "%s is not supported for "
 			 "CreateMultipartUpload yet", bad);
@@ -58,6 +60,7 @@ static void create_upload(struct s3_ctx *x, struct s3_bucket *b)
 	}
 	if (s3_take_meta(x, o))
 		goto out;
+	o->mtime = (uint64_t)time(NULL);	/* when it was initiated */
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
 		s3_internal(x, "Drawing an upload id");
 		goto out;
@@ -76,13 +79,12 @@ out:
 	free(o);
 }
 
-/* the upload named by uploadId, of this key: 0, or answered */
-static int find_upload(struct s3_ctx *x, struct s3_bucket *b, const char *id,
+int s3_find_upload(struct s3_ctx *x, struct s3_bucket *b, const char *id,
 		       struct s3_obj *meta)
 {
 	char *key = xmalloc(S3_MAX_KEY + 1);
 	size_t klen = 0;
-	int ret = strlen(id) == UPLOAD_ID_LEN ?
+	int ret = strlen(id) == S3_UPLOAD_ID_LEN ?
 		  s3b_upload_get(b, id, key, &klen, meta) : -1;
 
 	if (!ret && (klen != x->klen || memcmp(key, x->key, klen)))
@@ -97,14 +99,71 @@ static int find_upload(struct s3_ctx *x, struct s3_bucket *b, const char *id,
 	return ret;
 }
 
+/*
+ * UploadPartCopy: the part's bytes from x-amz-copy-source (its
+ * x-amz-copy-source-range, or all of it) into @o: 0, or answered
+ */
+static int copy_part(struct s3_ctx *x, struct s3_bucket *b, struct s3_obj *o)
+{
+	struct s3_copy_src src;
+	uint64_t from = 0, to = 0;
+	char v[128];
+	int ret = -1;
+
+	if (s3_receive_small(x, 0) < 0 || s3_copy_source(x, &src))
+		return -1;
+	if (!s3_header(x, "x-amz-copy-source-range", v, sizeof(v))) {
+		to = src.o->size ? src.o->size - 1 : 0;
+	} else if (s3_parse_range(v, src.o->size, &from, &to) !=
+		   S3_RANGE_ONE || strncmp(v, "bytes=", 6) || v[6] == '-') {
+		s3_error(x, 400, "InvalidArgument", "The x-amz-copy-source-range "
+			 "value must be of the form bytes=first-last where "
+			 "first and last are the zero-based offsets of the "
+			 "first and last bytes to copy, within the object");
+		goto out;
+	}
+	if (src.o->size && to - from + 1 > S3_MAX_PUT) {
+		s3_error(x, 400, "InvalidRequest", "The specified copy source "
+			 "is larger than the maximum allowable size for a copy "
+			 "source: 5368709120");
+		goto out;
+	}
+	ret = s3_copy_bytes(x, &src, from, src.o->size ? to - from + 1 : 0, b,
+			    o, false);
+out:
+	s3_copy_source_put(&src);
+	return ret;
+}
+
+static void part_reply(struct s3_ctx *x, const struct s3_part *p, bool copy)
+{
+	struct sbuf s = { 0 };
+	char extra[80], etag[33], date[40];
+
+	s3_hex(p->md5, 16, etag);
+	if (!copy) {
+		snprintf(extra, sizeof(extra), "ETag: \"%s\"\r\n", etag);
+		s3_send_head(x, 200, extra, 0, NULL);
+		return;
+	}
+	s3_iso_date(p->mtime, date, sizeof(date));
+	sb_printf(&s, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		  "<CopyPartResult xmlns=\"http://s3.amazonaws.com/doc/"
+		  "2006-03-01/\"><LastModified>%s</LastModified><ETag>&quot;"
+		  "%s&quot;</ETag></CopyPartResult>\n", date, etag);
+	s3_send_body(x, 200, NULL, &s, "application/xml");
+	free(s.p);
+}
+
 static void upload_part(struct s3_ctx *x, struct s3_bucket *b,
 			const char *id, const char *number)
 {
 	struct s3_obj *o = xzalloc(sizeof(*o));
 	struct s3_part p = { 0 };
-	char *end, extra[80], etag[33];
+	char *end;
 	unsigned long n = strtoul(number, &end, 10);
 	const char *bad = s3_unsupported_put_header(x);
+	bool copy = http_header(x->r, "x-amz-copy-source");
 
 	if (bad) {
 		s3_error(x, 501, "NotImplemented", "%s is not supported for "
@@ -116,20 +175,19 @@ static void upload_part(struct s3_ctx *x, struct s3_bucket *b,
 			 "integer between 1 and 10000, inclusive");
 		goto out;
 	}
-	if (find_upload(x, b, id, o))
+	if (s3_find_upload(x, b, id, o))
 		goto out;
 	memset(o, 0, sizeof(*o));
-	if (s3_receive(x, b, o, false))
+	if (copy ? copy_part(x, b, o) : s3_receive(x, b, o, false))
 		goto out;
 	p.number = (uint32_t)n;
+	p.mtime = (uint64_t)time(NULL);
 	p.off = o->off;
 	p.size = o->size;
 	memcpy(p.md5, o->md5, 16);
 	switch (s3b_part_commit(b, id, &p)) {
 	case 0:
-		s3_hex(p.md5, 16, etag);
-		snprintf(extra, sizeof(extra), "ETag: \"%s\"\r\n", etag);
-		s3_send_head(x, 200, extra, 0, NULL);
+		part_reply(x, &p, copy);
 		break;
 	case -1:
 		s3_error(x, 404, "NoSuchUpload", "The upload was completed or "
@@ -140,31 +198,6 @@ static void upload_part(struct s3_ctx *x, struct s3_bucket *b,
 	}
 out:
 	free(o);
-}
-
-/* the Complete request's body, NUL-ended in x->buf: its length, or -1 */
-static ssize_t read_complete(struct s3_ctx *x)
-{
-	size_t got = 0;
-
-	if (x->r->chunked || !x->r->has_length ||
-	    x->r->content_length >= MAX_COMPLETE) {
-		s3_error(x, 400, "MalformedXML", "The XML you provided was not "
-			 "well-formed or did not validate (at most 1 MiB)");
-		return -1;
-	}
-	while (got < x->r->content_length) {
-		ssize_t n = s3_body_read(x->c, x->buf + got,
-					 (size_t)x->r->content_length - got);
-
-		if (n <= 0) {
-			s3_close_after(x->c);
-			return -1;
-		}
-		got += (size_t)n;
-	}
-	x->buf[got] = 0;
-	return (ssize_t)got;
 }
 
 /* part @n's, in @parts (sorted by number): NULL if none */
@@ -260,7 +293,8 @@ static void complete_upload(struct s3_ctx *x, struct s3_bucket *b,
 	ssize_t len;
 	int n, nr = 0;
 
-	if (find_upload(x, b, id, o) || (len = read_complete(x)) < 0)
+	if (s3_find_upload(x, b, id, o) ||
+	    (len = s3_receive_small(x, MAX_COMPLETE)) < 0)
 		goto out;
 	refs = xmalloc(S3_MAX_PARTS * sizeof(*refs));
 	n = s3_parse_complete(x->buf, (size_t)len, refs, S3_MAX_PARTS);
@@ -304,7 +338,7 @@ out:
 static void abort_upload(struct s3_ctx *x, struct s3_bucket *b,
 			 const char *id)
 {
-	switch (strlen(id) == UPLOAD_ID_LEN ? s3b_upload_abort(b, id) : -1) {
+	switch (strlen(id) == S3_UPLOAD_ID_LEN ? s3b_upload_abort(b, id) : -1) {
 	case 0:
 		s3_send_head(x, 204, NULL, 0, NULL);
 		break;
@@ -328,10 +362,14 @@ bool s3_multipart(struct s3_ctx *x, struct s3_bucket *b)
 
 	if (!id && !s3_param_get(x, "uploads"))
 		return false;
+	if (id && !num && is(x, "GET")) {
+		s3_list_parts(x, b, id->value);
+		return true;
+	}
 	bad = s3_unknown_param(x, id ? with_id : create);
-	if (bad || (is(x, "GET") && id)) {
+	if (bad) {
 		s3_error(x, 501, "NotImplemented", "%s is not supported yet",
-			 bad ? bad : "ListParts");
+			 bad);
 	} else if (!id && is(x, "POST")) {
 		create_upload(x, b);
 	} else if (id && num && is(x, "PUT")) {

@@ -92,6 +92,25 @@ void s3_iso_date(uint64_t t, char *out, size_t size)
 	strftime(out, size, "%Y-%m-%dT%H:%M:%S.000Z", &tm);
 }
 
+bool s3_parse_http_date(const char *s, time_t *t)
+{
+	struct tm tm = { 0 };
+	const char *end = strptime(s, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+
+	if (!end || *end)
+		return false;
+	*t = timegm(&tm);
+	return true;
+}
+
+bool s3_etag_listed(const char *v, const char *etag)
+{
+	char quoted[40];
+
+	snprintf(quoted, sizeof(quoted), "\"%s\"", etag);
+	return strstr(v, quoted) || strstr(v, etag) || !strcmp(v, "*");
+}
+
 void s3_hex(const uint8_t *in, size_t n, char *out)
 {
 	for (size_t i = 0; i < n; i++)

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 #include "s3req.h"
 #include "front/s3.h"
 #include "front/s3_bucket.h"
@@ -39,7 +40,7 @@ struct s3_ctx {
 
 void sb_add(struct sbuf *s, const char *p, size_t len);
 /* a string literal */
-#define sb_lit(s, lit)	sb_add(s, lit, sizeof(lit) - 1)
+#define sb_lit(s, lit)	sb_add(s, "" lit, sizeof(lit) - 1)	/* "": literals only */
 void sb_printf(struct sbuf *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* escaped for XML text */
@@ -49,6 +50,10 @@ void sb_key(struct sbuf *s, const char *p, size_t len, bool url);
 
 void s3_http_date(uint64_t t, char *out, size_t size);
 void s3_iso_date(uint64_t t, char *out, size_t size);
+/* an HTTP date (RFC 7231's preferred form) into *@t: false if not one */
+bool s3_parse_http_date(const char *s, time_t *t);
+/* does an If-Match / If-None-Match list @v name @etag (or "*")? */
+bool s3_etag_listed(const char *v, const char *etag);
 void s3_hex(const uint8_t *in, size_t n, char *out);
 void s3_b64(const char *in, size_t len, char *out);
 /* @o's ETag without quotes: the MD5 in hex, "-N" after for N parts */
@@ -89,10 +94,52 @@ int s3_receive(struct s3_ctx *x, struct s3_bucket *b, struct s3_obj *o,
 	       bool inline_ok);
 
 /*
+ * A small body (a request's XML: at most @max bytes, less than
+ * S3_IO_CHUNK) NUL-ended in x->buf, its digests checked as a PUT's: its
+ * length, or -1 (answered)
+ */
+ssize_t s3_receive_small(struct s3_ctx *x, size_t max);
+
+/*
  * s3_multipart.c: a request with ?uploads or ?uploadId answered (true),
  * or not one (false)
  */
 bool s3_multipart(struct s3_ctx *x, struct s3_bucket *b);
+#define S3_UPLOAD_ID_LEN	32
+/* the upload @id, of this request's key (its entry into @meta): 0, or
+ * answered */
+int s3_find_upload(struct s3_ctx *x, struct s3_bucket *b, const char *id,
+		   struct s3_obj *meta);
+
+/* s3_uploads.c: ListParts of upload @id, ListMultipartUploads */
+void s3_list_parts(struct s3_ctx *x, struct s3_bucket *b, const char *id);
+void s3_list_uploads(struct s3_ctx *x, struct s3_bucket *b);
+
+/* s3_copy.c: the source of a copy (x-amz-copy-source), open */
+struct s3_copy_src {
+	struct s3_bucket *b;
+	struct s3_obj *o;
+	struct s3_extent *ext;		/* not inline: its extents */
+	int nr_ext;
+	char etag[S3_ETAG_LEN];
+	bool is_target;			/* the object the request names */
+};
+/* x-amz-copy-source opened and its conditions checked: 0, or answered */
+int s3_copy_source(struct s3_ctx *x, struct s3_copy_src *src);
+void s3_copy_source_put(struct s3_copy_src *src);
+/*
+ * Bytes [@from, @from + @len) of the source as @o's bytes in @b (which
+ * this gateway owns): in its entry (@inline_ok and small) or room
+ * reserved for them; o->size, off, md5 set: 0, or answered
+ */
+int s3_copy_bytes(struct s3_ctx *x, struct s3_copy_src *src, uint64_t from,
+		  uint64_t len, struct s3_bucket *b, struct s3_obj *o,
+		  bool inline_ok);
+/* CopyObject into @b (owned here): answered */
+void s3_copy_object(struct s3_ctx *x, struct s3_bucket *b);
+
+/* s3_delete.c: DeleteObjects in @b (owned here): answered */
+void s3_delete_objects(struct s3_ctx *x, struct s3_bucket *b);
 
 /* s3_list.c: ListObjects, v1 and v2 */
 void s3_list_objects(struct s3_ctx *x, struct s3_bucket *b);

@@ -304,9 +304,9 @@ def step_refused():
     expect_error("a DELETE through the other gateway: the key is gone",
                  ("NoSuchKey", 404), s3.get_object, Bucket="photos",
                  Key="via-reader")
-    expect_error("CopyObject: NotImplemented", ("NotImplemented", 501),
-                 s3.copy_object, Bucket="photos", Key="copy",
-                 CopySource="photos/a/small.txt")
+    expect_error("PutObjectTagging: NotImplemented", ("NotImplemented", 501),
+                 s3.put_object_tagging, Bucket="photos", Key="a/small.txt",
+                 Tagging={"TagSet": [{"Key": "k", "Value": "v"}]})
     expect_error("GetBucketVersioning: NotImplemented",
                  ("NotImplemented", 501), s3.get_bucket_versioning,
                  Bucket="photos")
@@ -362,8 +362,38 @@ def step_multipart():
     check(all(e == '"%s"' % hashlib.md5(p).hexdigest()
               for e, p in zip(etags, parts)),
           "UploadPart through both gateways: each part's ETag is its MD5")
-    expect_error("ListParts: NotImplemented", ("NotImplemented", 501),
-                 s3.list_parts, Bucket="photos", Key="mp/whole", UploadId=up)
+    lp = rd.list_parts(Bucket="photos", Key="mp/whole", UploadId=up)
+    check([(p["PartNumber"], p["ETag"], p["Size"]) for p in lp["Parts"]] ==
+          [(i + 1, e, len(d)) for i, (e, d) in enumerate(zip(etags, parts))]
+          and not lp["IsTruncated"],
+          "ListParts through the other gateway: numbers, ETags, sizes")
+    lp = s3.list_parts(Bucket="photos", Key="mp/whole", UploadId=up,
+                       MaxParts=1, PartNumberMarker=1)
+    check([p["PartNumber"] for p in lp["Parts"]] == [2] and
+          lp["IsTruncated"] and lp["NextPartNumberMarker"] == 2,
+          "ListParts in pages (max-parts, part-number-marker)", str(lp))
+    other = s3.create_multipart_upload(Bucket="photos", Key="mp/other")[
+        "UploadId"]
+    lu = rd.list_multipart_uploads(Bucket="photos")
+    check([(u["Key"], u["UploadId"]) for u in lu["Uploads"]] ==
+          [("mp/other", other), ("mp/whole", up)],
+          "ListMultipartUploads: both uploads, in key order", str(lu))
+    lu = s3.list_multipart_uploads(Bucket="photos", Prefix="mp/w")
+    check([u["Key"] for u in lu["Uploads"]] == ["mp/whole"],
+          "ListMultipartUploads with a prefix")
+    lu = s3.list_multipart_uploads(Bucket="photos", MaxUploads=1)
+    check(len(lu["Uploads"]) == 1 and lu["IsTruncated"] and
+          lu["NextKeyMarker"] == "mp/other", "ListMultipartUploads in pages")
+    lu = s3.list_multipart_uploads(Bucket="photos",
+                                   KeyMarker=lu["NextKeyMarker"],
+                                   UploadIdMarker=lu["NextUploadIdMarker"])
+    check([u["Key"] for u in lu["Uploads"]] == ["mp/whole"] and
+          not lu["IsTruncated"], "ListMultipartUploads: the next page")
+    expect_error("ListMultipartUploads with a delimiter: NotImplemented",
+                 ("NotImplemented", 501), s3.list_multipart_uploads,
+                 Bucket="photos", Delimiter="/")
+    s3.abort_multipart_upload(Bucket="photos", Key="mp/other",
+                              UploadId=other)
     expect_error("DeleteBucket with an upload in progress: BucketNotEmpty",
                  ("BucketNotEmpty", 409), s3.delete_bucket, Bucket="photos")
     bad = [{"PartNumber": 1, "ETag": etags[1]},
@@ -438,6 +468,108 @@ def step_multipart():
     s3.delete_object(Bucket="photos", Key="mp/transfer")
 
 
+def step_copy_delete():
+    """CopyObject, UploadPartCopy and DeleteObjects"""
+    s3, rd = client(OWNER), client(READER)
+    mib = 1024 * 1024
+    s3.create_bucket(Bucket="other")
+    big = open(ARGS[0], "rb").read()
+    r = rd.copy_object(Bucket="other", Key="copy of big", CopySource={
+        "Bucket": "photos", "Key": "big.bin"})
+    want = '"%s"' % hashlib.md5(big).hexdigest()
+    g = s3.get_object(Bucket="other", Key="copy of big")
+    check(r["CopyObjectResult"]["ETag"] == want and
+          g["Body"].read() == big and g["ETag"] == want,
+          "CopyObject of 9 MiB into another bucket through the other "
+          "gateway: read back, ETag the MD5")
+    s3.put_object(Bucket="photos", Key="meta", Body=b"m" * 100,
+                  ContentType="text/x-a", Metadata={"one": "1"})
+    s3.copy_object(Bucket="photos", Key="meta copy",
+                   CopySource="photos/meta")
+    h = rd.head_object(Bucket="photos", Key="meta copy")
+    check(h["ContentType"] == "text/x-a" and h["Metadata"] == {"one": "1"},
+          "CopyObject keeps the type and metadata (COPY)")
+    s3.copy_object(Bucket="photos", Key="meta copy", CopySource="photos/meta",
+                   MetadataDirective="REPLACE", ContentType="text/x-b",
+                   Metadata={"two": "2"})
+    h = rd.head_object(Bucket="photos", Key="meta copy")
+    check(h["ContentType"] == "text/x-b" and h["Metadata"] == {"two": "2"},
+          "CopyObject with REPLACE takes the request's")
+    expect_error("an object copied onto itself unchanged: InvalidRequest",
+                 ("InvalidRequest", 400), s3.copy_object, Bucket="photos",
+                 Key="meta", CopySource="photos/meta")
+    expect_error("a copy of a missing key: NoSuchKey", ("NoSuchKey", 404),
+                 s3.copy_object, Bucket="photos", Key="x",
+                 CopySource="photos/nothing")
+    expect_error("a copy from a missing bucket: NoSuchBucket",
+                 ("NoSuchBucket", 404), s3.copy_object, Bucket="photos",
+                 Key="x", CopySource="nobucket/x")
+    expect_error("a copy whose if-match fails: PreconditionFailed",
+                 ("PreconditionFailed", 412), s3.copy_object,
+                 Bucket="photos", Key="x", CopySource="photos/meta",
+                 CopySourceIfMatch='"00000000000000000000000000000000"')
+    expect_error("a copy of a version: NotImplemented",
+                 ("NotImplemented", 501), s3.copy_object, Bucket="photos",
+                 Key="x", CopySource="photos/meta?versionId=3")
+    # a multipart object from parts copied out of the 9 MiB one
+    up = rd.create_multipart_upload(Bucket="other", Key="spliced")[
+        "UploadId"]
+    e1 = rd.upload_part_copy(Bucket="other", Key="spliced", UploadId=up,
+                             PartNumber=1, CopySource="photos/big.bin",
+                             CopySourceRange=f"bytes=0-{5 * mib - 1}")
+    e2 = s3.upload_part_copy(Bucket="other", Key="spliced", UploadId=up,
+                             PartNumber=2, CopySource="photos/big.bin",
+                             CopySourceRange=f"bytes={mib}-{2 * mib}")
+    expect_error("UploadPartCopy of a range past the end: InvalidArgument",
+                 ("InvalidArgument", 400), s3.upload_part_copy,
+                 Bucket="other", Key="spliced", UploadId=up, PartNumber=3,
+                 CopySource="photos/big.bin",
+                 CopySourceRange=f"bytes={len(big)}-{len(big) + 5}")
+    parts = [{"PartNumber": 1, "ETag": e1["CopyPartResult"]["ETag"]},
+             {"PartNumber": 2, "ETag": e2["CopyPartResult"]["ETag"]}]
+    s3.complete_multipart_upload(Bucket="other", Key="spliced", UploadId=up,
+                                 MultipartUpload={"Parts": parts})
+    got = rd.get_object(Bucket="other", Key="spliced")["Body"].read()
+    check(got == big[:5 * mib] + big[mib:2 * mib + 1],
+          "UploadPartCopy with ranges, through both gateways: the object "
+          "is the ranges")
+    # DeleteObjects: 300 keys, some of them missing, through the reader
+    keys = [f"del/{i:03d} &<x>" for i in range(300)]
+    for k in keys[:250]:
+        s3.put_object(Bucket="other", Key=k, Body=k.encode())
+    r = rd.delete_objects(Bucket="other", Delete={
+        "Objects": [{"Key": k} for k in keys]})
+    left = s3.list_objects_v2(Bucket="other", Prefix="del/")["KeyCount"]
+    check(sorted(d["Key"] for d in r["Deleted"]) == keys and
+          not r.get("Errors") and left == 0,
+          "DeleteObjects of 300 keys (50 absent, with XML's special "
+          "characters) through the other gateway: all reported, none left")
+    s3.put_object(Bucket="other", Key="q", Body=b"q")
+    r = s3.delete_objects(Bucket="other", Delete={
+        "Objects": [{"Key": "q"}], "Quiet": True})
+    check(not r.get("Deleted") and not r.get("Errors") and
+          s3.list_objects_v2(Bucket="other", Prefix="q")["KeyCount"] == 0,
+          "DeleteObjects in quiet mode: deleted, nothing listed")
+    expect_error("DeleteObjects of 1001 keys: MalformedXML",
+                 ("MalformedXML", 400), s3.delete_objects, Bucket="other",
+                 Delete={"Objects": [{"Key": str(i)} for i in range(1001)]})
+    expect_error("DeleteObjects naming a version: NotImplemented",
+                 ("NotImplemented", 501), s3.delete_objects, Bucket="other",
+                 Delete={"Objects": [{"Key": "a", "VersionId": "7"}]})
+    hdrs = signed_headers(OWNER, "POST", "/other?delete",
+                          b"<Delete><Object><Key>a</Key></Object></Delete>")
+    c = http.client.HTTPConnection("127.0.0.1", int(OWNER), timeout=15)
+    c.request("POST", "/other?delete",
+              b"<Delete><Object><Key>a</Key></Object></Delete>", hdrs)
+    check(c.getresponse().status == 400,
+          "DeleteObjects without Content-MD5: 400")
+    for k in ("copy of big", "spliced"):
+        s3.delete_object(Bucket="other", Key=k)
+    s3.delete_bucket(Bucket="other")
+    for k in ("meta", "meta copy"):
+        s3.delete_object(Bucket="photos", Key=k)
+
+
 def step_owner_down():
     rd = client(READER)
     expect_error("the owner down: a write through the other gateway is "
@@ -494,4 +626,5 @@ def step_cleanup():
 {"basic": step_basic, "list": step_list, "auth": step_auth,
  "owner-down": step_owner_down, "multipart": step_multipart,
  "refused": step_refused, "reread": step_reread, "put-atom": step_put_atom,
- "cut-put": step_cut_put, "cleanup": step_cleanup}[STEP]()
+ "cut-put": step_cut_put, "cleanup": step_cleanup,
+ "copy-delete": step_copy_delete}[STEP]()

@@ -148,6 +148,29 @@ static void complete(const char *buf, size_t len)
 			    refs[i].etag);
 }
 
+/* the same bytes as the body of a DeleteObjects (decoded in a copy) */
+static void delete_body(const char *buf, size_t len)
+{
+	struct s3_del_key keys[16];
+	char *copy = malloc(len ? len : 1);
+	bool quiet;
+	int n;
+
+	if (!copy)
+		abort();
+	memcpy(copy, buf, len);
+	n = s3_parse_delete(copy, len, keys, 16, &quiet);
+	if (n > 16)
+		die("%d keys\n", n);
+	for (int i = 0; i < n; i++)
+		if (!keys[i].klen || keys[i].klen > S3_DEL_MAX_KEY ||
+		    keys[i].key < copy ||
+		    keys[i].key + keys[i].klen > copy + len)
+			die("key %d: %zu bytes outside the body\n", i,
+			    keys[i].klen);
+	free(copy);
+}
+
 static void body(const char *buf, size_t len, uint8_t flags)
 {
 	struct http_chunked c;
@@ -197,6 +220,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		sign(&r);
 		s3(&r);
 		complete(buf + n, len - (size_t)n);
+		delete_body(buf + n, len - (size_t)n);
 		body(buf + n, len - (size_t)n, flags);
 	}
 	/* a cut head asks for more, or fails as the whole one does */

@@ -8,6 +8,7 @@
 #include <setjmp.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -138,6 +139,73 @@ static void test_complete(void **state)
 	assert_int_equal(s3_parse_complete(ok, strlen(ok), r, 3), -1);
 }
 
+/* s3_parse_delete on a copy of @xml (it decodes in place) */
+static int del(const char *xml, struct s3_del_key *k, int max, bool *quiet,
+	       char *buf)
+{
+	strcpy(buf, xml);
+	return s3_parse_delete(buf, strlen(buf), k, max, quiet);
+}
+
+static void test_delete(void **state)
+{
+	struct s3_del_key k[3];
+	char buf[2200], key[S3_DEL_MAX_KEY + 2];
+	bool quiet = false;
+	const char *ok = "<?xml version=\"1.0\"?><Delete xmlns=\"x\">"
+		"<Quiet>true</Quiet><Object><Key>a&amp;b &lt;c&gt;</Key>"
+		"</Object>\n<Object><Key>&#x41;&#66;&#233;&#x1F600;</Key>"
+		"<VersionId>null</VersionId></Object></Delete>";
+
+	assert_int_equal(del(ok, k, 3, &quiet, buf), 2);
+	assert_true(quiet);
+	assert_int_equal(k[0].klen, 7);
+	assert_memory_equal(k[0].key, "a&b <c>", 7);
+	assert_int_equal(k[1].klen, 8);
+	assert_memory_equal(k[1].key, "AB\xc3\xa9\xf0\x9f\x98\x80", 8);
+	ok = "<Delete><Object><Key>x</Key></Object></Delete>";
+	assert_int_equal(del(ok, k, 3, &quiet, buf), 1);
+	assert_false(quiet);
+	/* too many, none, not a Delete, an empty key, a version */
+	ok = "<Delete><Object><Key>x</Key></Object><Object><Key>y</Key>"
+	     "</Object></Delete>";
+	assert_int_equal(del(ok, k, 1, &quiet, buf), -1);
+	assert_int_equal(del("<Delete></Delete>", k, 3, &quiet, buf), -1);
+	assert_int_equal(del("<Object><Key>x</Key></Object>", k, 3, &quiet,
+			     buf), -1);
+	assert_int_equal(del("<Delete><Object><Key></Key></Object></Delete>",
+			     k, 3, &quiet, buf), -1);
+	assert_int_equal(del("<Delete><Object><Key>x</Key><VersionId>3"
+			     "</VersionId></Object></Delete>", k, 3, &quiet,
+			     buf), -2);
+	/* bad references: unknown, unended, no digits, zero, a surrogate */
+	assert_int_equal(del("<Delete><Object><Key>&nbsp;</Key></Object>"
+			     "</Delete>", k, 3, &quiet, buf), -1);
+	assert_int_equal(del("<Delete><Object><Key>&#65</Key></Object>"
+			     "</Delete>", k, 3, &quiet, buf), -1);
+	assert_int_equal(del("<Delete><Object><Key>&#x;</Key></Object>"
+			     "</Delete>", k, 3, &quiet, buf), -1);
+	assert_int_equal(del("<Delete><Object><Key>&#0;</Key></Object>"
+			     "</Delete>", k, 3, &quiet, buf), -1);
+	assert_int_equal(del("<Delete><Object><Key>&#xd800;</Key></Object>"
+			     "</Delete>", k, 3, &quiet, buf), -1);
+	assert_int_equal(del("<Delete><Object><Key>&#x110000;</Key></Object>"
+			     "</Delete>", k, 3, &quiet, buf), -1);
+	/* an object not closed */
+	assert_int_equal(del("<Delete><Object><Key>x</Key></Object><Object>"
+			     "<Key>y</Key>", k, 3, &quiet, buf), -1);
+	/* the longest key, and one byte more (as an entity: decoded) */
+	memset(key, 'k', S3_DEL_MAX_KEY);
+	key[S3_DEL_MAX_KEY] = 0;
+	snprintf(buf, sizeof(buf), "<Delete><Object><Key>%s</Key></Object>"
+		 "</Delete>", key);
+	assert_int_equal(s3_parse_delete(buf, strlen(buf), k, 3, &quiet), 1);
+	assert_int_equal(k[0].klen, S3_DEL_MAX_KEY);
+	snprintf(buf, sizeof(buf), "<Delete><Object><Key>%s&amp;</Key>"
+		 "</Object></Delete>", key);
+	assert_int_equal(s3_parse_delete(buf, strlen(buf), k, 3, &quiet), -1);
+}
+
 static void test_names(void **state)
 {
 	assert_true(s3_valid_bucket("photos", 6));
@@ -165,6 +233,7 @@ int main(void)
 		cmocka_unit_test(test_query),
 		cmocka_unit_test(test_range),
 		cmocka_unit_test(test_complete),
+		cmocka_unit_test(test_delete),
 		cmocka_unit_test(test_names),
 	};
 
