@@ -170,12 +170,17 @@
  * part then counts a new generation, and gateways read the registry again.
  * VDI_EXIST: the user or bucket exists; NO_VDI: it does not (or, adding
  * a bucket, its user does not); INVALID_PARMS: a malformed payload.
+ * BUCKET_MOVE makes gateway/node/boot the bucket's owner if it still is
+ * old_gateway/old_boot (else AGAIN) and that gateway is gone: its sheep
+ * (the recorded node) is no member, or it is the new gateway's own
+ * earlier life (same gateway, another boot); else VDI_LOCKED.
  */
 #define SD_OP_S3_REGISTRY		0xF3
 #define S3REG_USER_ADD			1
 #define S3REG_USER_DEL			2
 #define S3REG_BUCKET_ADD		3
 #define S3REG_BUCKET_DEL		4
+#define S3REG_BUCKET_MOVE		5
 #define S3REG_NAME_LEN			64	/* with its NUL */
 #define S3REG_ACCESS_LEN		32
 #define S3REG_SECRET_LEN		64
@@ -190,6 +195,10 @@ struct s3reg_req {
 	char access[S3REG_ACCESS_LEN];	/* a user's access key */
 	char secret[S3REG_SECRET_LEN];	/* and secret */
 	char gateway[S3REG_NAME_LEN];	/* a bucket's gateway, ADDR:PORT */
+	char node[S3REG_NAME_LEN];	/* its sheep, ADDR:PORT */
+	uint64_t boot;			/* the gateway's life (random) */
+	char old_gateway[S3REG_NAME_LEN];	/* MOVE: the owner it replaces */
+	uint64_t old_boot;
 };
 /*
  * ALTER_VDI_COPY's vdi_state.set_bitmap, for a change between copies and

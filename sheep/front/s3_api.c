@@ -247,25 +247,60 @@ static int open_bucket(struct s3_ctx *x, struct s3_bucket **b)
 	return 0;
 }
 
+#define MOVE_TRIES	3
+
 /*
  * A bucket is written by its owner: a write that arrives here is relayed
- * there whole (s3_proxy.c).  0 to go on here, or answered.
+ * there whole (s3_proxy.c).  An owner that cannot be reached and is gone
+ * (its sheep left the cluster, or it is this gateway before a restart)
+ * hands the bucket to this gateway.  0 to go on here (*@b may be another
+ * reference then), or answered (*@b put and NULL).
  */
-static int need_owner(struct s3_ctx *x, struct s3_bucket *b)
+static int need_owner(struct s3_ctx *x, struct s3_bucket **b)
 {
-	if (s3b_is_owner(b))
-		return 0;
-	if (s3_forward(x->c, s3b_owner(b)))
+	char owner[S3REG_NAME_LEN];
+	bool again;
+	int ret = -1;
+
+	for (int i = 0; i < MOVE_TRIES; i++) {
+		if (s3b_is_owner(*b))
+			return 0;
+		if (!s3b_owner_is_me_before(*b) &&
+		    !s3_forward(x->c, s3b_owner(*b)))
+			goto put;	/* relayed */
+		snprintf(owner, sizeof(owner), "%s", s3b_owner(*b));
+		again = s3b_owner_is_me_before(*b);
+		ret = s3b_take_over(*b);
+		if (ret < 0)
+			break;
+		s3b_put(*b);
+		*b = NULL;
+		if (!ret && again)
+			sd_notice("S3: bucket %s taken back after this "
+				  "gateway's restart", x->bucket);
+		else if (!ret)
+			sd_notice("S3: bucket %s taken over from gateway %s",
+				  x->bucket, owner);
+		if (open_bucket(x, b))
+			return -1;
+	}
+	if (ret == -1)
 		s3_error(x, 503, "ServiceUnavailable", "Bucket %s is written "
-		      "through the gateway %s, which cannot be reached now",
-		      x->bucket, s3b_owner(b));
+			 "through the gateway %s, which cannot be reached now "
+			 "but is a member of the cluster", x->bucket,
+			 s3b_owner(*b));
+	else
+		s3_error(x, 503, "ServiceUnavailable", "Bucket %s cannot be "
+			 "taken over from its gateway %s now", x->bucket,
+			 s3b_owner(*b));
+put:
+	s3b_put(*b);
+	*b = NULL;
 	return -1;
 }
 
 static void delete_bucket(struct s3_ctx *x, struct s3_bucket *b)
 {
-	if (need_owner(x, b))
-		return;
 	switch (s3b_destroy(b)) {
 	case 0:
 		s3_send_head(x, 204, NULL, 0, NULL);
@@ -487,8 +522,6 @@ static void delete_object(struct s3_ctx *x, struct s3_bucket *b)
 		      "DeleteObject yet", bad);
 		return;
 	}
-	if (need_owner(x, b))
-		return;
 	if (s3b_delete(b, x->key, x->klen)) {
 		s3_internal(x, "Deleting the object");
 		return;
@@ -526,8 +559,8 @@ static void bucket_request(struct s3_ctx *x)
 	}
 	if (open_bucket(x, &b))
 		return;
-	if ((is(x, "DELETE") || is(x, "POST")) && need_owner(x, b)) {
-		;	/* relayed to the owner, or answered */
+	if ((is(x, "DELETE") || is(x, "POST")) && need_owner(x, &b)) {
+		return;	/* relayed to the owner, or answered */
 	} else if (is(x, "POST")) {
 		s3_delete_objects(x, b);
 	} else if (is(x, "DELETE")) {
@@ -567,8 +600,10 @@ static void object_request(struct s3_ctx *x)
 	}
 	if (open_bucket(x, &b))
 		return;
-	if (!is(x, "GET") && !is(x, "HEAD") && need_owner(x, b))
-		;	/* relayed to the owner, or answered */
+	if (!is(x, "GET") && !is(x, "HEAD") && need_owner(x, &b))
+		return;	/* relayed to the owner, or answered */
+	else if (is(x, "GET") && s3_param_get(x, "uploadId"))
+		s3_list_parts(x, b, s3_param_get(x, "uploadId")->value);
 	else if (s3_multipart(x, b))
 		;	/* answered */
 	else if (is(x, "POST"))
@@ -646,12 +681,13 @@ int s3_configure(const char *spec)
  */
 static void set_self(const char *addr)
 {
-	char a[INET6_ADDRSTRLEN], id[S3REG_NAME_LEN];
+	char a[INET6_ADDRSTRLEN], id[S3REG_NAME_LEN], node[S3REG_NAME_LEN];
 
 	if (!addr || !*addr || !strcmp(addr, "0.0.0.0") || !strcmp(addr, "::"))
 		addr = addr_to_str(sys.self.nid.addr, a, sizeof(a));
 	snprintf(id, sizeof(id), "%.48s:%d", addr, s3_port);
-	s3b_set_self(id);
+	node_to_str(&sys.self, node, sizeof(node));
+	s3b_set_self(id, node);
 }
 
 int s3_init(const char *default_addr)

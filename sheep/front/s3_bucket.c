@@ -15,6 +15,7 @@
  */
 #include <inttypes.h>
 #include <pthread.h>
+#include <sys/random.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,8 +49,11 @@ struct s3_bucket {
 	bool gone;			/* deleted: no commit any more */
 };
 
-/* this gateway, as the registry names a bucket's owner */
-static char self_id[S3REG_NAME_LEN];
+/* this gateway, as the registry names a bucket's owner: endpoint, sheep
+ * and life (drawn at start: a gateway that restarts owns nothing until
+ * it moves its buckets to its new life) */
+static char self_id[S3REG_NAME_LEN], self_node[S3REG_NAME_LEN];
+static uint64_t self_boot;
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct s3_bucket *cache;
 
@@ -290,7 +294,7 @@ static struct s3_bucket *bucket_new(const struct s3_bucket_rec *rec)
 	b->rec = *rec;
 	b->refs = 1;
 	pthread_mutex_init(&b->lock, NULL);
-	b->owner = !strcmp(rec->gateway, self_id);
+	b->owner = !strcmp(rec->gateway, self_id) && rec->boot == self_boot;
 	if (volume_lookup(rec->name, "index", &b->index_vid) ||
 	    volume_lookup(rec->name, "data.0", &b->data_vid)) {
 		bucket_free(b);
@@ -305,7 +309,8 @@ static bool same_bucket(const struct s3_bucket_rec *a,
 			const struct s3_bucket_rec *b)
 {
 	return !strcmp(a->name, b->name) && !strcmp(a->gateway, b->gateway) &&
-	       a->created == b->created && !strcmp(a->user, b->user);
+	       a->created == b->created && !strcmp(a->user, b->user) &&
+	       a->boot == b->boot && !strcmp(a->node, b->node);
 }
 
 /* under cache_lock: @b out of the cache, freed when unused */
@@ -320,9 +325,14 @@ static void uncache(struct s3_bucket *b)
 		}
 }
 
-void s3b_set_self(const char *id)
+void s3b_set_self(const char *id, const char *node)
 {
 	snprintf(self_id, sizeof(self_id), "%s", id);
+	snprintf(self_node, sizeof(self_node), "%s", node);
+	while (!self_boot)
+		if (getrandom(&self_boot, sizeof(self_boot), 0) !=
+		    (ssize_t)sizeof(self_boot))
+			self_boot = 0;
 }
 
 int s3b_get(const char *name, struct s3_bucket **out)
@@ -1000,8 +1010,44 @@ static int registry(uint8_t kind, const char *name, const char *user)
 	if (user)
 		snprintf(r.user, sizeof(r.user), "%s", user);
 	snprintf(r.gateway, sizeof(r.gateway), "%s", self_id);
+	snprintf(r.node, sizeof(r.node), "%s", self_node);
+	r.boot = self_boot;
 	r.created = (uint64_t)time(NULL);
 	return s3reg_change(&r);
+}
+
+int s3b_take_over(struct s3_bucket *b)
+{
+	struct s3reg_req r;
+	int ret;
+
+	memset(&r, 0, sizeof(r));
+	r.kind = S3REG_BUCKET_MOVE;
+	snprintf(r.name, sizeof(r.name), "%s", b->rec.name);
+	snprintf(r.gateway, sizeof(r.gateway), "%s", self_id);
+	snprintf(r.node, sizeof(r.node), "%s", self_node);
+	r.boot = self_boot;
+	snprintf(r.old_gateway, sizeof(r.old_gateway), "%s", b->rec.gateway);
+	r.old_boot = b->rec.boot;
+	ret = s3reg_change(&r);
+	switch (ret) {
+	case SD_RES_SUCCESS:
+		return 0;
+	case SD_RES_AGAIN:
+	case SD_RES_NO_VDI:
+		return 1;	/* moved or deleted meanwhile: look again */
+	case SD_RES_VDI_LOCKED:
+		return -1;
+	default:
+		sd_err("S3: moving bucket %s here: %s", b->rec.name,
+		       sd_strerror((uint32_t)ret));
+		return -2;
+	}
+}
+
+bool s3b_owner_is_me_before(const struct s3_bucket *b)
+{
+	return !b->owner && !strcmp(b->rec.gateway, self_id);
 }
 
 int s3b_create(const char *name, const char *user, bool *mine)

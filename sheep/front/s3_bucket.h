@@ -56,8 +56,11 @@ struct s3_part {
 	uint8_t md5[16];
 };
 
-/* this gateway's S3 endpoint, "ADDR:PORT": the owner of what it creates */
-void s3b_set_self(const char *id);
+/*
+ * This gateway's S3 endpoint and its sheep, "ADDR:PORT" each: the owner
+ * of what it creates, with a life drawn here
+ */
+void s3b_set_self(const char *id, const char *node);
 /* the bucket @name: 0, -1 no such bucket, -2 it cannot be read */
 int s3b_get(const char *name, struct s3_bucket **b);
 void s3b_put(struct s3_bucket *b);
@@ -65,6 +68,15 @@ void s3b_put(struct s3_bucket *b);
 bool s3b_is_owner(const struct s3_bucket *b);
 /* the owner's S3 endpoint, "ADDR:PORT" */
 const char *s3b_owner(const struct s3_bucket *b);
+/* is the owner this gateway's endpoint in an earlier life (a restart)? */
+bool s3b_owner_is_me_before(const struct s3_bucket *b);
+/*
+ * The owner cannot be reached: @b moved to this gateway if its owner is
+ * gone (its sheep no member, or this gateway's earlier life): 0 moved
+ * (get it again), 1 it moved elsewhere or went meanwhile (get it again),
+ * -1 its owner is a member still, -2 failure
+ */
+int s3b_take_over(struct s3_bucket *b);
 const char *s3b_user(const struct s3_bucket *b);
 uint64_t s3b_created(const struct s3_bucket *b);
 

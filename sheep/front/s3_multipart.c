@@ -362,11 +362,8 @@ bool s3_multipart(struct s3_ctx *x, struct s3_bucket *b)
 
 	if (!id && !s3_param_get(x, "uploads"))
 		return false;
-	if (id && !num && is(x, "GET")) {
-		s3_list_parts(x, b, id->value);
-		return true;
-	}
 	bad = s3_unknown_param(x, id ? with_id : create);
+	/* ListParts (GET with uploadId) is routed to s3_uploads.c first */
 	if (bad) {
 		s3_error(x, 501, "NotImplemented", "%s is not supported yet",
 			 bad);

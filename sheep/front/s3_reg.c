@@ -85,11 +85,11 @@ static int add_user(const char *k, size_t klen, const char *v, size_t vlen)
 	return 0;
 }
 
-/* b/NAME -> USER NUL GATEWAY NUL CREATED */
+/* b/NAME -> USER NUL GATEWAY NUL CREATED [NUL NODE NUL BOOT] */
 static int add_bucket(const char *k, size_t klen, const char *v, size_t vlen)
 {
 	struct s3_bucket_rec b = { 0 };
-	char created[24];
+	char created[24], boot[24] = "";
 
 	if (klen - 2 >= sizeof(b.name))
 		return 0;
@@ -99,6 +99,11 @@ static int add_bucket(const char *k, size_t klen, const char *v, size_t vlen)
 	    !next_field(&v, &vlen, created, sizeof(created)))
 		return 0;
 	b.created = strtoull(created, NULL, 10);
+	/* the first slice's records end there */
+	if (vlen && (!next_field(&v, &vlen, b.node, sizeof(b.node)) ||
+		     !next_field(&v, &vlen, boot, sizeof(boot))))
+		return 0;
+	b.boot = strtoull(boot, NULL, 16);
 	if (nr_buckets == buckets_cap) {
 		buckets_cap = buckets_cap ? 2 * buckets_cap : 16;
 		buckets = xrealloc(buckets, buckets_cap * sizeof(*buckets));

@@ -19,8 +19,10 @@ struct s3_user {
 struct s3_bucket_rec {
 	char name[S3REG_NAME_LEN];
 	char user[S3REG_NAME_LEN];
-	char gateway[S3REG_NAME_LEN];
+	char gateway[S3REG_NAME_LEN];	/* the owner's S3 endpoint */
 	uint64_t created;
+	char node[S3REG_NAME_LEN];	/* the owner's sheep ("" if unknown) */
+	uint64_t boot;			/* the owner's life */
 };
 
 /* 0 found, -1 not there, -2 the registry cannot be read */

@@ -8,16 +8,27 @@
  *
  *   u/USER    -> ACCESS
  *   k/ACCESS  -> USER NUL SECRET
- *   b/BUCKET  -> USER NUL GATEWAY NUL CREATED (decimal seconds)
+ *   b/BUCKET  -> USER NUL GATEWAY NUL CREATED (decimal seconds) NUL NODE
+ *                NUL BOOT (hex): the owner gateway, its sheep and its life
+ *                (records of the first slice end at CREATED: boot 0)
+ *
+ * A bucket moves to another gateway (BUCKET_MOVE) only from an owner
+ * that is gone: its sheep no member of the cluster, or the gateway's own
+ * earlier life.  A sheep that is no member cannot write (its peers refuse
+ * its epoch), and a gateway that restarts is a new life (a new random
+ * boot) that owns nothing until it moves its buckets to itself, so two
+ * gateways never both write a bucket.
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "proto.h"
 #include "s3names.h"
 #include "util.h"
 #include "gw/gw.h"
 #include "ops/s3reg.h"
+#include "state/cluster.h"
 #include "state/vdi.h"
 #include "vdi/volume.h"
 
@@ -55,6 +66,17 @@ static bool valid_req(const struct s3reg_req *r)
 		       s3_valid_field(r->user, sizeof(r->user),
 				      s3_valid_user) &&
 		       s3_valid_field(r->gateway, sizeof(r->gateway),
+				      valid_gateway) &&
+		       s3_valid_field(r->node, sizeof(r->node),
+				      valid_gateway) && r->boot;
+	case S3REG_BUCKET_MOVE:
+		return s3_valid_field(r->name, sizeof(r->name),
+				      s3_valid_bucket) &&
+		       s3_valid_field(r->gateway, sizeof(r->gateway),
+				      valid_gateway) &&
+		       s3_valid_field(r->node, sizeof(r->node),
+				      valid_gateway) && r->boot &&
+		       s3_valid_field(r->old_gateway, sizeof(r->old_gateway),
 				      valid_gateway);
 	case S3REG_BUCKET_DEL:
 		return s3_valid_field(r->name, sizeof(r->name),
@@ -134,9 +156,20 @@ static int user_del(struct kvtree *t, const struct s3reg_req *r)
 	return kvt_del(t, key, klen) == -2 ? SD_RES_EIO : SD_RES_SUCCESS;
 }
 
+#define BUCKET_VAL_MAX	(4 * S3REG_NAME_LEN + 48)
+
+/* USER NUL GATEWAY NUL CREATED NUL NODE NUL BOOT into @val: its length */
+static size_t bucket_value(char *val, const char *user, const char *gateway,
+			   uint64_t created, const char *node, uint64_t boot)
+{
+	return (size_t)snprintf(val, BUCKET_VAL_MAX + 1, "%s%c%s%c%" PRIu64
+				"%c%s%c%" PRIx64, user, 0, gateway, 0, created,
+				0, node, 0, boot);
+}
+
 static int bucket_add(struct kvtree *t, const struct s3reg_req *r)
 {
-	char key[S3REG_NAME_LEN + 2], val[3 * S3REG_NAME_LEN];
+	char key[S3REG_NAME_LEN + 2], val[BUCKET_VAL_MAX + 1];
 	size_t klen, vlen;
 	int ret = present(t, 'b', r->name);
 
@@ -147,9 +180,60 @@ static int bucket_add(struct kvtree *t, const struct s3reg_req *r)
 	if (ret < 0)
 		return SD_RES_NO_VDI;
 	klen = reg_key(key, 'b', r->name);
-	vlen = (size_t)snprintf(val, sizeof(val), "%s%c%s%c%" PRIu64, r->user,
-				0, r->gateway, 0, r->created);
+	vlen = bucket_value(val, r->user, r->gateway, r->created, r->node,
+			    r->boot);
 	return kvt_put(t, key, klen, val, vlen) ? SD_RES_EIO : SD_RES_SUCCESS;
+}
+
+/* the next NUL-ended field of a value, at most @size with its NUL */
+static bool field(const char **v, const char *end, char *out, size_t size)
+{
+	size_t len = strnlen(*v, (size_t)(end - *v));
+
+	if (len >= size)
+		return false;
+	memcpy(out, *v, len);
+	out[len] = 0;
+	*v += len + (*v + len < end);
+	return true;
+}
+
+/* a bucket's record as bucket_add and bucket_move write it */
+struct bucket_val {
+	char user[S3REG_NAME_LEN], gateway[S3REG_NAME_LEN];
+	char node[S3REG_NAME_LEN], created[24], boot[24];
+};
+
+static int bucket_move(struct kvtree *t, const struct s3reg_req *r)
+{
+	char key[S3REG_NAME_LEN + 2], val[BUCKET_VAL_MAX + 1];
+	size_t klen = reg_key(key, 'b', r->name);
+	int n = kvt_get(t, key, klen, val, sizeof(val) - 1);
+	struct bucket_val b = { 0 };
+	const char *v = val;
+	uint64_t boot;
+
+	if (n == -1)
+		return SD_RES_NO_VDI;
+	if (n < 0 || n > BUCKET_VAL_MAX)
+		return SD_RES_EIO;
+	if (!field(&v, val + n, b.user, sizeof(b.user)) ||
+	    !field(&v, val + n, b.gateway, sizeof(b.gateway)) ||
+	    !field(&v, val + n, b.created, sizeof(b.created)) ||
+	    !field(&v, val + n, b.node, sizeof(b.node)) ||
+	    !field(&v, val + n, b.boot, sizeof(b.boot)))
+		return SD_RES_EIO;
+	boot = strtoull(b.boot, NULL, 16);
+	if (strcmp(b.gateway, r->old_gateway) || boot != r->old_boot)
+		return SD_RES_AGAIN;	/* moved meanwhile: look again */
+	/* its earlier life, or a gateway whose sheep is gone */
+	if (strcmp(b.gateway, r->gateway) &&
+	    (!*b.node || cluster_has_member(b.node)))
+		return SD_RES_VDI_LOCKED;
+	n = (int)bucket_value(val, b.user, r->gateway,
+			      strtoull(b.created, NULL, 10), r->node, r->boot);
+	return kvt_put(t, key, klen, val, (size_t)n) ? SD_RES_EIO :
+						       SD_RES_SUCCESS;
 }
 
 static int bucket_del(struct kvtree *t, const struct s3reg_req *r)
@@ -176,6 +260,8 @@ static int apply(struct kvtree *t, const struct s3reg_req *r)
 		return user_del(t, r);
 	case S3REG_BUCKET_ADD:
 		return bucket_add(t, r);
+	case S3REG_BUCKET_MOVE:
+		return bucket_move(t, r);
 	default:
 		return bucket_del(t, r);
 	}
@@ -211,8 +297,12 @@ int s3reg_work(struct request *req)
 	sd_info("S3 registry: %s %s: %s",
 		r.kind == S3REG_USER_ADD ? "add user" :
 		r.kind == S3REG_USER_DEL ? "delete user" :
-		r.kind == S3REG_BUCKET_ADD ? "add bucket" : "delete bucket",
+		r.kind == S3REG_BUCKET_ADD ? "add bucket" :
+		r.kind == S3REG_BUCKET_MOVE ? "move bucket" : "delete bucket",
 		r.name, sd_strerror((uint32_t)ret));
+	if (r.kind == S3REG_BUCKET_MOVE && ret == SD_RES_SUCCESS)
+		sd_notice("S3: bucket %s moved from gateway %s to %s (sheep "
+			  "%s)", r.name, r.old_gateway, r.gateway, r.node);
 	return ret;
 }
 

@@ -3,6 +3,7 @@
  * The cluster state and its RCU-published view.  The main thread is the
  * only writer; readers on other threads take the view under RCU.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "util.h"
@@ -60,6 +61,36 @@ void set_epoch_nodes(const struct sd_node *nodes, size_t nr)
 	state.nr_epoch_nodes = nr;
 }
 
+/* the members as "ADDR:PORT", for other threads (cluster_has_member) */
+static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
+static char (*member_names)[MEMBER_NAME_LEN];
+static size_t nr_member_names;
+
+static void set_member_names(const struct sd_node *nodes, size_t nr)
+{
+	char (*names)[MEMBER_NAME_LEN] = xmalloc((nr ? nr : 1) *
+						 sizeof(*names));
+
+	for (size_t i = 0; i < nr; i++)
+		node_to_str(&nodes[i], names[i], sizeof(names[i]));
+	pthread_mutex_lock(&names_lock);
+	free(member_names);
+	member_names = names;
+	nr_member_names = nr;
+	pthread_mutex_unlock(&names_lock);
+}
+
+bool cluster_has_member(const char *name)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&names_lock);
+	for (size_t i = 0; i < nr_member_names && !found; i++)
+		found = !strcmp(member_names[i], name);
+	pthread_mutex_unlock(&names_lock);
+	return found;
+}
+
 void set_members(const struct sd_node *nodes, size_t nr)
 {
 	free(state.members);
@@ -67,4 +98,5 @@ void set_members(const struct sd_node *nodes, size_t nr)
 	memcpy(state.members, nodes, nr * sizeof(*nodes));
 	state.nr_members = nr;
 	nodes_sort(state.members, nr);
+	set_member_names(nodes, nr);
 }

@@ -56,6 +56,12 @@ void publish_view(void);
 struct cluster_view *current_view(void);
 bool node_is_self(const struct sd_node *n);
 void set_members(const struct sd_node *nodes, size_t nr);
+/*
+ * Is the node "ADDR:PORT" (as node_to_str writes it) a member now?  Any
+ * thread; an answer of the moment, as membership moves on
+ */
+#define MEMBER_NAME_LEN	64
+bool cluster_has_member(const char *name);
 void set_epoch_nodes(const struct sd_node *nodes, size_t nr);
 
 #endif

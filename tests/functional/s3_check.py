@@ -570,13 +570,107 @@ def step_copy_delete():
         s3.delete_object(Bucket="photos", Key=k)
 
 
-def step_owner_down():
+# ---- owner failover (test 193): OWNER made the bucket, READER and
+# ARGS[0] (a third gateway's port) write through it or take it over
+
+MIB = 1024 * 1024
+
+
+def step_fo_setup():
+    s3 = client(OWNER)
+    s3.create_bucket(Bucket="fover")
+    s3.put_object(Bucket="fover", Key="before", Body=b"written by the owner")
+    up = s3.create_multipart_upload(Bucket="fover", Key="mp")["UploadId"]
+    part = random.randbytes(5 * MIB)
+    e = s3.upload_part(Bucket="fover", Key="mp", UploadId=up, PartNumber=1,
+                       Body=part)["ETag"]
+    open(ARGS[0], "w").write(f"{up} {e}\n")
+    open(ARGS[0] + ".part1", "wb").write(part)
+    print("bucket fo, an object and part 1 of an upload through its owner")
+
+
+def step_fo_member():
     rd = client(READER)
-    expect_error("the owner down: a write through the other gateway is "
-                 "ServiceUnavailable", ("ServiceUnavailable", 503),
-                 rd.put_object, Bucket="photos", Key="x", Body=b"x")
-    check(rd.get_object(Bucket="photos", Key="a/small.txt")["Body"].read()
-          == b"hello, kelpie", "the owner down: reads go on")
+    expect_error("the owner's sheep a member without its gateway: a write "
+                 "is ServiceUnavailable, the bucket stays",
+                 ("ServiceUnavailable", 503), rd.put_object, Bucket="fover",
+                 Key="x", Body=b"x")
+    check(rd.get_object(Bucket="fover", Key="before")["Body"].read() ==
+          b"written by the owner", "reads go on")
+
+
+def step_fo_takeover():
+    """the owner's sheep gone: a write through READER moves the bucket"""
+    rd = client(READER)
+    rd.put_object(Bucket="fover", Key="after", Body=b"written after")
+    check(rd.get_object(Bucket="fover", Key="after")["Body"].read() ==
+          b"written after", "the owner gone: a PUT through another gateway "
+          "takes the bucket over")
+    up, e1 = open(ARGS[0]).read().split()
+    part2 = random.randbytes(MIB + 3)
+    e2 = rd.upload_part(Bucket="fover", Key="mp", UploadId=up, PartNumber=2,
+                        Body=part2)["ETag"]
+    lp = rd.list_parts(Bucket="fover", Key="mp", UploadId=up)
+    check([p["PartNumber"] for p in lp["Parts"]] == [1, 2],
+          "the upload begun at the old owner lists both parts")
+    rd.complete_multipart_upload(
+        Bucket="fover", Key="mp", UploadId=up,
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e1},
+                                   {"PartNumber": 2, "ETag": e2}]})
+    want = open(ARGS[0] + ".part1", "rb").read() + part2
+    open(ARGS[0] + ".mp", "wb").write(want)
+    check(rd.get_object(Bucket="fover", Key="mp")["Body"].read() == want,
+          "a multipart upload begun at the killed owner completes through "
+          "the new one")
+
+
+def step_fo_after():
+    """every gateway (OWNER is the old owner, started again) writes"""
+    want = open(ARGS[1] + ".mp", "rb").read()
+    for port in (OWNER, READER, ARGS[0]):
+        c = client(port)
+        c.put_object(Bucket="fover", Key=f"via-{port}", Body=port.encode())
+        for q in (OWNER, READER, ARGS[0]):
+            g = client(q).get_object(Bucket="fover", Key=f"via-{port}")
+            if g["Body"].read() != port.encode():
+                fail(f"via-{port} read through {q}")
+        if c.get_object(Bucket="fover", Key="mp")["Body"].read() != want:
+            fail(f"mp through {port}")
+    keys = [o["Key"] for o in client(ARGS[0]).list_objects_v2(
+        Bucket="fover")["Contents"]]
+    check(keys == sorted(["before", "after", "mp"] +
+                         [f"via-{p}" for p in (OWNER, READER, ARGS[0])]),
+          "writes through every gateway, read back through every gateway, "
+          "one listing")
+
+
+def step_fo_race():
+    """the owner gone: two gateways write at once, one takes it over"""
+    import threading
+    errs = []
+
+    def put(c, port, key):
+        try:
+            c.put_object(Bucket="fover", Key=key, Body=key.encode() * 1000)
+        except Exception as e:
+            errs.append(f"{key} through {port}: {e}")
+    # boto3 makes clients in one thread at a time; each thread its own
+    ts = [threading.Thread(target=put, args=(client(p), p, f"race-{p}-{i}"))
+          for p in (OWNER, ARGS[0]) for i in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    check(not errs, "the owner gone: 8 PUTs through two gateways at once "
+          "all succeed", "; ".join(errs))
+    for p in (OWNER, ARGS[0]):
+        for i in range(4):
+            k = f"race-{p}-{i}"
+            got = client(ARGS[0] if p == OWNER else OWNER).get_object(
+                Bucket="fover", Key=k)["Body"].read()
+            if got != k.encode() * 1000:
+                fail(f"{k} read back wrong")
+    print("each reads back through the other gateway")
 
 
 def step_reread():
@@ -624,7 +718,9 @@ def step_cleanup():
 
 
 {"basic": step_basic, "list": step_list, "auth": step_auth,
- "owner-down": step_owner_down, "multipart": step_multipart,
+ "multipart": step_multipart,
  "refused": step_refused, "reread": step_reread, "put-atom": step_put_atom,
  "cut-put": step_cut_put, "cleanup": step_cleanup,
- "copy-delete": step_copy_delete}[STEP]()
+ "copy-delete": step_copy_delete, "fo-setup": step_fo_setup,
+ "fo-member": step_fo_member, "fo-takeover": step_fo_takeover,
+ "fo-after": step_fo_after, "fo-race": step_fo_race}[STEP]()
