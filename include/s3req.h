@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "s3sum.h"
 
 #define S3_MAX_PARAMS		32
 #define S3_MAX_PARAM_NAME	64
@@ -49,11 +50,13 @@ enum s3_range s3_parse_range(const char *v, uint64_t size, uint64_t *from,
 struct s3_part_ref {
 	uint32_t number;
 	char etag[33];			/* lower-case hex, no quotes */
+	uint8_t sum_algo;		/* enum s3_sum_algo: 0 if none given */
+	char sum[S3_SUM_B64];		/* its value, base64 */
 };
 /*
- * CompleteMultipartUpload's body: each <Part>'s <PartNumber> (1-10000)
- * and <ETag> ("hex", quoted or not) into @refs: how many, -1 if
- * malformed or more than @max
+ * CompleteMultipartUpload's body: each <Part>'s <PartNumber> (1-10000),
+ * <ETag> ("hex", quoted or not) and at most one <ChecksumALGO> (base64)
+ * into @refs: how many, -1 if malformed or more than @max
  */
 int s3_parse_complete(const char *xml, size_t len, struct s3_part_ref *refs,
 		      int max);

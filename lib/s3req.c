@@ -226,6 +226,35 @@ static bool etag_value(const char *t, size_t len, char out[33])
 	return true;
 }
 
+/* a part's <ChecksumALGO>, at most one, into @r: 0, or -1 */
+static int part_sum(const char *p, const char *end, struct s3_part_ref *r)
+{
+	static const char *const tags[] = { NULL, "ChecksumCRC32",
+		"ChecksumCRC32C", "ChecksumCRC64NVME", "ChecksumSHA1",
+		"ChecksumSHA256" };
+	const char *t;
+	size_t tl;
+
+	_Static_assert(sizeof(tags) / sizeof(tags[0]) == S3_SUM_NR,
+		       "a tag per algorithm");
+	r->sum_algo = S3_SUM_NONE;
+	r->sum[0] = 0;
+	for (int a = 1; a < S3_SUM_NR; a++) {
+		if (!element(p, end, tags[a], &t, &tl))
+			continue;
+		if (r->sum_algo != S3_SUM_NONE || !tl || tl >= S3_SUM_B64)
+			return -1;
+		for (size_t i = 0; i < tl; i++)
+			if (!t[i] || (!isalnum((unsigned char)t[i]) &&
+				      !strchr("+/=", t[i])))
+				return -1;
+		r->sum_algo = (uint8_t)a;
+		memcpy(r->sum, t, tl);
+		r->sum[tl] = 0;
+	}
+	return 0;
+}
+
 int s3_parse_complete(const char *xml, size_t len, struct s3_part_ref *refs,
 		      int max)
 {
@@ -252,7 +281,8 @@ int s3_parse_complete(const char *xml, size_t len, struct s3_part_ref *refs,
 		if (!digits(num, &e, &v) || e != num + nlen || !v || v > 10000)
 			return -1;
 		refs[n].number = (uint32_t)v;
-		if (!etag_value(tag, tlen, refs[n].etag))
+		if (!etag_value(tag, tlen, refs[n].etag) ||
+		    part_sum(part, part + plen, &refs[n]))
 			return -1;
 		n++;
 		p = part + plen + 7;	/* past "</Part>" */

@@ -318,10 +318,10 @@ static void delete_bucket(struct s3_ctx *x, struct s3_bucket *b)
 static void put_object(struct s3_ctx *x, struct s3_bucket *b)
 {
 	struct s3_obj *o;
-	char ct[S3_MAX_CTYPE + 1], extra[128], etag[S3_ETAG_LEN];
+	char ct[S3_MAX_CTYPE + 1], extra[192], etag[S3_ETAG_LEN];
 	const char *bad = s3_unknown_param(x, NULL);
 
-	if (bad || (bad = s3_unsupported_put_header(x))) {
+	if (bad || (bad = s3_unsupported_put_header(x, false))) {
 		s3_error(x, 501, "NotImplemented", "%s is not supported for "
 			 "PutObject yet", bad);
 		return;
@@ -343,7 +343,7 @@ static void put_object(struct s3_ctx *x, struct s3_bucket *b)
 		goto out;
 	}
 	s3_etag(o, etag);
-	snprintf(extra, sizeof(extra), "ETag: \"%s\"\r\n", etag);
+	s3_sum_header(x, etag, extra, sizeof(extra));
 	s3_send_head(x, 200, extra, 0, NULL);
 out:
 	free(o);

@@ -14,24 +14,26 @@
 #include "front/s3_resp.h"
 
 /* headers S3 gives a meaning this gateway does not implement yet */
-const char *s3_unsupported_put_header(struct s3_ctx *x)
+const char *s3_unsupported_put_header(struct s3_ctx *x, bool create)
 {
 	static const char *const no[] = { "x-amz-server-side-encryption", "x-amz-tagging",
 		"x-amz-website-redirect-location", "x-amz-object-lock-mode",
 		"x-amz-object-lock-retain-until-date",
 		"x-amz-object-lock-legal-hold", "x-amz-checksum-algorithm",
-		"x-amz-checksum-crc32", "x-amz-checksum-crc32c",
-		"x-amz-checksum-sha1", "x-amz-checksum-sha256",
-		"x-amz-sdk-checksum-algorithm", "x-amz-trailer",
+		"x-amz-checksum-type", "x-amz-trailer",
 		"content-encoding", "cache-control", "content-disposition",
 		"content-language", "expires", "if-match", "if-none-match",
 		"x-amz-grant-read", "x-amz-grant-full-control",
 		"x-amz-grant-read-acp", "x-amz-grant-write-acp", NULL };
 	char v[64];
 
-	for (int i = 0; no[i]; i++)
+	for (int i = 0; no[i]; i++) {
+		/* CreateMultipartUpload takes these (s3_multipart.c) */
+		if (create && !strncmp(no[i], "x-amz-checksum-", 15))
+			continue;
 		if (http_header(x->r, no[i]))
 			return no[i];
+	}
 	if (s3_header(x, "x-amz-acl", v, sizeof(v)) && strcmp(v, "private"))
 		return "x-amz-acl";
 	if (s3_header(x, "x-amz-storage-class", v, sizeof(v)) &&
@@ -72,10 +74,69 @@ int s3_take_meta(struct s3_ctx *x, struct s3_obj *o)
 
 struct digests {
 	EVP_MD_CTX *md5, *sha;
+	struct s3_sum sum;		/* x-amz-checksum-*, if sent */
+	char sum_want[S3_SUM_B64];
 };
+
+enum s3_sum_algo s3_sum_sent(const struct s3_ctx *x)
+{
+	for (size_t i = 0; i < x->r->nr_hdrs; i++) {
+		const struct http_header *h = &x->r->hdrs[i];
+		enum s3_sum_algo a;
+
+		if (h->nlen <= 15 || strncasecmp(h->name, "x-amz-checksum-", 15))
+			continue;
+		a = s3_sum_by_name(h->name + 15, h->nlen - 15);
+		if (a != S3_SUM_NONE)
+			return a;
+	}
+	return S3_SUM_NONE;
+}
+
+/*
+ * The x-amz-checksum-* header (one at most) and x-amz-sdk-checksum-
+ * algorithm: the checksum the body must have into @d; 0, or answered
+ */
+static int wanted_sum(struct s3_ctx *x, struct digests *d)
+{
+	enum s3_sum_algo a = S3_SUM_NONE, sdk = S3_SUM_NONE;
+	char v[64];
+
+	for (size_t i = 0; i < x->r->nr_hdrs; i++) {
+		const struct http_header *h = &x->r->hdrs[i];
+		enum s3_sum_algo ha;
+
+		if (h->nlen <= 15 || strncasecmp(h->name, "x-amz-checksum-", 15))
+			continue;
+		ha = s3_sum_by_name(h->name + 15, h->nlen - 15);
+		if (ha == S3_SUM_NONE)
+			continue;	/* -algorithm, -type, -mode */
+		if (a != S3_SUM_NONE || h->vlen >= S3_SUM_B64 || !h->vlen) {
+			s3_error(x, 400, "InvalidRequest", "Expecting a single "
+				 "x-amz-checksum- header, with a valid value");
+			return -1;
+		}
+		a = ha;
+		memcpy(d->sum_want, h->value, h->vlen);
+		d->sum_want[h->vlen] = 0;
+	}
+	if (s3_header(x, "x-amz-sdk-checksum-algorithm", v, sizeof(v))) {
+		sdk = s3_sum_by_name(v, strlen(v));
+		if (sdk == S3_SUM_NONE || sdk != a) {
+			s3_error(x, 400, "InvalidRequest", "x-amz-sdk-checksum-"
+				 "algorithm %s needs its x-amz-checksum- header "
+				 "(one of crc32, crc32c, crc64nvme, sha1, sha256)",
+				 v);
+			return -1;
+		}
+	}
+	s3_sum_init(&d->sum, a);
+	return 0;
+}
 
 static void digests_init(struct digests *d)
 {
+	memset(d, 0, sizeof(*d));
 	d->md5 = EVP_MD_CTX_new();
 	d->sha = EVP_MD_CTX_new();
 	EVP_DigestInit_ex(d->md5, EVP_md5(), NULL);
@@ -86,6 +147,14 @@ static void digests_free(struct digests *d)
 {
 	EVP_MD_CTX_free(d->md5);
 	EVP_MD_CTX_free(d->sha);
+	s3_sum_free(&d->sum);
+}
+
+static void digests_update(struct digests *d, const void *buf, size_t len)
+{
+	EVP_DigestUpdate(d->md5, buf, len);
+	EVP_DigestUpdate(d->sha, buf, len);
+	s3_sum_update(&d->sum, buf, len);
 }
 
 /* the body into the data volume at @off (or o->data): 0, or answered */
@@ -108,8 +177,7 @@ static int receive_body(struct s3_ctx *x, struct s3_bucket *b, struct s3_obj *o,
 			}
 			got += (size_t)n;
 		}
-		EVP_DigestUpdate(d->md5, x->buf, got);
-		EVP_DigestUpdate(d->sha, x->buf, got);
+		digests_update(d, x->buf, got);
 		if (o->is_inline)
 			memcpy(o->data + done, x->buf, got);
 		else if (s3b_write(b, o->off + done, x->buf, (uint32_t)got)) {
@@ -134,6 +202,20 @@ static int check_digests(struct s3_ctx *x, uint8_t md5[16], struct digests *d)
 
 	EVP_DigestFinal_ex(d->md5, md5, &n);
 	EVP_DigestFinal_ex(d->sha, sha, &n);
+	if (d->sum.algo != S3_SUM_NONE) {
+		enum s3_sum_algo a = d->sum.algo;
+		char got[S3_SUM_B64];
+
+		s3_sum_final(&d->sum, got);
+		if (strcmp(got, d->sum_want)) {
+			s3_error(x, 400, "BadDigest", "The %s you specified did "
+				 "not match the calculated checksum.",
+				 s3_sum_name(a));
+			return -1;
+		}
+		x->sum_algo = a;
+		memcpy(x->sum, got, sizeof(got));
+	}
 	if (s3_header(x, "content-md5", want, sizeof(want))) {
 		s3_b64((const char *)md5, 16, md5_b64);
 		if (strcmp(want, md5_b64)) {
@@ -190,6 +272,10 @@ int s3_receive(struct s3_ctx *x, struct s3_bucket *b, struct s3_obj *o,
 		return -1;
 	}
 	digests_init(&d);
+	if (wanted_sum(x, &d)) {
+		digests_free(&d);
+		return -1;
+	}
 	ret = receive_body(x, b, o, &d) || check_digests(x, o->md5, &d) ? -1 : 0;
 	digests_free(&d);
 	return ret;
@@ -221,8 +307,11 @@ ssize_t s3_receive_small(struct s3_ctx *x, size_t max)
 	}
 	x->buf[got] = 0;
 	digests_init(&d);
-	EVP_DigestUpdate(d.md5, x->buf, got);
-	EVP_DigestUpdate(d.sha, x->buf, got);
+	if (wanted_sum(x, &d)) {
+		digests_free(&d);
+		return -1;
+	}
+	digests_update(&d, x->buf, got);
 	ret = check_digests(x, md5, &d);
 	digests_free(&d);
 	return ret ? -1 : (ssize_t)got;

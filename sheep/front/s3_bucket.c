@@ -30,6 +30,7 @@
 #define ENTRY_HEAD	48
 #define ENTRY_VERSION	1
 #define ENTRY_INLINE	1
+#define ENTRY_SUM_SHIFT	4	/* the upper half of the flags: sum_algo */
 #define INDEX_SIZE	((uint64_t)KVT_MAX_PAGES * KVT_PAGE)
 #define DATA_SIZE	(UINT64_C(4) << 40)
 #define ALIGN		4096
@@ -65,7 +66,8 @@ static size_t entry_encode(const struct s3_obj *o, uint8_t *buf)
 
 	memset(buf, 0, ENTRY_HEAD);
 	buf[0] = ENTRY_VERSION;
-	buf[1] = o->is_inline ? ENTRY_INLINE : 0;
+	buf[1] = (uint8_t)((o->is_inline ? ENTRY_INLINE : 0) |
+			   o->sum_algo << ENTRY_SUM_SHIFT);
 	put_le16(buf + 2, o->ctype_len);
 	put_le16(buf + 4, o->meta_len);
 	put_le16(buf + 6, o->nr_parts);
@@ -92,6 +94,9 @@ static int entry_decode(const uint8_t *buf, size_t len, struct s3_obj *o)
 	if (len < ENTRY_HEAD || buf[0] != ENTRY_VERSION)
 		return -2;
 	o->is_inline = buf[1] & ENTRY_INLINE;
+	o->sum_algo = buf[1] >> ENTRY_SUM_SHIFT;
+	if (o->sum_algo >= S3_SUM_NR)
+		return -2;
 	o->ctype_len = get_le16(buf + 2);
 	o->meta_len = get_le16(buf + 4);
 	o->nr_parts = get_le16(buf + 6);
@@ -793,7 +798,8 @@ static int part_commit_fn(struct kvtree *t, void *arg)
 {
 	struct upload_arg *a = arg;
 	struct s3_obj o = { .size = a->part->size, .off = a->part->off,
-			    .mtime = a->part->mtime };
+			    .mtime = a->part->mtime,
+			    .sum_algo = a->part->sum_algo };
 	uint8_t v[ENTRY_MAX];
 	char k[96];
 
@@ -806,6 +812,9 @@ static int part_commit_fn(struct kvtree *t, void *arg)
 		return -2;
 	}
 	memcpy(o.md5, a->part->md5, 16);
+	/* a part's checksum is kept as its metadata */
+	o.meta_len = (uint16_t)strlen(a->part->sum);
+	memcpy(o.meta, a->part->sum, o.meta_len);
 	return kvt_put(t, k, part_key(k, a->id, a->part->number), v,
 		       entry_encode(&o, v)) ? -2 : 0;
 }
@@ -858,6 +867,13 @@ static int part_one(const void *key, size_t klen, const void *val,
 	a->parts[a->n].off = o.off;
 	a->parts[a->n].size = o.size;
 	a->parts[a->n].mtime = o.mtime;
+	a->parts[a->n].sum_algo = o.sum_algo;
+	if (o.meta_len >= sizeof(a->parts[a->n].sum)) {
+		a->err = -2;
+		return 1;
+	}
+	memcpy(a->parts[a->n].sum, o.meta, o.meta_len);
+	a->parts[a->n].sum[o.meta_len] = 0;
 	memcpy(a->parts[a->n].md5, o.md5, 16);
 	a->n++;
 	return 0;

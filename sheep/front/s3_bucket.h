@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "kvtree.h"
+#include "s3sum.h"
 
 #define S3_MAX_KEY		1024	/* S3's bound, in bytes */
 #define S3_MAX_CTYPE		256
@@ -26,6 +27,11 @@ struct s3_obj {
 	uint64_t off;			/* in the data volume */
 	uint8_t md5[16];
 	bool is_inline;
+	/*
+	 * An upload's: the checksum each part must have (enum s3_sum_algo);
+	 * a part's: the checksum it was sent with (its value in meta)
+	 */
+	uint8_t sum_algo;
 	/*
 	 * A multipart object: its bytes are nr_parts extents whose list
 	 * (struct s3_extent, little-endian) is in the data volume at off;
@@ -54,6 +60,8 @@ struct s3_part {
 	uint64_t off, size;
 	uint64_t mtime;
 	uint8_t md5[16];
+	uint8_t sum_algo;		/* the checksum it was sent with */
+	char sum[S3_SUM_B64];		/* its value, base64 */
 };
 
 /*

@@ -177,6 +177,7 @@ int s3_copy_bytes(struct s3_ctx *x, struct s3_copy_src *src, uint64_t from,
 		  bool inline_ok)
 {
 	EVP_MD_CTX *md;
+	struct s3_sum sum;
 	unsigned int n;
 	uint64_t done = 0;
 
@@ -189,6 +190,7 @@ int s3_copy_bytes(struct s3_ctx *x, struct s3_copy_src *src, uint64_t from,
 	}
 	md = EVP_MD_CTX_new();
 	EVP_DigestInit_ex(md, EVP_md5(), NULL);
+	s3_sum_init(&sum, x->sum_algo);
 	while (done < len) {
 		uint32_t k = (uint32_t)MIN(len - done, (uint64_t)S3_IO_CHUNK);
 		char *to = o->is_inline ? (char *)o->data + done : x->buf;
@@ -198,6 +200,7 @@ int s3_copy_bytes(struct s3_ctx *x, struct s3_copy_src *src, uint64_t from,
 			goto fail;
 		}
 		EVP_DigestUpdate(md, to, k);
+		s3_sum_update(&sum, to, k);
 		if (!o->is_inline && s3b_write(b, o->off + done, to, k)) {
 			s3_internal(x, "Writing the copy");
 			goto fail;
@@ -206,9 +209,11 @@ int s3_copy_bytes(struct s3_ctx *x, struct s3_copy_src *src, uint64_t from,
 	}
 	EVP_DigestFinal_ex(md, o->md5, &n);
 	EVP_MD_CTX_free(md);
+	s3_sum_final(&sum, x->sum);
 	return 0;
 fail:
 	EVP_MD_CTX_free(md);
+	s3_sum_free(&sum);
 	return -1;
 }
 
@@ -266,6 +271,7 @@ void s3_copy_object(struct s3_ctx *x, struct s3_bucket *b)
 	if (s3_receive_small(x, 0) < 0 || s3_copy_source(x, &src) ||
 	    copy_metadata(x, &src, o, &replace))
 		goto out;
+	x->sum_algo = S3_SUM_NONE;	/* no checksum of the copy answered */
 	if (!replace && src.is_target) {
 		s3_error(x, 400, "InvalidRequest", "This copy request is "
 			 "illegal because it is trying to copy an object to "

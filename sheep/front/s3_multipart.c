@@ -10,10 +10,12 @@
  * writes a part from another object (s3_copy.c); the listings are in
  * s3_uploads.c.
  */
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <time.h>
 #include <openssl/evp.h>
@@ -39,13 +41,38 @@ static void xml_head(struct sbuf *s, const char *root, struct s3_ctx *x)
 	sb_lit(s, "</Key>");
 }
 
+/*
+ * x-amz-checksum-algorithm and -type of a CreateMultipartUpload: the
+ * checksum every part must come with into o->sum_algo; 0, or answered
+ */
+static int upload_sum(struct s3_ctx *x, struct s3_obj *o)
+{
+	char v[32];
+
+	if (s3_header(x, "x-amz-checksum-type", v, sizeof(v)) &&
+	    strcasecmp(v, "COMPOSITE")) {
+		s3_error(x, 501, "NotImplemented", "x-amz-checksum-type %s is "
+			 "not supported: parts' checksums are COMPOSITE", v);
+		return -1;
+	}
+	if (!s3_header(x, "x-amz-checksum-algorithm", v, sizeof(v)))
+		return 0;
+	o->sum_algo = (uint8_t)s3_sum_by_name(v, strlen(v));
+	if (o->sum_algo == S3_SUM_NONE) {
+		s3_error(x, 400, "InvalidRequest", "Checksum algorithm %s is "
+			 "not one of CRC32, CRC32C, CRC64NVME, SHA1, SHA256", v);
+		return -1;
+	}
+	return 0;
+}
+
 static void create_upload(struct s3_ctx *x, struct s3_bucket *b)
 {
 	struct s3_obj *o = xzalloc(sizeof(*o));
 	struct sbuf s = { 0 };
 	char id[S3_UPLOAD_ID_LEN + 1], ct[S3_MAX_CTYPE + 1];
 	uint8_t rnd[S3_UPLOAD_ID_LEN / 2];
-	const char *bad = s3_unsupported_put_header(x);
+	const char *bad = s3_unsupported_put_header(x, true);
 
 	if (!bad && http_header(x->r, "x-amz-copy-source"))
 		bad = "x-amz-copy-source";
@@ -54,6 +81,8 @@ static void create_upload(struct s3_ctx *x, struct s3_bucket *b)
 			 "CreateMultipartUpload yet", bad);
 		goto out;
 	}
+	if (upload_sum(x, o))
+		goto out;
 	if (s3_header(x, "content-type", ct, sizeof(ct))) {
 		o->ctype_len = (uint16_t)strlen(ct);
 		memcpy(o->ctype, ct, o->ctype_len);
@@ -101,9 +130,11 @@ int s3_find_upload(struct s3_ctx *x, struct s3_bucket *b, const char *id,
 
 /*
  * UploadPartCopy: the part's bytes from x-amz-copy-source (its
- * x-amz-copy-source-range, or all of it) into @o: 0, or answered
+ * x-amz-copy-source-range, or all of it) into @o, their checksum by
+ * @want (the upload's algorithm) into x->sum: 0, or answered
  */
-static int copy_part(struct s3_ctx *x, struct s3_bucket *b, struct s3_obj *o)
+static int copy_part(struct s3_ctx *x, struct s3_bucket *b, struct s3_obj *o,
+		     enum s3_sum_algo want)
 {
 	struct s3_copy_src src;
 	uint64_t from = 0, to = 0;
@@ -112,6 +143,7 @@ static int copy_part(struct s3_ctx *x, struct s3_bucket *b, struct s3_obj *o)
 
 	if (s3_receive_small(x, 0) < 0 || s3_copy_source(x, &src))
 		return -1;
+	x->sum_algo = want;	/* the upload's checksum, of the bytes copied */
 	if (!s3_header(x, "x-amz-copy-source-range", v, sizeof(v))) {
 		to = src.o->size ? src.o->size - 1 : 0;
 	} else if (s3_parse_range(v, src.o->size, &from, &to) !=
@@ -135,14 +167,26 @@ out:
 	return ret;
 }
 
+/* <ChecksumALGO>value</ChecksumALGO> */
+static void sum_xml(struct sbuf *s, enum s3_sum_algo a, const char *v)
+{
+	char tag[16];
+	size_t i = 0;
+
+	for (const char *n = s3_sum_name(a); *n && i < sizeof(tag) - 1; n++)
+		tag[i++] = (char)toupper((unsigned char)*n);
+	tag[i] = 0;
+	sb_printf(s, "<Checksum%s>%s</Checksum%s>", tag, v, tag);
+}
+
 static void part_reply(struct s3_ctx *x, const struct s3_part *p, bool copy)
 {
 	struct sbuf s = { 0 };
-	char extra[80], etag[33], date[40];
+	char extra[192], etag[33], date[40];
 
 	s3_hex(p->md5, 16, etag);
 	if (!copy) {
-		snprintf(extra, sizeof(extra), "ETag: \"%s\"\r\n", etag);
+		s3_sum_header(x, etag, extra, sizeof(extra));
 		s3_send_head(x, 200, extra, 0, NULL);
 		return;
 	}
@@ -150,7 +194,10 @@ static void part_reply(struct s3_ctx *x, const struct s3_part *p, bool copy)
 	sb_printf(&s, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 		  "<CopyPartResult xmlns=\"http://s3.amazonaws.com/doc/"
 		  "2006-03-01/\"><LastModified>%s</LastModified><ETag>&quot;"
-		  "%s&quot;</ETag></CopyPartResult>\n", date, etag);
+		  "%s&quot;</ETag>", date, etag);
+	if (p->sum_algo != S3_SUM_NONE)
+		sum_xml(&s, p->sum_algo, p->sum);
+	sb_lit(&s, "</CopyPartResult>\n");
 	s3_send_body(x, 200, NULL, &s, "application/xml");
 	free(s.p);
 }
@@ -162,8 +209,9 @@ static void upload_part(struct s3_ctx *x, struct s3_bucket *b,
 	struct s3_part p = { 0 };
 	char *end;
 	unsigned long n = strtoul(number, &end, 10);
-	const char *bad = s3_unsupported_put_header(x);
+	const char *bad = s3_unsupported_put_header(x, false);
 	bool copy = http_header(x->r, "x-amz-copy-source");
+	enum s3_sum_algo want;
 
 	if (bad) {
 		s3_error(x, 501, "NotImplemented", "%s is not supported for "
@@ -177,9 +225,19 @@ static void upload_part(struct s3_ctx *x, struct s3_bucket *b,
 	}
 	if (s3_find_upload(x, b, id, o))
 		goto out;
-	memset(o, 0, sizeof(*o));
-	if (copy ? copy_part(x, b, o) : s3_receive(x, b, o, false))
+	want = o->sum_algo;
+	if (want != S3_SUM_NONE && !copy && s3_sum_sent(x) != want) {
+		s3_error(x, 400, "InvalidRequest", "Checksum Type mismatch "
+			 "occurred, expected checksum Type: %s, actual checksum "
+			 "Type: %s", s3_sum_name(want),
+			 s3_sum_name(s3_sum_sent(x)));
 		goto out;
+	}
+	memset(o, 0, sizeof(*o));
+	if (copy ? copy_part(x, b, o, want) : s3_receive(x, b, o, false))
+		goto out;
+	p.sum_algo = (uint8_t)x->sum_algo;
+	memcpy(p.sum, x->sum, sizeof(p.sum));
 	p.number = (uint32_t)n;
 	p.mtime = (uint64_t)time(NULL);
 	p.off = o->off;
@@ -220,6 +278,45 @@ static const struct s3_part *part_of(const struct s3_part *parts, int nr,
 }
 
 /*
+ * A part's checksum in the Complete request against the one it was sent
+ * with: needed if the upload names an algorithm; 0, or answered
+ */
+static int part_sum_check(struct s3_ctx *x, const struct s3_part_ref *r,
+			  const struct s3_part *p, enum s3_sum_algo upload)
+{
+	if (upload != S3_SUM_NONE && r->sum_algo == S3_SUM_NONE) {
+		s3_error(x, 400, "InvalidRequest", "The upload was created "
+			 "using a %s checksum. The complete request must "
+			 "include the checksum for each part. It was missing "
+			 "for part %" PRIu32 " in the request.",
+			 s3_sum_name(upload), r->number);
+		return -1;
+	}
+	if (r->sum_algo != S3_SUM_NONE &&
+	    (r->sum_algo != p->sum_algo || strcmp(r->sum, p->sum))) {
+		s3_error(x, 400, "InvalidPart", "Part %" PRIu32 "'s %s "
+			 "checksum is not the one it was uploaded with",
+			 r->number, s3_sum_name(r->sum_algo));
+		return -1;
+	}
+	return 0;
+}
+
+/* the COMPOSITE checksum of the parts named (by upload's algorithm) */
+static int composite_sum(const struct s3_part_ref *refs, int n,
+			 enum s3_sum_algo a, char out[S3_SUM_COMPOSITE])
+{
+	const char **sums = xmalloc((size_t)n * sizeof(*sums));
+	int ret;
+
+	for (int i = 0; i < n; i++)
+		sums[i] = refs[i].sum;
+	ret = s3_sum_composite(a, sums, n, out);
+	free(sums);
+	return ret;
+}
+
+/*
  * The parts the client names, against those committed: their extents and
  * the multipart digest into @o; 0, or answered
  */
@@ -250,6 +347,8 @@ static int assemble(struct s3_ctx *x, const struct s3_part_ref *refs, int n,
 				 refs[i].number);
 			goto fail;
 		}
+		if (part_sum_check(x, &refs[i], p, o->sum_algo))
+			goto fail;
 		if (i < n - 1 && p->size < MIN_PART) {
 			s3_error(x, 400, "EntityTooSmall", "Your proposed "
 				 "upload is smaller than the minimum allowed "
@@ -270,15 +369,20 @@ fail:
 	return -1;
 }
 
-static void complete_reply(struct s3_ctx *x, const struct s3_obj *o)
+static void complete_reply(struct s3_ctx *x, const struct s3_obj *o,
+			   enum s3_sum_algo a, const char *sum)
 {
 	struct sbuf s = { 0 };
 	char etag[S3_ETAG_LEN];
 
 	s3_etag(o, etag);
 	xml_head(&s, "CompleteMultipartUploadResult", x);
-	sb_printf(&s, "<ETag>&quot;%s&quot;</ETag>"
-		  "</CompleteMultipartUploadResult>\n", etag);
+	sb_printf(&s, "<ETag>&quot;%s&quot;</ETag>", etag);
+	if (a != S3_SUM_NONE) {
+		sum_xml(&s, a, sum);
+		sb_lit(&s, "<ChecksumType>COMPOSITE</ChecksumType>");
+	}
+	sb_lit(&s, "</CompleteMultipartUploadResult>\n");
 	s3_send_body(x, 200, NULL, &s, "application/xml");
 	free(s.p);
 }
@@ -290,6 +394,8 @@ static void complete_upload(struct s3_ctx *x, struct s3_bucket *b,
 	struct s3_part *parts = NULL;
 	struct s3_extent *ext = NULL;
 	struct s3_obj *o = xzalloc(sizeof(*o));
+	enum s3_sum_algo sum_algo;
+	char sum[S3_SUM_COMPOSITE];
 	ssize_t len;
 	int n, nr = 0;
 
@@ -311,6 +417,13 @@ static void complete_upload(struct s3_ctx *x, struct s3_bucket *b,
 	ext = xmalloc((size_t)n * sizeof(*ext));
 	if (assemble(x, refs, n, parts, nr, ext, o))
 		goto out;
+	sum_algo = o->sum_algo;
+	o->sum_algo = S3_SUM_NONE;	/* the upload's: the object keeps none */
+	if (sum_algo != S3_SUM_NONE &&
+	    composite_sum(refs, n, sum_algo, sum)) {
+		s3_internal(x, "Combining the parts' checksums");
+		goto out;
+	}
 	o->mtime = (uint64_t)time(NULL);
 	if (s3b_write_extents(b, ext, n, &o->off)) {
 		s3_internal(x, "Writing the object's extents");
@@ -319,7 +432,7 @@ static void complete_upload(struct s3_ctx *x, struct s3_bucket *b,
 	/* parts left out keep their room until reclaiming comes */
 	switch (s3b_upload_complete(b, id, x->key, x->klen, o)) {
 	case 0:
-		complete_reply(x, o);
+		complete_reply(x, o, sum_algo, sum);
 		break;
 	case -1:
 		s3_error(x, 404, "NoSuchUpload", "The upload was completed or "

@@ -111,6 +111,16 @@ bool s3_etag_listed(const char *v, const char *etag)
 	return strstr(v, quoted) || strstr(v, etag) || !strcmp(v, "*");
 }
 
+void s3_sum_header(const struct s3_ctx *x, const char *etag, char *out,
+		   size_t size)
+{
+	int n = snprintf(out, size, "ETag: \"%s\"\r\n", etag);
+
+	if (x->sum_algo != S3_SUM_NONE && n > 0 && (size_t)n < size)
+		snprintf(out + n, size - (size_t)n, "x-amz-checksum-%s: %s\r\n",
+			 s3_sum_name(x->sum_algo), x->sum);
+}
+
 void s3_hex(const uint8_t *in, size_t n, char *out)
 {
 	for (size_t i = 0; i < n; i++)

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <time.h>
 #include "s3req.h"
+#include "s3sum.h"
 #include "front/s3.h"
 #include "front/s3_bucket.h"
 #include "front/s3_reg.h"
@@ -36,6 +37,9 @@ struct s3_ctx {
 	struct s3_user user;		/* who signed it */
 	char payload_hash[80];
 	char *buf;			/* a bounded piece of a body */
+	/* the body's x-amz-checksum-*, checked (s3_body.c): answered back */
+	enum s3_sum_algo sum_algo;
+	char sum[S3_SUM_B64];
 };
 
 void sb_add(struct sbuf *s, const char *p, size_t len);
@@ -60,6 +64,9 @@ void s3_b64(const char *in, size_t len, char *out);
 #define S3_ETAG_LEN	40
 void s3_etag(const struct s3_obj *o, char out[S3_ETAG_LEN]);
 
+/* "ETag" and the checked x-amz-checksum-*, if any, as headers into @out */
+void s3_sum_header(const struct s3_ctx *x, const char *etag, char *out,
+		   size_t size);
 /* the status line and headers (@extra: more, each ending CRLF): 0/-1 */
 int s3_send_head(struct s3_ctx *x, int status, const char *extra,
 		 uint64_t length, const char *ctype);
@@ -82,8 +89,13 @@ const char *s3_header(const struct s3_ctx *x, const char *name, char *out,
 /* s3_body.c: bodies into objects */
 #define S3_MAX_PUT	(UINT64_C(5) << 30)	/* one PUT or part, as S3 */
 #define S3_IO_CHUNK	(1U << 20)		/* x->buf */
-/* the first header of a PUT that is not implemented, or NULL */
-const char *s3_unsupported_put_header(struct s3_ctx *x);
+/*
+ * The first header of a PUT that is not implemented, or NULL
+ * (@create: of a CreateMultipartUpload, which takes a checksum algorithm)
+ */
+const char *s3_unsupported_put_header(struct s3_ctx *x, bool create);
+/* the algorithm of the x-amz-checksum-* header sent, S3_SUM_NONE if none */
+enum s3_sum_algo s3_sum_sent(const struct s3_ctx *x);
 /* x-amz-meta-* into o->meta: 0, or answered */
 int s3_take_meta(struct s3_ctx *x, struct s3_obj *o);
 /*

@@ -8,6 +8,7 @@ KEYFILE holds "ACCESS SECRET" of a user.  Each step prints one line per
 check that holds and exits 1 at the first that does not, saying why on
 stderr.
 """
+import base64
 import datetime
 import hashlib
 import http.client
@@ -18,6 +19,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import zlib
 
 import boto3
 import botocore
@@ -83,11 +85,13 @@ def raw(port, data, read=True):
     return out.split(b"\r\n")[0].decode(errors="replace")
 
 
-def signed_headers(port, method, path, body):
+def signed_headers(port, method, path, body, extra=None):
     """headers of a request signed for @body (SigV4, the user's key)"""
     req = AWSRequest(method=method, url=f"http://127.0.0.1:{port}{path}",
                      data=body)
     req.headers["x-amz-content-sha256"] = hashlib.sha256(body).hexdigest()
+    for k, v in (extra or {}).items():
+        req.headers[k] = v
     SigV4Auth(Credentials(AK, SK), "s3", "us-east-1").add_auth(req)
     return dict(req.headers.items())
 
@@ -468,6 +472,121 @@ def step_multipart():
     s3.delete_object(Bucket="photos", Key="mp/transfer")
 
 
+def crc_reflected(poly, bits, data):
+    """a reflected CRC of @bits with all ones in and out (CRC32C, NVME)"""
+    mask = (1 << bits) - 1
+    crc = mask
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ poly if crc & 1 else crc >> 1
+    return (crc ^ mask).to_bytes(bits // 8, "big")
+
+
+def b64(raw):
+    return base64.b64encode(raw).decode()
+
+
+def raw_put(port, path, body, extra):
+    return raw_req(port, "PUT", path, body, extra)
+
+
+def raw_req(port, method, path, body, extra):
+    """a signed request with @extra headers: (status, S3 code, headers)"""
+    hdrs = signed_headers(port, method, path, body, extra)
+    c = http.client.HTTPConnection("127.0.0.1", int(port), timeout=15)
+    c.request(method, path, body, hdrs)
+    r = c.getresponse()
+    text = r.read().decode(errors="replace")
+    code = text.split("<Code>")[1].split("<")[0] if "<Code>" in text else ""
+    return r.status, code, dict((k.lower(), v) for k, v in r.getheaders())
+
+
+def step_checksums():
+    """x-amz-checksum-*: checked on PUT and UploadPart, composite at the end"""
+    s3, rd = client(OWNER), client(READER)
+    data = random.randbytes(300000)
+    for alg, key in (("CRC32", "ChecksumCRC32"), ("SHA1", "ChecksumSHA1"),
+                     ("SHA256", "ChecksumSHA256")):
+        r = rd.put_object(Bucket="photos", Key="sum", Body=data,
+                          ChecksumAlgorithm=alg)
+        want = {"CRC32": b64(zlib.crc32(data).to_bytes(4, "big")),
+                "SHA1": b64(hashlib.sha1(data).digest()),
+                "SHA256": b64(hashlib.sha256(data).digest())}[alg]
+        check(r.get(key) == want and s3.get_object(
+            Bucket="photos", Key="sum")["Body"].read() == data,
+            f"PutObject with a {alg} checksum through the other gateway: "
+            "checked, answered back")
+    sums = {"crc32c": crc_reflected(0x82F63B78, 32, data),
+            "crc64nvme": crc_reflected(0x9A6C9329AC4BC9B5, 64, data)}
+    for name, raw in sums.items():
+        st, code, h = raw_put(OWNER, "/photos/sum", data,
+                              {f"x-amz-checksum-{name}": b64(raw)})
+        check(st == 200 and h.get(f"x-amz-checksum-{name}") == b64(raw),
+              f"a PUT with the right {name}: stored", f"{st} {code}")
+        bad = bytes([raw[0] ^ 1]) + raw[1:]
+        st, code, h = raw_put(OWNER, "/photos/sum", data,
+                              {f"x-amz-checksum-{name}": b64(bad)})
+        check(st == 400 and code == "BadDigest",
+              f"a PUT with a wrong {name}: BadDigest", f"{st} {code}")
+    check(s3.get_object(Bucket="photos", Key="sum")["Body"].read() == data,
+          "the object refused for its checksum is not stored")
+    st, code, _ = raw_put(OWNER, "/photos/sum", data, {
+        "x-amz-checksum-crc32c": b64(sums["crc32c"]),
+        "x-amz-checksum-sha1": b64(hashlib.sha1(data).digest())})
+    check(st == 400 and code == "InvalidRequest",
+          "two checksums: InvalidRequest", f"{st} {code}")
+    st, code, _ = raw_put(OWNER, "/photos/sum", data,
+                          {"x-amz-sdk-checksum-algorithm": "CRC32C"})
+    check(st == 400 and code == "InvalidRequest",
+          "x-amz-sdk-checksum-algorithm without its checksum: "
+          "InvalidRequest", f"{st} {code}")
+    # multipart: every part with the upload's algorithm, composite at the end
+    mib = 1024 * 1024
+    parts = [random.randbytes(5 * mib), random.randbytes(mib + 1)]
+    up = s3.create_multipart_upload(Bucket="photos", Key="mpsum",
+                                    ChecksumAlgorithm="SHA256")["UploadId"]
+    expect_error("a part without the upload's SHA256: InvalidRequest",
+                 ("InvalidRequest", 400), s3.upload_part, Bucket="photos",
+                 Key="mpsum", UploadId=up, PartNumber=1, Body=parts[0])
+    done = []
+    for i, p in enumerate(parts):
+        r = (rd if i else s3).upload_part(
+            Bucket="photos", Key="mpsum", UploadId=up, PartNumber=i + 1,
+            Body=p, ChecksumAlgorithm="SHA256")
+        done.append({"PartNumber": i + 1, "ETag": r["ETag"],
+                     "ChecksumSHA256": r["ChecksumSHA256"]})
+    check([d["ChecksumSHA256"] for d in done] ==
+          [b64(hashlib.sha256(p).digest()) for p in parts],
+          "UploadPart with SHA256 through both gateways: answered back")
+    lost = [{"PartNumber": d["PartNumber"], "ETag": d["ETag"]} for d in done]
+    expect_error("Complete without the parts' checksums: InvalidRequest",
+                 ("InvalidRequest", 400), s3.complete_multipart_upload,
+                 Bucket="photos", Key="mpsum", UploadId=up,
+                 MultipartUpload={"Parts": lost})
+    wrong = [dict(d) for d in done]
+    wrong[1]["ChecksumSHA256"] = done[0]["ChecksumSHA256"]
+    expect_error("Complete with a part's checksum wrong: InvalidPart",
+                 ("InvalidPart", 400), s3.complete_multipart_upload,
+                 Bucket="photos", Key="mpsum", UploadId=up,
+                 MultipartUpload={"Parts": wrong})
+    r = rd.complete_multipart_upload(Bucket="photos", Key="mpsum",
+                                     UploadId=up,
+                                     MultipartUpload={"Parts": done})
+    comp = b64(hashlib.sha256(b"".join(hashlib.sha256(p).digest()
+                                       for p in parts)).digest()) + "-2"
+    check(r.get("ChecksumSHA256") == comp and s3.get_object(
+        Bucket="photos", Key="mpsum")["Body"].read() == b"".join(parts),
+        "Complete: the composite SHA256 of the parts', -2; read back")
+    st, code, _ = raw_req(OWNER, "POST", "/photos/full?uploads", b"", {
+        "x-amz-checksum-algorithm": "CRC32",
+        "x-amz-checksum-type": "FULL_OBJECT"})
+    check(st == 501 and code == "NotImplemented",
+          "x-amz-checksum-type FULL_OBJECT: NotImplemented", f"{st} {code}")
+    for k in ("sum", "mpsum"):
+        s3.delete_object(Bucket="photos", Key=k)
+
+
 def step_copy_delete():
     """CopyObject, UploadPartCopy and DeleteObjects"""
     s3, rd = client(OWNER), client(READER)
@@ -721,6 +840,6 @@ def step_cleanup():
  "multipart": step_multipart,
  "refused": step_refused, "reread": step_reread, "put-atom": step_put_atom,
  "cut-put": step_cut_put, "cleanup": step_cleanup,
- "copy-delete": step_copy_delete, "fo-setup": step_fo_setup,
+ "copy-delete": step_copy_delete, "checksums": step_checksums, "fo-setup": step_fo_setup,
  "fo-member": step_fo_member, "fo-takeover": step_fo_takeover,
  "fo-after": step_fo_after, "fo-race": step_fo_race}[STEP]()

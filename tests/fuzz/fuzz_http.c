@@ -143,7 +143,10 @@ static void complete(const char *buf, size_t len)
 		die("%d parts\n", n);
 	for (int i = 0; i < n; i++)
 		if (!refs[i].number || refs[i].number > 10000 ||
-		    strlen(refs[i].etag) != 32)
+		    strlen(refs[i].etag) != 32 ||
+		    refs[i].sum_algo >= S3_SUM_NR ||
+		    strlen(refs[i].sum) >= S3_SUM_B64 ||
+		    (refs[i].sum_algo == S3_SUM_NONE) != !refs[i].sum[0])
 			die("part %d: %u %s\n", i, refs[i].number,
 			    refs[i].etag);
 }

@@ -14,6 +14,7 @@
 
 #include "s3names.h"
 #include "s3req.h"
+#include "s3sum.h"
 
 static void test_path(void **state)
 {
@@ -137,6 +138,23 @@ static void test_complete(void **state)
 	/* an element not closed */
 	ok = "<Part><PartNumber>1</PartNumber><ETag>0000";
 	assert_int_equal(s3_parse_complete(ok, strlen(ok), r, 3), -1);
+	/* a checksum per part, at most one, in base64 */
+	ok = "<Part><PartNumber>1</PartNumber><ETag>"
+	     "00000000000000000000000000000000</ETag><ChecksumCRC32C>4waSgw=="
+	     "</ChecksumCRC32C></Part><Part><PartNumber>2</PartNumber><ETag>"
+	     "00000000000000000000000000000000</ETag></Part>";
+	assert_int_equal(s3_parse_complete(ok, strlen(ok), r, 3), 2);
+	assert_int_equal(r[0].sum_algo, S3_SUM_CRC32C);
+	assert_string_equal(r[0].sum, "4waSgw==");
+	assert_int_equal(r[1].sum_algo, S3_SUM_NONE);
+	ok = "<Part><PartNumber>1</PartNumber><ETag>"
+	     "00000000000000000000000000000000</ETag><ChecksumCRC32>4waSgw=="
+	     "</ChecksumCRC32><ChecksumSHA1>4waSgw==</ChecksumSHA1></Part>";
+	assert_int_equal(s3_parse_complete(ok, strlen(ok), r, 3), -1);
+	ok = "<Part><PartNumber>1</PartNumber><ETag>"
+	     "00000000000000000000000000000000</ETag><ChecksumCRC32>4w&amp;"
+	     "</ChecksumCRC32></Part>";
+	assert_int_equal(s3_parse_complete(ok, strlen(ok), r, 3), -1);
 }
 
 /* s3_parse_delete on a copy of @xml (it decodes in place) */
@@ -206,6 +224,63 @@ static void test_delete(void **state)
 	assert_int_equal(s3_parse_delete(buf, strlen(buf), k, 3, &quiet), -1);
 }
 
+/* @algo of "123456789", whole and in two pieces, against @want */
+static void sum_check(enum s3_sum_algo algo, const char *want)
+{
+	struct s3_sum s;
+	char out[S3_SUM_B64];
+
+	s3_sum_init(&s, algo);
+	s3_sum_update(&s, "123456789", 9);
+	s3_sum_final(&s, out);
+	assert_string_equal(out, want);
+	s3_sum_init(&s, algo);
+	s3_sum_update(&s, "1234", 4);
+	s3_sum_update(&s, "", 0);
+	s3_sum_update(&s, "56789", 5);
+	s3_sum_final(&s, out);
+	assert_string_equal(out, want);
+}
+
+static void test_sums(void **state)
+{
+	/* the check values of each CRC's catalogue entry */
+	sum_check(S3_SUM_CRC32, "y/Q5Jg==");
+	sum_check(S3_SUM_CRC32C, "4waSgw==");
+	sum_check(S3_SUM_CRC64NVME, "rosUhgp5mIg=");
+	sum_check(S3_SUM_SHA1, "98O8HYCOBHMq32eZZczDTKeuNEE=");
+	sum_check(S3_SUM_SHA256, "FeKw08M4keuw8e9gnsQZQgwg4yDOlMZfvIwzEkSOsiU=");
+	assert_int_equal(s3_crc64nvme(0, "123456789", 9),
+			 0xae8b14860a799888ULL);
+	assert_int_equal(s3_sum_by_name("CRC32C", 6), S3_SUM_CRC32C);
+	assert_int_equal(s3_sum_by_name("crc32", 5), S3_SUM_CRC32);
+	assert_int_equal(s3_sum_by_name("crc32c", 5), S3_SUM_CRC32);
+	assert_int_equal(s3_sum_by_name("md5", 3), S3_SUM_NONE);
+	assert_string_equal(s3_sum_name(S3_SUM_CRC64NVME), "crc64nvme");
+	/* composite: the CRC32C of the parts' values, then -N */
+	{
+		const char *two[] = { "4waSgw==", "4waSgw==" };
+		const char *bad[] = { "4waSgw" };
+		char out[S3_SUM_COMPOSITE];
+		struct s3_sum s;
+		const uint8_t raw[] = { 0xe3, 0x06, 0x92, 0x83, 0xe3, 0x06,
+					0x92, 0x83 };
+		char want[S3_SUM_B64];
+
+		s3_sum_init(&s, S3_SUM_CRC32C);
+		s3_sum_update(&s, raw, sizeof(raw));
+		s3_sum_final(&s, want);
+		strcat(want, "-2");
+		assert_int_equal(s3_sum_composite(S3_SUM_CRC32C, two, 2, out),
+				 0);
+		assert_string_equal(out, want);
+		assert_int_equal(s3_sum_composite(S3_SUM_CRC32C, bad, 1, out),
+				 -1);
+		assert_int_equal(s3_sum_composite(S3_SUM_SHA1, two, 2, out),
+				 -1);
+	}
+}
+
 static void test_names(void **state)
 {
 	assert_true(s3_valid_bucket("photos", 6));
@@ -234,6 +309,7 @@ int main(void)
 		cmocka_unit_test(test_range),
 		cmocka_unit_test(test_complete),
 		cmocka_unit_test(test_delete),
+		cmocka_unit_test(test_sums),
 		cmocka_unit_test(test_names),
 	};
 
