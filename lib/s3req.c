@@ -198,20 +198,36 @@ static bool element(const char *p, const char *end, const char *tag,
 	return true;
 }
 
-/* an ETag as S3 clients send it back: "hex", &quot;hex&quot; or hex */
-static bool etag_value(const char *t, size_t len, char out[33])
+static int xml_unescape(char *s, size_t len);
+
+#define ETAG_TEXT_MAX	128
+
+/*
+ * An ETag as S3 clients send it back: "hex" or hex, the quotes as they
+ * are or as XML references (&quot; from most, &#34; from Go's encoder)
+ */
+static bool etag_value(const char *text, size_t tlen, char out[33])
 {
+	char buf[ETAG_TEXT_MAX];
+	const char *t = buf;
+	size_t len;
+	int n;
+
+	if (tlen >= sizeof(buf))
+		return false;
+	memcpy(buf, text, tlen);
+	n = xml_unescape(buf, tlen);
+	if (n < 0)
+		return false;
+	len = (size_t)n;
+
 	while (len && (*t == ' ' || *t == '\n' || *t == '\t' || *t == '\r')) {
 		t++;
 		len--;
 	}
 	while (len && strchr(" \n\t\r", t[len - 1]))
 		len--;
-	if (len >= 12 && !strncmp(t, "&quot;", 6) &&
-	    !strncmp(t + len - 6, "&quot;", 6)) {
-		t += 6;
-		len -= 12;
-	} else if (len >= 2 && t[0] == '"' && t[len - 1] == '"') {
+	if (len >= 2 && t[0] == '"' && t[len - 1] == '"') {
 		t++;
 		len -= 2;
 	}

@@ -34,6 +34,8 @@
 #define S3_HEAD_SEC	10
 #define S3_IDLE_SEC	60
 #define S3_IO_SEC	30
+#define S3_LINGER_MS	2000		/* reading an unwanted body before close */
+#define S3_LINGER_BYTES	(16U << 20)
 
 enum conn_state { C_FREE, C_HEAD, C_QUEUED, C_BUSY };
 
@@ -69,6 +71,26 @@ const struct http_request *s3_request(const struct s3_conn *c)
 void s3_close_after(struct s3_conn *c)
 {
 	c->close = true;
+}
+
+bool s3_closing(const struct s3_conn *c)
+{
+	return c->close || !c->req.keep_alive;
+}
+
+void s3_answering(struct s3_conn *c)
+{
+	static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+
+	/*
+	 * An empty body awaited with Expect: S3 says 100 first, and some
+	 * clients (botocore) misread the connection's next answer if not
+	 */
+	if (c->req.expect_continue && !c->continued && !c->req.chunked &&
+	    !c->req.content_length) {
+		c->continued = true;
+		s3_send(c, cont, sizeof(cont) - 1);
+	}
 }
 
 const char *s3_head(const struct s3_conn *c, size_t *len)
@@ -404,6 +426,33 @@ static bool serve_conn(struct s3_conn *c)
 	}
 }
 
+/*
+ * A connection closed with a body unread: its answer is sent, so say no
+ * more and read what the client still sends, for a bounded time, before
+ * closing: a close with unread bytes would reset the connection and the
+ * client could lose the answer
+ */
+static void linger_close(struct s3_conn *c)
+{
+	struct timeval tv = { .tv_sec = 1 };
+	char scratch[16384];
+	size_t total = 0;
+	uint64_t until = now_msec() + S3_LINGER_MS;
+
+	if (!c->body_left && !c->req.chunked)
+		return;
+	shutdown(c->fd, SHUT_WR);
+	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	while (total < S3_LINGER_BYTES && now_msec() < until) {
+		ssize_t n = recv(c->fd, scratch, sizeof(scratch), 0);
+
+		if (n <= 0 && !(n < 0 && errno == EINTR))
+			break;
+		if (n > 0)
+			total += (size_t)n;
+	}
+}
+
 static void *worker(void *arg)
 {
 	struct timeval tv = { .tv_sec = S3_IO_SEC };
@@ -416,6 +465,7 @@ static void *worker(void *arg)
 		setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 		setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 		if (!serve_conn(c)) {
+			linger_close(c);
 			epoll_ctl(ep_fd, EPOLL_CTL_DEL, c->fd, NULL);
 			conn_free(c);
 			continue;

@@ -41,6 +41,10 @@ int s3_body_drain(struct s3_conn *c);
 int s3_send(struct s3_conn *c, const void *buf, size_t len);
 /* the connection is closed after this answer */
 void s3_close_after(struct s3_conn *c);
+/* will it be? (the answer says Connection: close) */
+bool s3_closing(const struct s3_conn *c);
+/* an answer's head is about to go: a 100 Continue first if one is due */
+void s3_answering(struct s3_conn *c);
 /*
  * For relaying the request elsewhere (s3_proxy.c): its head as received,
  * the socket, the body bytes already read with the head, and no 100

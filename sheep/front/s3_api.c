@@ -551,8 +551,13 @@ static void bucket_request(struct s3_ctx *x)
 			create_bucket(x);
 		return;
 	}
+	if (is(x, "POST") && !s3_param_get(x, "delete")) {
+		s3_error(x, 501, "NotImplemented", "POST on a bucket is not "
+			 "supported but for DeleteObjects (?delete)");
+		return;
+	}
 	if (!is(x, "GET") && !is(x, "HEAD") && !is(x, "DELETE") &&
-	    !(is(x, "POST") && s3_param_get(x, "delete"))) {
+	    !is(x, "POST")) {
 		s3_error(x, 405, "MethodNotAllowed", "The specified method is "
 		      "not allowed against this resource.");
 		return;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * DeleteObjects (s3_resp.h): POST ?delete with up to 1000 keys in its
- * XML body (parsed by lib/s3req.c), all removed from the index in one
+ * XML body (with Content-MD5 or an x-amz-checksum-* header, checked;
+ * parsed by lib/s3req.c), all removed from the index in one
  * commit by the bucket's owner.  A key that was not there is reported
  * deleted, as S3 does.
  */
@@ -51,10 +52,11 @@ void s3_delete_objects(struct s3_ctx *x, struct s3_bucket *b)
 			 "DeleteObjects", bad);
 		return;
 	}
-	/* S3 asks for a digest of the body: Content-MD5 here */
-	if (!http_header(x->r, "content-md5")) {
+	/* S3 asks for a digest of the body: Content-MD5 or a checksum */
+	if (!http_header(x->r, "content-md5") &&
+	    s3_sum_sent(x) == S3_SUM_NONE) {
 		s3_error(x, 400, "InvalidRequest", "Missing required header for "
-			 "this request: Content-MD5");
+			 "this request: Content-MD5 or x-amz-checksum-*");
 		return;
 	}
 	len = s3_receive_small(x, MAX_BODY);

@@ -171,6 +171,7 @@ int s3_send_head(struct s3_ctx *x, int status, const char *extra,
 	char head[4096], date[64];
 	int n;
 
+	s3_answering(x->c);
 	s3_http_date((uint64_t)time(NULL), date, sizeof(date));
 	n = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\nDate: %s\r\n"
 		     "Server: Kelpie\r\nx-amz-request-id: %" PRIx64 "\r\n"
@@ -178,7 +179,7 @@ int s3_send_head(struct s3_ctx *x, int status, const char *extra,
 		     status, status_text(status), date, now_msec(),
 		     ctype ? "Content-Type: " : "", ctype ? ctype : "",
 		     ctype ? "\r\n" : "", extra ? extra : "", length,
-		     x->r->keep_alive ? "" : "Connection: close\r\n");
+		     s3_closing(x->c) ? "Connection: close\r\n" : "");
 	if (n >= (int)sizeof(head))
 		return -1;
 	return s3_send(x->c, head, (size_t)n);

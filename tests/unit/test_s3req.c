@@ -138,6 +138,13 @@ static void test_complete(void **state)
 	/* an element not closed */
 	ok = "<Part><PartNumber>1</PartNumber><ETag>0000";
 	assert_int_equal(s3_parse_complete(ok, strlen(ok), r, 3), -1);
+	/* quotes as Go's XML encoder writes them, or as &#x22; */
+	ok = "<Part><PartNumber>1</PartNumber><ETag>&#34;"
+	     "0123456789abcdef0123456789abcdef&#34;</ETag></Part><Part>"
+	     "<PartNumber>2</PartNumber><ETag>&#x22;"
+	     "0123456789abcdef0123456789abcdef&#x22;</ETag></Part>";
+	assert_int_equal(s3_parse_complete(ok, strlen(ok), r, 3), 2);
+	assert_string_equal(r[1].etag, "0123456789abcdef0123456789abcdef");
 	/* a checksum per part, at most one, in base64 */
 	ok = "<Part><PartNumber>1</PartNumber><ETag>"
 	     "00000000000000000000000000000000</ETag><ChecksumCRC32C>4waSgw=="
