@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * The S3 requests of the object storage endpoint (s3.h), path-style
- * (listings in s3_list.c, answers in s3_resp.c):
+ * (listings in s3_list.c, answers in s3_resp.c, what S3 and Swift share
+ * in s3_object.c; Swift's requests go to swift.c first):
  * ListBuckets, Create/Head/DeleteBucket, GetBucketLocation, ListObjects
  * (v1 and v2: prefix, delimiter, max-keys, marker, continuation,
  * start-after, encoding-type=url), Put/Get/Head/DeleteObject with ranges,
@@ -224,81 +225,6 @@ static void create_bucket(struct s3_ctx *x)
 	}
 }
 
-/* the bucket named, the user's: 0, or answered */
-static int open_bucket(struct s3_ctx *x, struct s3_bucket **b)
-{
-	int ret = s3b_get(x->bucket, b);
-
-	if (ret == -1) {
-		s3_error(x, 404, "NoSuchBucket", "The specified bucket does not "
-		      "exist");
-		return -1;
-	}
-	if (ret) {
-		s3_error(x, 503, "ServiceUnavailable", "The bucket cannot be "
-		      "read now");
-		return -1;
-	}
-	if (strcmp(s3b_user(*b), x->user.name)) {
-		s3b_put(*b);
-		s3_error(x, 403, "AccessDenied", "Access Denied");
-		return -1;
-	}
-	return 0;
-}
-
-#define MOVE_TRIES	3
-
-/*
- * A bucket is written by its owner: a write that arrives here is relayed
- * there whole (s3_proxy.c).  An owner that cannot be reached and is gone
- * (its sheep left the cluster, or it is this gateway before a restart)
- * hands the bucket to this gateway.  0 to go on here (*@b may be another
- * reference then), or answered (*@b put and NULL).
- */
-static int need_owner(struct s3_ctx *x, struct s3_bucket **b)
-{
-	char owner[S3REG_NAME_LEN];
-	bool again;
-	int ret = -1;
-
-	for (int i = 0; i < MOVE_TRIES; i++) {
-		if (s3b_is_owner(*b))
-			return 0;
-		if (!s3b_owner_is_me_before(*b) &&
-		    !s3_forward(x->c, s3b_owner(*b)))
-			goto put;	/* relayed */
-		snprintf(owner, sizeof(owner), "%s", s3b_owner(*b));
-		again = s3b_owner_is_me_before(*b);
-		ret = s3b_take_over(*b);
-		if (ret < 0)
-			break;
-		s3b_put(*b);
-		*b = NULL;
-		if (!ret && again)
-			sd_notice("S3: bucket %s taken back after this "
-				  "gateway's restart", x->bucket);
-		else if (!ret)
-			sd_notice("S3: bucket %s taken over from gateway %s",
-				  x->bucket, owner);
-		if (open_bucket(x, b))
-			return -1;
-	}
-	if (ret == -1)
-		s3_error(x, 503, "ServiceUnavailable", "Bucket %s is written "
-			 "through the gateway %s, which cannot be reached now "
-			 "but is a member of the cluster", x->bucket,
-			 s3b_owner(*b));
-	else
-		s3_error(x, 503, "ServiceUnavailable", "Bucket %s cannot be "
-			 "taken over from its gateway %s now", x->bucket,
-			 s3b_owner(*b));
-put:
-	s3b_put(*b);
-	*b = NULL;
-	return -1;
-}
-
 static void delete_bucket(struct s3_ctx *x, struct s3_bucket *b)
 {
 	switch (s3b_destroy(b)) {
@@ -346,170 +272,6 @@ static void put_object(struct s3_ctx *x, struct s3_bucket *b)
 	s3_sum_header(x, etag, extra, sizeof(extra));
 	s3_send_head(x, 200, extra, 0, NULL);
 out:
-	free(o);
-}
-
-/* the range header: 0 whole, 1 a range [*from, *to], -1 answered */
-static int parse_range(struct s3_ctx *x, uint64_t size, uint64_t *from,
-		       uint64_t *to)
-{
-	char v[128];
-
-	if (!s3_header(x, "range", v, sizeof(v)))
-		return 0;
-	switch (s3_parse_range(v, size, from, to)) {
-	case S3_RANGE_ONE:
-		return 1;
-	case S3_RANGE_MANY:
-		s3_error(x, 501, "NotImplemented", "Only one range per request "
-		      "is supported");
-		return -1;
-	case S3_RANGE_UNSATISFIABLE:
-		s3_error(x, 416, "InvalidRange", "The requested range is not "
-		      "satisfiable");
-		return -1;
-	default:
-		/* as HTTP allows: a range not understood is no range */
-		return 0;
-	}
-}
-
-/* the conditions: 0 go on, -1 answered (304 or 412) */
-static int conditions(struct s3_ctx *x, const struct s3_obj *o, const char *etag,
-		      const char *extra)
-{
-	char v[512];
-	time_t t;
-
-	if (s3_header(x, "if-match", v, sizeof(v)) && !s3_etag_listed(v, etag))
-		goto failed;
-	if (!http_header(x->r, "if-match") &&
-	    s3_header(x, "if-unmodified-since", v, sizeof(v)) &&
-	    s3_parse_http_date(v, &t) && (time_t)o->mtime > t)
-		goto failed;
-	if (s3_header(x, "if-none-match", v, sizeof(v))) {
-		if (s3_etag_listed(v, etag))
-			goto not_modified;
-	} else if (s3_header(x, "if-modified-since", v, sizeof(v)) &&
-		   s3_parse_http_date(v, &t) && (time_t)o->mtime <= t) {
-		goto not_modified;
-	}
-	return 0;
-failed:
-	s3_error(x, 412, "PreconditionFailed", "At least one of the "
-	      "pre-conditions you specified did not hold");
-	return -1;
-not_modified:
-	s3_send_head(x, 304, extra, 0, NULL);
-	return -1;
-}
-
-static void object_headers(const struct s3_obj *o, const char *etag,
-			   struct sbuf *h)
-{
-	char date[64];
-	size_t i = 0;
-
-	s3_http_date(o->mtime, date, sizeof(date));
-	sb_printf(h, "ETag: \"%s\"\r\nLast-Modified: %s\r\n"
-		  "Accept-Ranges: bytes\r\n", etag, date);
-	while (i < o->meta_len) {
-		const char *name = o->meta + i;
-		const char *val = name + strlen(name) + 1;
-
-		sb_lit(h, "x-amz-meta-");
-		sb_add(h, name, strlen(name));
-		sb_lit(h, ": ");
-		sb_add(h, val, strlen(val));
-		sb_lit(h, "\r\n");
-		i = (size_t)(val - o->meta) + strlen(val) + 1;
-	}
-}
-
-/* bytes [from, from + len) of the object whose extents are @e */
-static void send_data(struct s3_ctx *x, struct s3_bucket *b,
-		      const struct s3_extent *e, int n, uint64_t from,
-		      uint64_t len)
-{
-	for (int i = 0; i < n && len; i++) {
-		if (from >= e[i].len) {
-			from -= e[i].len;
-			continue;
-		}
-		while (from < e[i].len && len) {
-			uint32_t k = (uint32_t)MIN(MIN(len, e[i].len - from),
-						   (uint64_t)S3_IO_CHUNK);
-
-			if (s3b_read(b, e[i].off + from, x->buf, k)) {
-				/* the head promised bytes we cannot give */
-				sd_err("S3: reading %s/%.*s failed", x->bucket,
-				       (int)x->klen, x->key);
-				s3_close_after(x->c);
-				return;
-			}
-			if (s3_send(x->c, x->buf, k))
-				return;
-			from += k;
-			len -= k;
-		}
-		from = 0;
-	}
-}
-
-static void get_object(struct s3_ctx *x, struct s3_bucket *b)
-{
-	struct s3_obj *o = xmalloc(sizeof(*o));
-	struct s3_extent *ext = NULL;
-	struct sbuf h = { 0 };
-	char etag[S3_ETAG_LEN], ctype[S3_MAX_CTYPE + 1];
-	uint64_t from = 0, to = 0;
-	const char *bad = s3_unknown_param(x, NULL);
-	int range, ret, n = 0;
-
-	if (bad) {
-		s3_error(x, 501, "NotImplemented", "%s is not supported for "
-			 "GetObject yet", bad);
-		goto out;
-	}
-	ret = s3b_lookup(b, x->key, x->klen, o);
-	if (ret == -1) {
-		s3_error(x, 404, "NoSuchKey", "The specified key does not "
-			 "exist.");
-		goto out;
-	}
-	if (!ret && !o->is_inline && !x->head)
-		ret = (n = s3b_extents(b, o, &ext)) < 0 ? -2 : 0;
-	if (ret) {
-		s3_internal(x, "Reading the bucket's index");
-		goto out;
-	}
-	s3_etag(o, etag);
-	object_headers(o, etag, &h);
-	if (conditions(x, o, etag, h.p))
-		goto out;
-	range = parse_range(x, o->size, &from, &to);
-	if (range < 0)
-		goto out;
-	memcpy(ctype, o->ctype, o->ctype_len);
-	ctype[o->ctype_len] = 0;
-	if (range)
-		sb_printf(&h, "Content-Range: bytes %" PRIu64 "-%" PRIu64
-			  "/%" PRIu64 "\r\n", from, to, o->size);
-	else
-		to = o->size ? o->size - 1 : 0;
-	if (s3_send_head(x, range ? 206 : 200, h.p,
-			 o->size ? to - from + 1 : 0,
-			 o->ctype_len ? ctype : "binary/octet-stream"))
-		goto out;
-	if (x->head || !o->size)
-		goto out;
-	if (o->is_inline)
-		s3_send(x->c, o->data + from, (size_t)(to - from + 1));
-	else
-		send_data(x, b, ext, n, from, to - from + 1);
-out:
-	free(ext);
-	free(h.p);
 	free(o);
 }
 
@@ -562,9 +324,9 @@ static void bucket_request(struct s3_ctx *x)
 		      "not allowed against this resource.");
 		return;
 	}
-	if (open_bucket(x, &b))
+	if (s3_open_bucket(x, &b))
 		return;
-	if ((is(x, "DELETE") || is(x, "POST")) && need_owner(x, &b)) {
+	if ((is(x, "DELETE") || is(x, "POST")) && s3_need_owner(x, &b)) {
 		return;	/* relayed to the owner, or answered */
 	} else if (is(x, "POST")) {
 		s3_delete_objects(x, b);
@@ -603,9 +365,9 @@ static void object_request(struct s3_ctx *x)
 		      "supported yet", x->method);
 		return;
 	}
-	if (open_bucket(x, &b))
+	if (s3_open_bucket(x, &b))
 		return;
-	if (!is(x, "GET") && !is(x, "HEAD") && need_owner(x, &b))
+	if (!is(x, "GET") && !is(x, "HEAD") && s3_need_owner(x, &b))
 		return;	/* relayed to the owner, or answered */
 	else if (is(x, "GET") && s3_param_get(x, "uploadId"))
 		s3_list_parts(x, b, s3_param_get(x, "uploadId")->value);
@@ -619,7 +381,7 @@ static void object_request(struct s3_ctx *x)
 	else if (is(x, "DELETE"))
 		delete_object(x, b);
 	else
-		get_object(x, b);
+		s3_get_object(x, b);
 	s3b_put(b);
 }
 
@@ -653,6 +415,9 @@ static void s3_serve(struct s3_conn *c)
 		/* its end cannot be found without reading it all */
 		s3_close_after(c);
 	}
+	x->buf = xmalloc(S3_IO_CHUNK);
+	if (swift_request(x))
+		goto out;
 	if (!parse_target(x)) {
 		s3_error(x, 400, "InvalidURI", "Couldn't parse the specified URI.");
 		goto out;
@@ -663,7 +428,6 @@ static void s3_serve(struct s3_conn *c)
 	}
 	if (authenticate(x))
 		goto out;
-	x->buf = xmalloc(S3_IO_CHUNK);
 	route(x);
 out:
 	if (x->nr_params > 0)

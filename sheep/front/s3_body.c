@@ -42,27 +42,28 @@ const char *s3_unsupported_put_header(struct s3_ctx *x, bool create)
 	return NULL;
 }
 
-/* x-amz-meta-* into o->meta: 0, or answered */
+/* x-amz-meta-* (Swift: X-Object-Meta-*) into o->meta: 0, or answered */
 int s3_take_meta(struct s3_ctx *x, struct s3_obj *o)
 {
-	size_t total = 0;
+	const char *prefix = x->swift ? "x-object-meta-" : "x-amz-meta-";
+	size_t total = 0, pl = strlen(prefix);
 
 	o->meta_len = 0;
 	for (size_t i = 0; i < x->r->nr_hdrs; i++) {
 		const struct http_header *h = &x->r->hdrs[i];
 		char name[128];
 
-		if (h->nlen <= 11 || strncasecmp(h->name, "x-amz-meta-", 11))
+		if (h->nlen <= pl || strncasecmp(h->name, prefix, pl))
 			continue;
-		total += h->nlen - 11 + h->vlen;
+		total += h->nlen - pl + h->vlen;
 		if (total > S3_MAX_META || h->nlen >= sizeof(name) ||
-		    o->meta_len + h->nlen - 11 + h->vlen + 2 > S3_MAX_META) {
+		    o->meta_len + h->nlen - pl + h->vlen + 2 > S3_MAX_META) {
 			s3_error(x, 400, "MetadataTooLarge", "Your metadata "
 			      "headers exceed the maximum allowed metadata "
 			      "size (2 KB)");
 			return -1;
 		}
-		for (size_t k = 11; k < h->nlen; k++)
+		for (size_t k = pl; k < h->nlen; k++)
 			o->meta[o->meta_len++] = (char)tolower(h->name[k]);
 		o->meta[o->meta_len++] = 0;
 		memcpy(o->meta + o->meta_len, h->value, h->vlen);
@@ -215,6 +216,16 @@ static int check_digests(struct s3_ctx *x, uint8_t md5[16], struct digests *d)
 		}
 		x->sum_algo = a;
 		memcpy(x->sum, got, sizeof(got));
+	}
+	if (x->swift && s3_header(x, "etag", want, sizeof(want))) {
+		char hex[33];
+
+		s3_hex(md5, 16, hex);
+		if (strcasecmp(want, hex)) {
+			s3_error(x, 422, "BadDigest", "The ETag you sent is not "
+				 "the MD5 of the body.");
+			return -1;
+		}
 	}
 	if (s3_header(x, "content-md5", want, sizeof(want))) {
 		s3_b64((const char *)md5, 16, md5_b64);

@@ -384,6 +384,11 @@ bool s3b_is_owner(const struct s3_bucket *b)
 	return b->owner;
 }
 
+const char *s3b_self(void)
+{
+	return self_id;
+}
+
 const char *s3b_owner(const struct s3_bucket *b)
 {
 	return b->rec.gateway;

@@ -74,6 +74,8 @@ int s3b_get(const char *name, struct s3_bucket **b);
 void s3b_put(struct s3_bucket *b);
 /* is this gateway the one that writes @b? */
 bool s3b_is_owner(const struct s3_bucket *b);
+/* this gateway's S3 endpoint */
+const char *s3b_self(void);
 /* the owner's S3 endpoint, "ADDR:PORT" */
 const char *s3b_owner(const struct s3_bucket *b);
 /* is the owner this gateway's endpoint in an earlier life (a restart)? */

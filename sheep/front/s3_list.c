@@ -14,25 +14,8 @@
 
 #define MAX_LIST	1000
 
-struct lister {
-	struct s3_ctx *x;
-	struct sbuf s;
-	const char *prefix, *delim;
-	size_t plen, dlen;
-	bool url, v2, owner, truncated;
-	int max, count;
-	/* a common prefix just listed: skip what it covers */
-	char skip[S3_MAX_KEY + 1];
-	size_t skip_len;
-	char last[S3_MAX_KEY + 1];	/* the last key or prefix listed */
-	size_t last_len;
-	/* the marker, start-after or token: what was listed before */
-	char after[S3_MAX_KEY + 1];
-	size_t after_len;
-};
-
 /* byte strings in the index's order */
-static int key_cmp(const char *a, size_t alen, const char *b, size_t blen)
+int s3_key_cmp(const char *a, size_t alen, const char *b, size_t blen)
 {
 	int c = memcmp(a, b, MIN(alen, blen));
 
@@ -41,8 +24,8 @@ static int key_cmp(const char *a, size_t alen, const char *b, size_t blen)
 	return alen < blen ? -1 : alen > blen;
 }
 
-static void list_contents(struct lister *l, const char *key, size_t klen,
-		       const struct s3_obj *o)
+static void list_contents(struct s3_lister *l, const char *key, size_t klen,
+			  const struct s3_obj *o)
 {
 	char date[40], etag[S3_ETAG_LEN];
 
@@ -66,7 +49,7 @@ static void list_contents(struct lister *l, const char *key, size_t klen,
 static int list_one(const char *key, size_t klen, const struct s3_obj *o,
 		    void *arg)
 {
-	struct lister *l = arg;
+	struct s3_lister *l = arg;
 	const char *d;
 
 	if (klen < l->plen || memcmp(key, l->prefix, l->plen))
@@ -87,22 +70,27 @@ static int list_one(const char *key, size_t klen, const struct s3_obj *o,
 		l->skip_len = cl;
 		/* listed already, if the marker is under it (S3 so) */
 		if (l->after_len &&
-		    key_cmp(key, cl, l->after, l->after_len) <= 0)
+		    s3_key_cmp(key, cl, l->after, l->after_len) <= 0)
 			return 2;
-		sb_lit(&l->s, "<CommonPrefixes><Prefix>");
-		sb_key(&l->s, key, cl, l->url);
-		sb_lit(&l->s, "</Prefix></CommonPrefixes>");
+		l->emit_prefix(l, key, cl);
 		memcpy(l->last, key, cl);
 		l->last_len = cl;
 		l->count++;
 		/* seek past every key under it: the scan starts again */
 		return 2;
 	}
-	list_contents(l, key, klen, o);
+	l->emit_contents(l, key, klen, o);
 	memcpy(l->last, key, klen);
 	l->last_len = klen;
 	l->count++;
 	return 0;
+}
+
+static void list_prefix(struct s3_lister *l, const char *p, size_t len)
+{
+	sb_lit(&l->s, "<CommonPrefixes><Prefix>");
+	sb_key(&l->s, p, len, l->url);
+	sb_lit(&l->s, "</Prefix></CommonPrefixes>");
 }
 
 /* the first key after every key that starts with @p (@len bytes) */
@@ -133,7 +121,7 @@ static int unb64(const char *in, char *out, size_t size)
 	return n;
 }
 
-static void list_xml_head(struct lister *l, const char *start,
+static void list_xml_head(struct s3_lister *l, const char *start,
 			  const char *token)
 {
 	struct sbuf *s = &l->s;
@@ -171,7 +159,7 @@ static void list_xml_head(struct lister *l, const char *start,
 		sb_lit(s, "<EncodingType>url</EncodingType>");
 }
 
-static void list_xml_tail(struct lister *l)
+static void list_xml_tail(struct s3_lister *l)
 {
 	struct sbuf *s = &l->s;
 	char tok[(S3_MAX_KEY + 2) / 3 * 4 + 4];
@@ -193,7 +181,7 @@ static void list_xml_tail(struct lister *l)
 }
 
 /* where the walk starts: after the marker, token or start-after */
-static int list_start(struct s3_ctx *x, struct lister *l, char *start,
+static int list_start(struct s3_ctx *x, struct s3_lister *l, char *start,
 		      size_t *slen, const char **shown, const char **token)
 {
 	const struct s3_param *p;
@@ -223,16 +211,33 @@ static int list_start(struct s3_ctx *x, struct lister *l, char *start,
 		*shown = p->value;
 	memcpy(l->after, start, *slen);
 	l->after_len = *slen;
-	if (*slen) {
+	return 0;
+}
+
+int s3_walk(struct s3_bucket *b, struct s3_lister *l)
+{
+	char *start = xmalloc(S3_MAX_KEY + 2);
+	size_t slen = l->after_len;
+	int ret;
+
+	memcpy(start, l->after, slen);
+	if (slen) {
 		/* strictly after it: the key with a NUL appended */
-		start[(*slen)++] = 0;
+		start[slen++] = 0;
 	}
 	/* never before the prefix */
-	if (key_cmp(start, *slen, l->prefix, l->plen) < 0) {
+	if (s3_key_cmp(start, slen, l->prefix, l->plen) < 0) {
 		memcpy(start, l->prefix, l->plen);
-		*slen = l->plen;
+		slen = l->plen;
 	}
-	return 0;
+	/* each common prefix restarts the walk past what it covers */
+	do {
+		ret = s3b_scan(b, start, slen, list_one, l);
+		if (ret == 2)
+			slen = after_prefix(l->skip, l->skip_len, start);
+	} while (ret == 2 && slen);
+	free(start);
+	return ret < 0 ? -2 : 0;
 }
 
 void s3_list_objects(struct s3_ctx *x, struct s3_bucket *b)
@@ -241,7 +246,9 @@ void s3_list_objects(struct s3_ctx *x, struct s3_bucket *b)
 		"delimiter", "max-keys", "continuation-token", "start-after",
 		"marker", "encoding-type", "fetch-owner", NULL };
 	const struct s3_param *p;
-	struct lister l = { .x = x, .max = MAX_LIST };
+	struct s3_lister l = { .x = x, .max = MAX_LIST,
+			       .emit_contents = list_contents,
+			       .emit_prefix = list_prefix };
 	char start[S3_MAX_KEY + 2];
 	const char *shown, *token, *bad = s3_unknown_param(x, known);
 	size_t slen;
@@ -292,12 +299,7 @@ void s3_list_objects(struct s3_ctx *x, struct s3_bucket *b)
 	if (list_start(x, &l, start, &slen, &shown, &token))
 		return;
 	list_xml_head(&l, shown, token);
-	/* each common prefix restarts the walk past what it covers */
-	do {
-		ret = s3b_scan(b, start, slen, list_one, &l);
-		if (ret == 2)
-			slen = after_prefix(l.skip, l.skip_len, start);
-	} while (ret == 2 && slen);
+	ret = s3_walk(b, &l);
 	if (ret < 0) {
 		free(l.s.p);
 		s3_internal(x, "Reading the bucket's index");

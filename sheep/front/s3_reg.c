@@ -189,6 +189,25 @@ int s3reg_find_key(const char *access, struct s3_user *u)
 	return ret;
 }
 
+int s3reg_find_user(const char *name, struct s3_user *u)
+{
+	int ret;
+
+	pthread_mutex_lock(&reg_lock);
+	ret = refresh();
+	if (!ret) {
+		ret = -1;
+		for (size_t i = 0; i < nr_users; i++)
+			if (!strcmp(users[i].name, name)) {
+				*u = users[i];
+				ret = 0;
+				break;
+			}
+	}
+	pthread_mutex_unlock(&reg_lock);
+	return ret;
+}
+
 int s3reg_find_bucket(const char *name, struct s3_bucket_rec *b)
 {
 	int ret;

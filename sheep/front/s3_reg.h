@@ -27,6 +27,7 @@ struct s3_bucket_rec {
 
 /* 0 found, -1 not there, -2 the registry cannot be read */
 int s3reg_find_key(const char *access, struct s3_user *u);
+int s3reg_find_user(const char *name, struct s3_user *u);
 int s3reg_find_bucket(const char *name, struct s3_bucket_rec *b);
 /*
  * The buckets of @user in name order into a new array (*@out, free()):

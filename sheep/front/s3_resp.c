@@ -147,6 +147,8 @@ static const char *status_text(int status)
 {
 	switch (status) {
 	case 200: return "OK";
+	case 201: return "Created";
+	case 202: return "Accepted";
 	case 204: return "No Content";
 	case 206: return "Partial Content";
 	case 304: return "Not Modified";
@@ -158,6 +160,7 @@ static const char *status_text(int status)
 	case 411: return "Length Required";
 	case 412: return "Precondition Failed";
 	case 416: return "Range Not Satisfiable";
+	case 422: return "Unprocessable Entity";
 	case 501: return "Not Implemented";
 	case 503: return "Service Unavailable";
 	default: return "Internal Server Error";
@@ -206,6 +209,15 @@ void s3_error(struct s3_ctx *x, int status, const char *code,
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	if (x->swift) {
+		/* Swift's errors are text: the message, not S3's code */
+		if (x->r->content_length || x->r->chunked)
+			s3_close_after(x->c);
+		sb_printf(&s, "%s\n", msg);
+		s3_send_body(x, status, NULL, &s, "text/plain; charset=utf-8");
+		free(s.p);
+		return;
+	}
 	sb_printf(&s, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 		  "<Error><Code>%s</Code><Message>", code);
 	sb_xml(&s, msg, strlen(msg));

@@ -32,6 +32,7 @@ struct s3_ctx {
 	char key[S3_MAX_KEY + 1];
 	size_t klen;
 	bool has_bucket, has_key, head;
+	bool swift;			/* a Swift request (swift.c) */
 	struct s3_param params[S3_MAX_PARAMS];
 	int nr_params;
 	struct s3_user user;		/* who signed it */
@@ -85,6 +86,18 @@ const char *s3_unknown_param(const struct s3_ctx *x,
 /* header @name's value into @out, NULL if absent or too long */
 const char *s3_header(const struct s3_ctx *x, const char *name, char *out,
 		      size_t size);
+
+/* s3_object.c: what S3 and Swift share */
+/* the bucket named by the request, the user's: 0, or answered */
+int s3_open_bucket(struct s3_ctx *x, struct s3_bucket **b);
+/*
+ * A bucket is written by its owner: a write that arrives here is relayed
+ * there whole; an owner that is gone hands the bucket here.  0 to go on
+ * here (*@b may be another reference), or answered (*@b put and NULL)
+ */
+int s3_need_owner(struct s3_ctx *x, struct s3_bucket **b);
+/* GetObject and HeadObject (x->head) of the request's key */
+void s3_get_object(struct s3_ctx *x, struct s3_bucket *b);
 
 /* s3_body.c: bodies into objects */
 #define S3_MAX_PUT	(UINT64_C(5) << 30)	/* one PUT or part, as S3 */
@@ -150,10 +163,43 @@ int s3_copy_bytes(struct s3_ctx *x, struct s3_copy_src *src, uint64_t from,
 /* CopyObject into @b (owned here): answered */
 void s3_copy_object(struct s3_ctx *x, struct s3_bucket *b);
 
+/*
+ * swift.c: a Swift request (/auth/v1.0 without an S3 signature, or
+ * under /v1/AUTH_) answered (true), or not one (false)
+ */
+bool swift_request(struct s3_ctx *x);
+
 /* s3_delete.c: DeleteObjects in @b (owned here): answered */
 void s3_delete_objects(struct s3_ctx *x, struct s3_bucket *b);
 
 /* s3_list.c: ListObjects, v1 and v2 */
 void s3_list_objects(struct s3_ctx *x, struct s3_bucket *b);
+/* byte strings in the index's order */
+int s3_key_cmp(const char *a, size_t alen, const char *b, size_t blen);
+
+/* a walk of a bucket's keys in order, for a listing */
+struct s3_lister {
+	struct s3_ctx *x;
+	struct sbuf s;			/* what the emitters write */
+	const char *prefix, *delim;
+	size_t plen, dlen;
+	bool url, v2, owner, truncated;
+	int max, count;
+	/* each object, and each common prefix (with a delimiter) */
+	void (*emit_contents)(struct s3_lister *l, const char *key,
+			      size_t klen, const struct s3_obj *o);
+	void (*emit_prefix)(struct s3_lister *l, const char *p, size_t len);
+	void *arg;
+	/* a common prefix just listed: skip what it covers */
+	char skip[S3_MAX_KEY + 1];
+	size_t skip_len;
+	char last[S3_MAX_KEY + 1];	/* the last key or prefix listed */
+	size_t last_len;
+	/* the marker: what was listed before (the walk starts after it) */
+	char after[S3_MAX_KEY + 1];
+	size_t after_len;
+};
+/* up to l->max entries and prefixes after l->after: 0, or -2 (I/O) */
+int s3_walk(struct s3_bucket *b, struct s3_lister *l);
 
 #endif
