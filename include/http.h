@@ -70,6 +70,7 @@ struct http_chunked {
 	char sig[65];			/* the last chunk's signature */
 	char ext[81];			/* aws: "chunk-signature=" and hex */
 	unsigned ext_len;
+	uint64_t chunks;		/* size lines read (the last one too) */
 };
 
 /* a decoder for a body of at most @max bytes; @aws for aws-chunked */
@@ -78,7 +79,8 @@ void http_chunked_init(struct http_chunked *c, uint64_t max, bool aws);
  * Feed @len bytes at @in: how many were consumed, or an http_err.  Body
  * bytes among them are returned in *@data, *@dlen (0 if none); feed the
  * rest again.  A chunk's signature (aws-chunked) is in c->sig once its
- * size line is read.
+ * size line is read, and c->chunks counts it: when it moves, the data of
+ * the chunk before are all out.
  */
 ssize_t http_chunked_feed(struct http_chunked *c, const char *in, size_t len,
 			  const char **data, size_t *dlen);

@@ -69,6 +69,14 @@ int sigv4_canonical(const struct sigv4_req *r, const struct sigv4_auth *a,
 void sigv4_sign(const char *secret, const struct sigv4_auth *a,
 		const char *canonical, size_t len, char hex[65]);
 /*
+ * aws-chunked (STREAMING-AWS4-HMAC-SHA256-PAYLOAD): the signature of a
+ * chunk whose data have the SHA-256 @chunk_sha, after the chunk (or the
+ * request, for the first) whose signature is @prev, as lower-case hex
+ */
+void sigv4_chunk_sign(const char *secret, const struct sigv4_auth *a,
+		      const char prev[65], const unsigned char chunk_sha[32],
+		      char hex[65]);
+/*
  * Everything: canonical request, signature, and a comparison in constant
  * time.  true if @r carries @a's signature under @secret.
  */

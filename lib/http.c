@@ -335,6 +335,7 @@ static int frame_byte(struct http_chunked *c, char ch)
 			return HTTP_BAD;
 		if (c->left > c->max - c->total)
 			return HTTP_BODY_TOO_LARGE;
+		c->chunks++;
 		c->line = 0;
 		c->digits = 0;
 		c->state = c->left ? CH_DATA : CH_TRAILER;

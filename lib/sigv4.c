@@ -568,29 +568,61 @@ static void to_hex(const unsigned char *in, size_t n, char *out)
 	out[2 * n] = 0;
 }
 
-void sigv4_sign(const char *secret, const struct sigv4_auth *a,
-		const char *canonical, size_t len, char hex[65])
+/* the signing key of @a's scope under @secret */
+static void signing_key(const char *secret, const struct sigv4_auth *a,
+			unsigned char k[32])
 {
-	char key[4 + 256], sts[256], hash_hex[65];
-	unsigned char h[32], k[32];
+	char key[4 + 256];
 	size_t slen = strlen(secret);
-	int n;
 
 	if (slen > 256)
 		slen = 256;
 	memcpy(key, "AWS4", 4);
 	memcpy(key + 4, secret, slen);
+	hmac(key, 4 + slen, a->date, strlen(a->date), k);
+	hmac(k, 32, a->region, strlen(a->region), k);
+	hmac(k, 32, a->service, strlen(a->service), k);
+	hmac(k, 32, TERMINATOR, strlen(TERMINATOR), k);
+	OPENSSL_cleanse(key, sizeof(key));
+}
+
+void sigv4_sign(const char *secret, const struct sigv4_auth *a,
+		const char *canonical, size_t len, char hex[65])
+{
+	char sts[256], hash_hex[65];
+	unsigned char h[32], k[32];
+	int n;
+
 	SHA256((const unsigned char *)canonical, len, h);
 	to_hex(h, 32, hash_hex);
 	n = snprintf(sts, sizeof(sts), "%s\n%s\n%s/%s/%s/%s\n%s", ALGORITHM,
 		     a->amz_date, a->date, a->region, a->service, TERMINATOR,
 		     hash_hex);
-	hmac(key, 4 + slen, a->date, strlen(a->date), k);
-	hmac(k, 32, a->region, strlen(a->region), k);
-	hmac(k, 32, a->service, strlen(a->service), k);
-	hmac(k, 32, TERMINATOR, strlen(TERMINATOR), k);
+	signing_key(secret, a, k);
 	hmac(k, 32, sts, (size_t)n, h);
-	OPENSSL_cleanse(key, sizeof(key));
+	OPENSSL_cleanse(k, sizeof(k));
+	to_hex(h, 32, hex);
+}
+
+/* the SHA-256 of nothing: an aws-chunked chunk's "header" hash */
+#define EMPTY_SHA256 \
+	"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+void sigv4_chunk_sign(const char *secret, const struct sigv4_auth *a,
+		      const char prev[65], const unsigned char chunk_sha[32],
+		      char hex[65])
+{
+	char sts[512], chunk_hex[65];
+	unsigned char h[32], k[32];
+	int n;
+
+	to_hex(chunk_sha, 32, chunk_hex);
+	n = snprintf(sts, sizeof(sts), "AWS4-HMAC-SHA256-PAYLOAD\n%s\n"
+		     "%s/%s/%s/%s\n%.64s\n%s\n%s", a->amz_date, a->date,
+		     a->region, a->service, TERMINATOR, prev, EMPTY_SHA256,
+		     chunk_hex);
+	signing_key(secret, a, k);
+	hmac(k, 32, sts, (size_t)n, h);
 	OPENSSL_cleanse(k, sizeof(k));
 	to_hex(h, 32, hex);
 }

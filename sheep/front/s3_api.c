@@ -34,6 +34,7 @@
 #include "front/s3_resp.h"
 
 #define SKEW_SEC	900
+#define STREAMING_SIGNED	"STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
 
 /* the target's bucket and key, and the query: false if malformed */
 static bool parse_target(struct s3_ctx *x)
@@ -119,12 +120,14 @@ static int authenticate(struct s3_ctx *x)
 		      "this request: x-amz-content-sha256");
 		return -1;
 	}
-	if (!strncmp(x->payload_hash, "STREAMING-", 10)) {
-		s3_error(x, 501, "NotImplemented", "Streaming (aws-chunked) "
-		      "uploads are not supported yet");
+	x->streaming = !strcmp(x->payload_hash, STREAMING_SIGNED);
+	if (!strncmp(x->payload_hash, "STREAMING-", 10) && !x->streaming) {
+		s3_error(x, 501, "NotImplemented", "%s uploads are not "
+			 "supported: STREAMING-AWS4-HMAC-SHA256-PAYLOAD is",
+			 x->payload_hash);
 		return -1;
 	}
-	if (strcmp(x->payload_hash, "UNSIGNED-PAYLOAD") &&
+	if (strcmp(x->payload_hash, "UNSIGNED-PAYLOAD") && !x->streaming &&
 	    strlen(x->payload_hash) != 64) {
 		s3_error(x, 400, "InvalidArgument", "x-amz-content-sha256 must be "
 		      "UNSIGNED-PAYLOAD or a SHA-256 in hex");
@@ -144,6 +147,7 @@ static int authenticate(struct s3_ctx *x)
 	sr.hdrs = hdrs;
 	sr.nr_hdrs = x->r->nr_hdrs;
 	sr.payload_hash = x->payload_hash;
+	x->auth = a;	/* the seed of an aws-chunked body's signatures */
 	if (!sigv4_verify(&sr, &a, x->user.secret)) {
 		s3_error(x, 403, "SignatureDoesNotMatch", "The request signature "
 		      "we calculated does not match the signature you "

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include "util.h"
 #include "front/s3_resp.h"
@@ -30,6 +31,11 @@ const char *s3_unsupported_put_header(struct s3_ctx *x, bool create)
 	for (int i = 0; no[i]; i++) {
 		/* CreateMultipartUpload takes these (s3_multipart.c) */
 		if (create && !strncmp(no[i], "x-amz-checksum-", 15))
+			continue;
+		/* the encoding of an aws-chunked body, not of the object */
+		if (x->streaming && !strcmp(no[i], "content-encoding") &&
+		    s3_header(x, "content-encoding", v, sizeof(v)) &&
+		    !strcmp(v, "aws-chunked"))
 			continue;
 		if (http_header(x->r, no[i]))
 			return no[i];
@@ -235,7 +241,7 @@ static int check_digests(struct s3_ctx *x, uint8_t md5[16], struct digests *d)
 			return -1;
 		}
 	}
-	if (strcmp(x->payload_hash, "UNSIGNED-PAYLOAD")) {
+	if (strcmp(x->payload_hash, "UNSIGNED-PAYLOAD") && !x->streaming) {
 		s3_hex(sha, 32, sha_hex);
 		if (strcasecmp(sha_hex, x->payload_hash)) {
 			s3_error(x, 400, "XAmzContentSHA256Mismatch", "The "
@@ -243,6 +249,165 @@ static int check_digests(struct s3_ctx *x, uint8_t md5[16], struct digests *d)
 			      "match what was computed.");
 			return -1;
 		}
+	}
+	return 0;
+}
+
+#define RAW_PIECE	(64U << 10)	/* of an aws-chunked body, read at once */
+
+/* bytes of an object come in: to its entry or staged in x->buf */
+struct stage {
+	uint64_t done, staged;
+};
+
+static int stage_flush(struct s3_ctx *x, struct s3_bucket *b,
+		       const struct s3_obj *o, struct stage *st)
+{
+	if (o->is_inline || !st->staged)
+		return 0;
+	if (s3b_write(b, o->off + st->done - st->staged, x->buf,
+		      (uint32_t)st->staged)) {
+		s3_close_after(x->c);
+		s3_internal(x, "Writing the object's data");
+		return -1;
+	}
+	st->staged = 0;
+	return 0;
+}
+
+static int stage_add(struct s3_ctx *x, struct s3_bucket *b, struct s3_obj *o,
+		     struct stage *st, const char *data, size_t len)
+{
+	while (len) {
+		size_t k = MIN(len, (size_t)(S3_IO_CHUNK - st->staged));
+
+		if (o->is_inline) {
+			k = len;
+			memcpy(o->data + st->done, data, k);
+		} else {
+			memcpy(x->buf + st->staged, data, k);
+			st->staged += k;
+		}
+		st->done += k;
+		data += k;
+		len -= k;
+		if (st->staged == S3_IO_CHUNK && stage_flush(x, b, o, st))
+			return -1;
+	}
+	return 0;
+}
+
+/* a chunk's data, hashed in @sha, against its signature @sig: 0 or -1 */
+static int chunk_check(struct s3_ctx *x, EVP_MD_CTX *sha, char prev[65],
+		       const char *sig)
+{
+	unsigned char h[32];
+	unsigned int n;
+	char want[65];
+
+	EVP_DigestFinal_ex(sha, h, &n);
+	EVP_DigestInit_ex(sha, EVP_sha256(), NULL);
+	sigv4_chunk_sign(x->user.secret, &x->auth, prev, h, want);
+	if (CRYPTO_memcmp(want, sig, 64)) {
+		s3_close_after(x->c);
+		s3_error(x, 403, "SignatureDoesNotMatch", "A chunk's signature "
+			 "does not match its data");
+		return -1;
+	}
+	memcpy(prev, sig, 65);
+	return 0;
+}
+
+static int chunked_bad(struct s3_ctx *x, const char *why)
+{
+	s3_close_after(x->c);
+	s3_error(x, 400, "IncompleteBody", "The aws-chunked body %s", why);
+	return -1;
+}
+
+/*
+ * An aws-chunked body (STREAMING-AWS4-HMAC-SHA256-PAYLOAD): decoded as it
+ * comes (lib/http.c), each chunk's signature checked once its data are
+ * in, before the next chunk's bytes count: 0, or answered
+ */
+static int receive_chunked(struct s3_ctx *x, struct s3_bucket *b,
+			   struct s3_obj *o, struct digests *d)
+{
+	struct http_chunked ch;
+	struct stage st = { 0 };
+	EVP_MD_CTX *sha = EVP_MD_CTX_new();
+	char *raw = xmalloc(RAW_PIECE), prev[65], sig[65] = "";
+	uint64_t seen = 0;
+	int ret = -1;
+
+	memcpy(prev, x->auth.signature, 64);
+	prev[64] = 0;
+	EVP_DigestInit_ex(sha, EVP_sha256(), NULL);
+	http_chunked_init(&ch, o->size, true);
+	while (!http_chunked_done(&ch)) {
+		ssize_t got = s3_body_read(x->c, raw, RAW_PIECE), pos = 0;
+
+		if (got <= 0) {
+			if (!got)
+				chunked_bad(x, "ended before its last chunk");
+			s3_close_after(x->c);
+			goto out;
+		}
+		while (pos < got && !http_chunked_done(&ch)) {
+			const char *data;
+			size_t dlen;
+			ssize_t used = http_chunked_feed(&ch, raw + pos,
+							 (size_t)(got - pos),
+							 &data, &dlen);
+
+			if (used < 0) {
+				chunked_bad(x, "is malformed or too long");
+				goto out;
+			}
+			pos += used;
+			if (ch.chunks != seen) {
+				/* a new size line: the chunk before is in */
+				if (seen && chunk_check(x, sha, prev, sig))
+					goto out;
+				seen = ch.chunks;
+				memcpy(sig, ch.sig, sizeof(sig));
+			}
+			if (!dlen)
+				continue;
+			EVP_DigestUpdate(sha, data, dlen);
+			digests_update(d, data, dlen);
+			if (stage_add(x, b, o, &st, data, dlen))
+				goto out;
+		}
+		if (pos < got) {
+			chunked_bad(x, "goes on after its last chunk");
+			goto out;
+		}
+	}
+	/* the last, empty chunk is signed too */
+	if (chunk_check(x, sha, prev, sig))
+		goto out;
+	if (st.done != o->size || s3_body_left(x->c)) {
+		chunked_bad(x, "is not x-amz-decoded-content-length bytes");
+		goto out;
+	}
+	ret = stage_flush(x, b, o, &st);
+out:
+	EVP_MD_CTX_free(sha);
+	free(raw);
+	return ret;
+}
+
+/* x-amz-decoded-content-length of an aws-chunked body: 0, or answered */
+static int decoded_length(struct s3_ctx *x, uint64_t *len)
+{
+	char v[32], *end;
+
+	if (!s3_header(x, "x-amz-decoded-content-length", v, sizeof(v)) ||
+	    !*v || (*len = strtoull(v, &end, 10), *end) || v[0] == '-') {
+		s3_error(x, 411, "MissingContentLength", "An aws-chunked body "
+			 "needs x-amz-decoded-content-length.");
+		return -1;
 	}
 	return 0;
 }
@@ -265,7 +430,10 @@ int s3_receive(struct s3_ctx *x, struct s3_bucket *b, struct s3_obj *o,
 			 "the Content-Length HTTP header.");
 		return -1;
 	}
-	if (x->r->content_length > S3_MAX_PUT) {
+	o->size = x->r->content_length;
+	if (x->streaming && decoded_length(x, &o->size))
+		return -1;
+	if (o->size > S3_MAX_PUT) {
 		s3_error(x, 400, "EntityTooLarge", "Your proposed upload "
 			 "exceeds the maximum allowed size (5 GiB in one PUT)");
 		return -1;
@@ -276,7 +444,6 @@ int s3_receive(struct s3_ctx *x, struct s3_bucket *b, struct s3_obj *o,
 			 "specified is not valid.");
 		return -1;
 	}
-	o->size = x->r->content_length;
 	o->is_inline = inline_ok && o->size <= S3_MAX_INLINE;
 	if (!o->is_inline && s3b_reserve(b, o->size, &o->off)) {
 		s3_internal(x, "Reserving room in the bucket");
@@ -287,7 +454,11 @@ int s3_receive(struct s3_ctx *x, struct s3_bucket *b, struct s3_obj *o,
 		digests_free(&d);
 		return -1;
 	}
-	ret = receive_body(x, b, o, &d) || check_digests(x, o->md5, &d) ? -1 : 0;
+	if (x->streaming)
+		ret = receive_chunked(x, b, o, &d);
+	else
+		ret = receive_body(x, b, o, &d);
+	ret = ret || check_digests(x, o->md5, &d) ? -1 : 0;
 	digests_free(&d);
 	return ret;
 }
@@ -301,6 +472,11 @@ ssize_t s3_receive_small(struct s3_ctx *x, size_t max)
 	int ret;
 
 	sd_assert(max < S3_IO_CHUNK);
+	if (x->streaming) {
+		s3_error(x, 501, "NotImplemented", "aws-chunked is taken for "
+			 "the bodies of objects and parts only");
+		return -1;
+	}
 	if (x->r->chunked || len > max) {
 		s3_error(x, 400, "MalformedXML", "The XML you provided was not "
 			 "well-formed or did not validate (at most %zu bytes, "

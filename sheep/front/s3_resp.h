@@ -13,6 +13,7 @@
 #include <time.h>
 #include "s3req.h"
 #include "s3sum.h"
+#include "sigv4.h"
 #include "front/s3.h"
 #include "front/s3_bucket.h"
 #include "front/s3_reg.h"
@@ -37,6 +38,10 @@ struct s3_ctx {
 	int nr_params;
 	struct s3_user user;		/* who signed it */
 	char payload_hash[80];
+	/* aws-chunked (STREAMING-AWS4-HMAC-SHA256-PAYLOAD): its chunks
+	 * are signed after the request's signature, under auth's scope */
+	bool streaming;
+	struct sigv4_auth auth;
 	char *buf;			/* a bounded piece of a body */
 	/* the body's x-amz-checksum-*, checked (s3_body.c): answered back */
 	enum s3_sum_algo sum_algo;

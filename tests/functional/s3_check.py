@@ -553,6 +553,98 @@ def step_http():
     client(OWNER).delete_object(Bucket="photos", Key="empty")
 
 
+STREAMING = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
+
+
+def chunked_put(port, path, chunks, decoded=None, corrupt=None, cut=False):
+    """a PUT of aws-chunked @chunks (the last one empty), signed as the
+    SDKs do (the first chunk after the request's signature): (status,
+    S3 code); @corrupt: the index of a chunk whose data change after it
+    is signed; @cut: the last chunk never sent"""
+    import hmac
+    total = sum(len(c) for c in chunks)
+    amz = datetime.datetime.utcnow().strftime("%Y%m%dT%H%M%SZ")
+    req = AWSRequest(method="PUT", url=f"http://127.0.0.1:{port}{path}")
+    req.headers["x-amz-content-sha256"] = STREAMING
+    req.headers["Content-Encoding"] = "aws-chunked"
+    req.headers["x-amz-decoded-content-length"] = str(
+        total if decoded is None else decoded)
+    req.context["timestamp"] = amz
+    SigV4Auth(Credentials(AK, SK), "s3", "us-east-1").add_auth(req)
+    amz = req.headers["X-Amz-Date"]
+    seed = req.headers["Authorization"].split("Signature=")[1]
+    scope = f"{amz[:8]}/us-east-1/s3/aws4_request"
+    key = ("AWS4" + SK).encode()
+    for part in (amz[:8], "us-east-1", "s3", "aws4_request"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    body, prev = b"", seed
+    for i, c in enumerate(chunks + [b""]):
+        sts = "\n".join(["AWS4-HMAC-SHA256-PAYLOAD", amz, scope, prev,
+                         hashlib.sha256(b"").hexdigest(),
+                         hashlib.sha256(c).hexdigest()])
+        prev = hmac.new(key, sts.encode(), hashlib.sha256).hexdigest()
+        data = c if i != corrupt else b"X" + c[1:]
+        if cut and i == len(chunks):
+            break
+        body += f"{len(c):x};chunk-signature={prev}\r\n".encode() + data + \
+            b"\r\n"
+    hdrs = dict(req.headers.items())
+    hdrs["Content-Length"] = str(len(body))
+    c = http.client.HTTPConnection("127.0.0.1", int(port), timeout=15)
+    try:
+        c.request("PUT", path, body, hdrs)
+        r = c.getresponse()
+        text = r.read().decode(errors="replace")
+    except (ConnectionError, http.client.HTTPException) as e:
+        return 0, str(e)
+    code = text.split("<Code>")[1].split("<")[0] if "<Code>" in text else ""
+    return r.status, code
+
+
+def step_chunked():
+    """aws-chunked bodies (STREAMING-AWS4-HMAC-SHA256-PAYLOAD)"""
+    s3 = client(READER)
+    chunks = [random.randbytes(65536), random.randbytes(1000),
+              random.randbytes(3 * 1024 * 1024)]
+    st, code = chunked_put(READER, "/photos/chunked", chunks)
+    got = s3.get_object(Bucket="photos", Key="chunked")["Body"].read()
+    check(st == 200 and got == b"".join(chunks), "an aws-chunked PUT of "
+          "three signed chunks through the other gateway: read back",
+          f"{st} {code}")
+    st, code = chunked_put(OWNER, "/photos/chunked", [b"small"])
+    check(st == 200 and s3.get_object(Bucket="photos", Key="chunked")[
+        "Body"].read() == b"small", "a small one (in its entry)",
+        f"{st} {code}")
+    st, code = chunked_put(OWNER, "/photos/chunked", chunks, corrupt=1)
+    check(st == 403 and code == "SignatureDoesNotMatch",
+          "a chunk whose data are not what was signed: "
+          "SignatureDoesNotMatch", f"{st} {code}")
+    st, code = chunked_put(OWNER, "/photos/chunked", chunks, cut=True)
+    check(st in (0, 400), "the last chunk missing: refused", f"{st} {code}")
+    st, code = chunked_put(OWNER, "/photos/chunked", chunks, decoded=5)
+    check(st == 400, "x-amz-decoded-content-length smaller than the "
+          "chunks: refused", f"{st} {code}")
+    st, code = chunked_put(OWNER, "/photos/chunked", chunks,
+                           decoded=len(b"".join(chunks)) + 1)
+    check(st == 400 and code == "IncompleteBody",
+          "x-amz-decoded-content-length larger than the chunks: "
+          "IncompleteBody", f"{st} {code}")
+    check(s3.get_object(Bucket="photos", Key="chunked")["Body"].read() ==
+          b"small", "none of them changed the object")
+    up = s3.create_multipart_upload(Bucket="photos", Key="chunked-mp")[
+        "UploadId"]
+    part = random.randbytes(5 * 1024 * 1024)
+    st, code = chunked_put(OWNER, f"/photos/chunked-mp?partNumber=1&"
+                           f"uploadId={up}", [part[:2 << 20], part[2 << 20:]])
+    lp = s3.list_parts(Bucket="photos", Key="chunked-mp", UploadId=up)
+    check(st == 200 and lp["Parts"][0]["ETag"] ==
+          '"%s"' % hashlib.md5(part).hexdigest(),
+          "an aws-chunked UploadPart: its ETag the MD5 of the data",
+          f"{st} {code}")
+    s3.abort_multipart_upload(Bucket="photos", Key="chunked-mp", UploadId=up)
+    s3.delete_object(Bucket="photos", Key="chunked")
+
+
 def step_checksums():
     """x-amz-checksum-*: checked on PUT and UploadPart, composite at the end"""
     s3, rd = client(OWNER), client(READER)
@@ -901,6 +993,6 @@ def step_cleanup():
  "refused": step_refused, "reread": step_reread, "put-atom": step_put_atom,
  "cut-put": step_cut_put, "cleanup": step_cleanup,
  "copy-delete": step_copy_delete, "checksums": step_checksums,
- "http": step_http, "fo-setup": step_fo_setup,
+ "http": step_http, "chunked": step_chunked, "fo-setup": step_fo_setup,
  "fo-member": step_fo_member, "fo-takeover": step_fo_takeover,
  "fo-after": step_fo_after, "fo-race": step_fo_race}[STEP]()

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <openssl/sha.h>
 #include "sigv4.h"
 
 #define MAX_HDRS 16
@@ -336,6 +337,43 @@ static void test_query_refusals(void **state)
 }
 
 /* the canonical request of AWS's documented GET example, by hand */
+/*
+ * AWS's published example of a signed streaming upload: 65536 bytes of
+ * 'a', then 1024, then the empty last chunk, each signed after the one
+ * before it, the first after the request's (seed) signature
+ */
+static void test_chunk_signatures(void **state)
+{
+	struct sigv4_auth a = { .date = "20130524", .region = "us-east-1",
+				.service = "s3",
+				.amz_date = "20130524T000000Z" };
+	const char *secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+	const char *want[] = {
+		"ad80c730a21e5b8d04586a2213dd63b9a0e99e0e2307b0ade35a65485a288648",
+		"0055627c9e194cb4542bae2aa5492e3c1575bbb81b612b7d234b86a503ef5497",
+		"b6c6ea8a5354eaf15b3cb7646744f4275b71ea724fed81ceb9323e279d449df9",
+	};
+	const size_t sizes[] = { 65536, 1024, 0 };
+	char prev[65] =
+		"4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80a0a9";
+	unsigned char *data = malloc(65536), sha[32];
+	char sig[65];
+
+	memset(data, 'a', 65536);
+	for (int i = 0; i < 3; i++) {
+		SHA256(data, sizes[i], sha);
+		sigv4_chunk_sign(secret, &a, prev, sha, sig);
+		assert_string_equal(sig, want[i]);
+		memcpy(prev, sig, sizeof(prev));
+	}
+	/* one byte else: another signature */
+	data[10] = 'b';
+	SHA256(data, 1024, sha);
+	sigv4_chunk_sign(secret, &a, want[0], sha, sig);
+	assert_string_not_equal(sig, want[1]);
+	free(data);
+}
+
 static void test_canonical_form(void **state)
 {
 	static const char *expect =
@@ -391,6 +429,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_header_refusals),
 		cmocka_unit_test(test_query_refusals),
 		cmocka_unit_test(test_canonical_form),
+		cmocka_unit_test(test_chunk_signatures),
 	};
 
 	if (argc == 2) {
