@@ -53,6 +53,11 @@ int net_connect_nonblock(const uint8_t addr[16], uint16_t port);
  * @rcv_timeout_sec (protocol.md §1).  @host is a name or address.
  */
 int net_connect(const char *host, int port, int rcv_timeout_sec);
+/*
+ * @len bytes on a blocking socket (no SIGPIPE; EINTR taken): 0, or -1
+ * (the peer went, or a send timeout)
+ */
+int net_send_all(int fd, const void *buf, size_t len);
 int net_connect_addr(const uint8_t addr[16], uint16_t port,
 		     int rcv_timeout_sec);
 int net_connect_unix(const char *path);

@@ -15,6 +15,23 @@
 #include "proto.h"
 #include "util.h"
 
+int net_send_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
 int net_set_nonblock(int fd)
 {
 	int fl = fcntl(fd, F_GETFL);

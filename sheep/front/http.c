@@ -38,21 +38,6 @@ int http_configure(const char *spec)
 				&http_port);
 }
 
-static int send_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static void respond(int fd, int code, const char *reason, const char *type,
 		    const char *data, size_t len, bool head_only)
 {
@@ -62,8 +47,8 @@ static void respond(int fd, int code, const char *reason, const char *type,
 			 "Content-Length: %zu\r\nConnection: close\r\n\r\n",
 			 code, reason, type, len);
 
-	if (send_all(fd, head, (size_t)n) == 0 && !head_only)
-		send_all(fd, data, len);
+	if (net_send_all(fd, head, (size_t)n) == 0 && !head_only)
+		net_send_all(fd, data, len);
 }
 
 static void respond_text(int fd, int code, const char *reason,

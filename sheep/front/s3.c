@@ -123,19 +123,9 @@ void s3_no_continue(struct s3_conn *c)
 
 int s3_send(struct s3_conn *c, const void *buf, size_t len)
 {
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			c->close = true;
-			return -1;
-		}
-		p += n;
-		len -= (size_t)n;
+	if (net_send_all(c->fd, buf, len)) {
+		c->close = true;
+		return -1;
 	}
 	return 0;
 }

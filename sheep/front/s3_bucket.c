@@ -340,30 +340,47 @@ void s3b_set_self(const char *id, const char *node)
 			self_boot = 0;
 }
 
+/* under cache_lock: the cached bucket of @rec, NULL if none (a stale
+ * one, deleted and made again or moved, leaves the cache) */
+static struct s3_bucket *cached(const struct s3_bucket_rec *rec)
+{
+	struct s3_bucket *b;
+
+	for (b = cache; b; b = b->next)
+		if (!strcmp(b->rec.name, rec->name))
+			break;
+	if (b && !same_bucket(&b->rec, rec)) {
+		uncache(b);
+		b = NULL;
+	}
+	return b;
+}
+
 int s3b_get(const char *name, struct s3_bucket **out)
 {
 	struct s3_bucket_rec rec;
-	struct s3_bucket *b;
+	struct s3_bucket *b, *fresh;
 	int ret = s3reg_find_bucket(name, &rec);
 
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&cache_lock);
-	for (b = cache; b; b = b->next)
-		if (!strcmp(b->rec.name, name))
-			break;
-	if (b && !same_bucket(&b->rec, &rec)) {
-		uncache(b);	/* deleted and made again */
-		b = NULL;
-	}
+	b = cached(&rec);
 	if (!b) {
-		b = bucket_new(&rec);
-		if (!b) {
-			pthread_mutex_unlock(&cache_lock);
+		/* its volumes are looked up without the lock (cluster I/O) */
+		pthread_mutex_unlock(&cache_lock);
+		fresh = bucket_new(&rec);
+		if (!fresh)
 			return -2;
+		pthread_mutex_lock(&cache_lock);
+		b = cached(&rec);	/* another thread's, meanwhile */
+		if (b) {
+			bucket_free(fresh);
+		} else {
+			b = fresh;
+			b->next = cache;
+			cache = b;
 		}
-		b->next = cache;
-		cache = b;
 	}
 	b->refs++;
 	pthread_mutex_unlock(&cache_lock);

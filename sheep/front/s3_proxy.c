@@ -43,21 +43,6 @@ static int split_target(const char *target, char *host, size_t size,
 	return *port > 0 && *port < 65536 ? 0 : -1;
 }
 
-static int send_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* the head, its Connection header (if any) replaced by one that closes */
 static int send_head(int fd, const char *head, size_t len)
 {
@@ -68,11 +53,11 @@ static int send_head(int fd, const char *head, size_t len)
 		size_t n = eol ? (size_t)(eol - p) + 2 : (size_t)(end - p);
 
 		if (!(n > 11 && !strncasecmp(p, "connection:", 11)) &&
-		    send_all(fd, p, n))
+		    net_send_all(fd, p, n))
 			return -1;
 		p += n;
 	}
-	return send_all(fd, "Connection: close\r\n\r\n", 21);
+	return net_send_all(fd, "Connection: close\r\n\r\n", 21);
 }
 
 /* the client's body bytes that came with the head */
@@ -81,7 +66,7 @@ static int send_buffered(struct s3_conn *c, int fd, char *buf)
 	while (s3_body_buffered(c)) {
 		ssize_t n = s3_body_read(c, buf, RELAY_CHUNK);
 
-		if (n <= 0 || send_all(fd, buf, (size_t)n))
+		if (n <= 0 || net_send_all(fd, buf, (size_t)n))
 			return -1;
 	}
 	return 0;
@@ -120,7 +105,7 @@ static void relay(struct s3_conn *c, int fd, char *buf)
 			if (got <= 0)
 				return;	/* the client went */
 			/* the owner refused early: the rest is not wanted */
-			if (send_all(fd, buf, (size_t)got))
+			if (net_send_all(fd, buf, (size_t)got))
 				body = false;
 			body = body && s3_body_left(c) > 0;
 		}
