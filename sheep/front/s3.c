@@ -11,8 +11,8 @@
  * one of S3_WORKERS threads, which serves the request with blocking I/O
  * (each read and send within S3_IO_SEC) and the cluster's requests
  * (front_exec, gw_exec_sync), then hands the connection back to the poller
- * if it is kept alive.  At most S3_MAX_CONNS connections: one more is
- * answered 503 and closed.  Nothing here runs on the main loop.
+ * if it is kept alive.  At most S3_MAX_CONNS connections, and
+ * S3_MAX_PER_PEER from one address: one more is answered 503 and closed.  Nothing here runs on the main loop.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -30,6 +31,7 @@
 #include "front/s3.h"
 
 #define S3_MAX_CONNS	256
+#define S3_MAX_PER_PEER	64	/* connections from one address */
 #define S3_WORKERS	8
 #define S3_HEAD_SEC	10
 #define S3_IDLE_SEC	60
@@ -42,6 +44,7 @@ enum conn_state { C_FREE, C_HEAD, C_QUEUED, C_BUSY };
 struct s3_conn {
 	int fd;
 	enum conn_state state;
+	uint8_t peer[16];		/* the client's address (v4 mapped) */
 	uint64_t since;			/* ms: the head began, or idle since */
 	size_t got;			/* bytes in buf */
 	size_t head_len;		/* of the request served */
@@ -275,15 +278,30 @@ static void readable(struct s3_conn *c)
 	head_check(c);
 }
 
-static struct s3_conn *slot_take(int fd)
+/*
+ * A free slot for @fd from @peer: NULL if none, or if the peer holds
+ * S3_MAX_PER_PEER already (*@busy_peer), so that one client cannot take
+ * every slot
+ */
+static struct s3_conn *slot_take(int fd, const uint8_t peer[16],
+				 bool *busy_peer)
 {
 	struct s3_conn *c = NULL;
+	int same = 0;
 
 	pthread_mutex_lock(&lock);
-	for (int i = 0; i < S3_MAX_CONNS && !c; i++)
-		if (conns[i].state == C_FREE)
+	for (int i = 0; i < S3_MAX_CONNS; i++) {
+		if (conns[i].state == C_FREE && !c)
 			c = &conns[i];
+		else if (conns[i].state != C_FREE &&
+			 !memcmp(conns[i].peer, peer, 16))
+			same++;
+	}
+	*busy_peer = same >= S3_MAX_PER_PEER;
+	if (*busy_peer)
+		c = NULL;
 	if (c) {
+		memcpy(c->peer, peer, 16);
 		c->state = C_HEAD;
 		c->fd = fd;
 		c->got = 0;
@@ -295,16 +313,36 @@ static struct s3_conn *slot_take(int fd)
 	return c;
 }
 
+/* the address of a peer, IPv4 as IPv4-mapped IPv6 */
+static void peer_of(const struct sockaddr_storage *sa, uint8_t out[16])
+{
+	memset(out, 0, 16);
+	if (sa->ss_family == AF_INET6) {
+		memcpy(out, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+	} else if (sa->ss_family == AF_INET) {
+		out[10] = out[11] = 0xff;
+		memcpy(out + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+	}
+}
+
 static void accept_one(void)
 {
-	int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	struct sockaddr_storage sa;
+	socklen_t slen = sizeof(sa);
+	int fd = accept4(listen_fd, (struct sockaddr *)&sa, &slen,
+			 SOCK_CLOEXEC | SOCK_NONBLOCK);
 	struct s3_conn *c;
+	uint8_t peer[16];
+	bool busy_peer;
 
 	if (fd < 0)
 		return;	/* EAGAIN, or EMFILE: the next round */
-	c = slot_take(fd);
+	peer_of(&sa, peer);
+	c = slot_take(fd, peer, &busy_peer);
 	if (!c) {
-		refuse(fd, 503, "Service Unavailable");
+		refuse(fd, 503, busy_peer ? "Service Unavailable (too many "
+		       "connections from this address)" :
+		       "Service Unavailable");
 		close(fd);
 		return;
 	}

@@ -338,6 +338,25 @@ def step_refused():
           "20 clients with half a head each: a request is still served")
     for s in slow:
         s.close()
+    # one address holds at most 64 connections: the 65th is refused,
+    # and a client at another address is served meanwhile
+    many = []
+    for _ in range(65):
+        c = socket.socket()
+        c.bind(("127.0.0.2", 0))
+        c.settimeout(10)
+        c.connect(("127.0.0.1", int(OWNER)))
+        many.append(c)
+    try:
+        first = many[-1].recv(200)
+    except socket.timeout:
+        first = b"nothing"
+    names = [b["Name"] for b in s3.list_buckets()["Buckets"]]
+    check(first.startswith(b"HTTP/1.1 503") and names == ["photos"],
+          "65 connections from one address: the 65th is answered 503, "
+          "another address is served", repr(first[:60]))
+    for c in many:
+        c.close()
     silent.settimeout(20)
     try:
         gone = silent.recv(1) == b""
