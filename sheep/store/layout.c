@@ -81,10 +81,13 @@ static bool is_sub_name(const char *name)
 
 int layout_make(int dfd, bool nosync)
 {
+	return layout_tree() ? layout_make_tree(dfd, nosync) : 0;
+}
+
+int layout_make_tree(int dfd, bool nosync)
+{
 	char pre[8];
 
-	if (!layout_tree())
-		return 0;
 	for (int sub = 0; sub < LAYOUT_SUB_TOP; sub++) {
 		layout_prefix(sub, pre, sizeof(pre));
 		pre[strlen(pre) - 1] = 0;	/* no slash */

@@ -149,6 +149,14 @@ int store_set_layout(const char *name)
 		return SD_RES_NO_STORE;
 	if (tree == layout_tree())
 		return SD_RES_SUCCESS;
+	/*
+	 * The subdirectories first: a disk check (the watch, or an open
+	 * that found no file) that sees a tree store without them fails
+	 * the disk, and the node would leave in the middle of a format.
+	 */
+	for_each_disk(s)
+		if (tree && layout_make_tree(md_dir_fd(s), store_sync_off()))
+			return SD_RES_EIO;
 	layout_set_tree(tree);
 	sd_notice("object store: %s", name);
 	fdc_drop_all();		/* names open under the old paths */

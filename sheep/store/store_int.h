@@ -62,6 +62,8 @@ void layout_prefix(int sub, char *buf, size_t len);
 void layout_rel(char *buf, size_t len, struct obj_key k, const char *sfx);
 /* a tree store's subdirectories in the object directory @dfd (synced) */
 int layout_make(int dfd, bool nosync);
+/* the tree store's subdirectories, whichever layout is set */
+int layout_make_tree(int dfd, bool nosync);
 /* remove them where empty */
 void layout_unmake(int dfd);
 /* does @dfd have what the layout needs (a tree's subdirectories)? */

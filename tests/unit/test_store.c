@@ -23,6 +23,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <string.h>
+#include <pthread.h>
 #include <unistd.h>
 #include <sys/stat.h>
 #include <cmocka.h>
@@ -1051,6 +1052,43 @@ static void test_layout_convert(void **state)
 	assert_string_equal(layout_tree() ? "tree" : "plain", was);
 }
 
+static volatile int switching;
+
+/* md_healthy on the only disk while the layout flips under it */
+static void *check_disk(void *arg)
+{
+	int *bad = arg;
+
+	while (__atomic_load_n(&switching, __ATOMIC_ACQUIRE))
+		if (!md_healthy(0, false))
+			(*bad)++;
+	return NULL;
+}
+
+/*
+ * A disk check during a change to the tree store (a format, a node
+ * joining a cluster formatted -b tree) never sees a tree store without
+ * its subdirectories: it would fail the disk, and the node leave.  ci32's
+ * test 180 lost a joining node's disk this way.
+ */
+static void test_layout_switch_healthy(void **state)
+{
+	const char *was = layout_tree() ? "tree" : "plain";
+	const char *other = layout_tree() ? "plain" : "tree";
+	pthread_t t;
+	int bad = 0;
+
+	switching = 1;
+	assert_int_equal(pthread_create(&t, NULL, check_disk, &bad), 0);
+	for (int round = 0; round < 40; round++)
+		assert_int_equal(store_set_layout(round & 1 ? was : other),
+				 SD_RES_SUCCESS);
+	__atomic_store_n(&switching, 0, __ATOMIC_RELEASE);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(bad, 0);
+	assert_true(md_healthy(0, false));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1079,6 +1117,7 @@ int main(void)
 		cmocka_unit_test(test_strips_stale_version),
 		cmocka_unit_test(test_unknown_names_skipped),
 		cmocka_unit_test(test_layout_convert),
+		cmocka_unit_test(test_layout_switch_healthy),
 	};
 	int failed = cmocka_run_group_tests_name("store", tests, setup,
 						 teardown);
