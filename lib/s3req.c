@@ -66,18 +66,23 @@ static int one_param(const char *p, const char *e, struct s3_param *pr)
 	pr->value = malloc(vsize);
 	if (!pr->value)
 		return -1;
-	if (eq)
-		n = s3_pct_decode(eq + 1, (size_t)(e - eq - 1), pr->value,
-				  vsize);
+	if (eq) {
+		size_t raw = (size_t)(e - eq - 1);
+
+		/* a '+' as sent is a space; one sent as %2B is a '+' */
+		memcpy(pr->value, eq + 1, raw);
+		for (size_t i = 0; i < raw; i++)
+			if (pr->value[i] == '+')
+				pr->value[i] = ' ';
+		/* in place: no byte is written before it is read */
+		n = s3_pct_decode(pr->value, raw, pr->value, vsize);
+	}
 	if (n < 0) {
 		free(pr->value);
 		pr->value = NULL;
 		return -1;
 	}
 	pr->value[n] = 0;
-	for (int i = 0; i < n; i++)
-		if (pr->value[i] == '+')
-			pr->value[i] = ' ';
 	return 0;
 }
 

@@ -64,6 +64,16 @@ static void test_query(void **state)
 	assert_true(p[3].has_value);
 	assert_string_equal(p[3].value, "");
 	s3_params_free(p, n);
+	/*
+	 * %2B is a '+', only a '+' as sent a space: a SigV2 signature
+	 * (base64) or a prefix with a '+' was read with a space
+	 */
+	q = "Signature=a%2Bb%2F%3D&prefix=x%2By+z";
+	n = s3_parse_query(q, strlen(q), p, 4);
+	assert_int_equal(n, 2);
+	assert_string_equal(p[0].value, "a+b/=");
+	assert_string_equal(p[1].value, "x+y z");
+	s3_params_free(p, n);
 	/* one too many, a bad escape */
 	q = "a&b&c&d&e";
 	assert_int_equal(s3_parse_query(q, strlen(q), p, 4), -1);
