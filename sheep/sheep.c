@@ -50,7 +50,7 @@ static int ready_fd = -1;
 static int lock_fd = -1;
 
 enum { OPT_NBD = 256, OPT_ADMIN_FROM, OPT_CLUSTER_KEY, OPT_BUDGET, OPT_HTTP,
-       OPT_RDMA, OPT_S3 };
+       OPT_RDMA, OPT_S3, OPT_S3_DOMAIN };
 
 static const struct option long_opts[] = {
 	{ "bindaddr", required_argument, NULL, 'b' },
@@ -80,6 +80,7 @@ static const struct option long_opts[] = {
 	{ "max-dynamic-threads", required_argument, NULL, 'x' },
 	{ "http", required_argument, NULL, OPT_HTTP },
 	{ "s3", required_argument, NULL, OPT_S3 },
+	{ "s3-domain", required_argument, NULL, OPT_S3_DOMAIN },
 	{ "rdma", required_argument, NULL, OPT_RDMA },
 	{ NULL, 0, NULL, 0 },
 };
@@ -121,9 +122,11 @@ static void usage(FILE *f)
 "  -n, --nosync           do not sync writes (tests, benchmarks)\n"
 "  -p, --port PORT        TCP port (default 7000)\n"
 "  -P, --pidfile FILE     write the daemon's PID to FILE\n"
-"      --s3 [ADDR:]PORT   serve object storage (S3, path-style, SigV4)\n"
+"      --s3 [ADDR:]PORT   serve object storage (S3, and Swift under /v1/)\n"
 "                         on PORT; ADDR defaults to --bindaddr's; users\n"
 "                         come from dog s3 user create\n"
+"      --s3-domain NAME   also take a Host of BUCKET.NAME as the bucket\n"
+"                         (virtual-host style); the same on every gateway\n"
 "  -u, --upgrade          accepted: an older store is always upgraded at\n"
 "                         start-up\n"
 "  -w, --wq-threads io=N  threads of store I/O (default 8, at most 64)\n"
@@ -251,6 +254,11 @@ static int check_option_pairs(void)
 	}
 	if (sys.fixed_vnodes && sys.gateway) {
 		fprintf(stderr, "-V with -g: a gateway has no vnodes\n");
+		return -1;
+	}
+	if (strcmp(s3_domain(), "-") && !s3_enabled()) {
+		fprintf(stderr, "--s3-domain without --s3: there is no S3 "
+			"endpoint to take it\n");
 		return -1;
 	}
 	return 0;
@@ -809,6 +817,14 @@ int main(int argc, char **argv)
 		case OPT_S3:
 			if (s3_configure(optarg)) {
 				fprintf(stderr, "invalid --s3 '%s'\n", optarg);
+				return 1;
+			}
+			break;
+		case OPT_S3_DOMAIN:
+			if (s3_set_domain(optarg)) {
+				fprintf(stderr, "invalid --s3-domain '%s': a "
+					"domain name (letters, digits, dots, "
+					"dashes)\n", optarg);
 				return 1;
 			}
 			break;

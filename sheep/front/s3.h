@@ -17,6 +17,15 @@
 
 /* s3_api.c: sheep --s3, 0 or -1 for a bad spec */
 int s3_configure(const char *spec);
+/*
+ * s3_proxy.c: --s3-domain: a Host of BUCKET.@name names the bucket (virtual-host
+ * style): 0, or -1 if @name is no domain name
+ */
+int s3_set_domain(const char *name);
+/* is --s3 given? */
+bool s3_enabled(void);
+/* that domain, "-" if none (relayed writes carry it to the owner) */
+const char *s3_domain(void);
 /* s3_api.c: start the endpoint if configured: 0 or -1 (said in the log) */
 int s3_init(const char *default_addr);
 

@@ -9,7 +9,8 @@
  * conditions, user metadata and Content-MD5.  Every request is signed
  * (SigV4: an Authorization header or a presigned URL).  A subresource,
  * header or request this file does not implement is answered
- * NotImplemented, never accepted and ignored.
+ * NotImplemented, never accepted and ignored.  Signatures are checked in
+ * s3_auth.c.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -22,7 +23,6 @@
 #include <time.h>
 #include <openssl/evp.h>
 #include "net.h"
-#include "sigv4.h"
 #include "s3names.h"
 #include "s3req.h"
 #include "util.h"
@@ -33,16 +33,66 @@
 #include "front/s3_reg.h"
 #include "front/s3_resp.h"
 
-#define SKEW_SEC	900
-#define STREAMING_SIGNED	"STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
+
+/*
+ * Virtual-host style: a Host of BUCKET.DOMAIN[:PORT] names the bucket
+ * (into x->vhost), the path then being the key.  A write relayed by
+ * another gateway says which domain that one parsed it with: parsed here
+ * under another, the key would be taken for a bucket.  0, or answered.
+ */
+static int parse_vhost(struct s3_ctx *x)
+{
+	const char *domain = s3_domain();
+	size_t n, d = strcmp(domain, "-") ? strlen(domain) : 0;
+	char host[320], relayed[260];
+	char *colon;
+
+	if (s3_header(x, "x-kelpie-s3-domain", relayed, sizeof(relayed)) &&
+	    strcmp(relayed, s3_domain())) {
+		s3_error(x, 503, "ServiceUnavailable", "A gateway with "
+			 "--s3-domain %s relayed this request to one with %s: "
+			 "start every gateway with the same --s3-domain",
+			 relayed, s3_domain());
+		return -1;
+	}
+	if (!d || !s3_header(x, "host", host, sizeof(host)))
+		return 0;
+	colon = strrchr(host, ':');
+	if (colon && host[0] != '[')
+		*colon = 0;
+	for (char *p = host; *p; p++)
+		*p = (char)tolower((unsigned char)*p);
+	n = strlen(host);
+	if (n <= d + 1 || host[n - d - 1] != '.' || strcmp(host + n - d, domain))
+		return 0;	/* path-style: the domain itself, an address */
+	if (n - d - 1 >= sizeof(x->vhost)) {
+		s3_error(x, 400, "InvalidBucketName", "The specified bucket is "
+			 "not valid.");
+		return -1;
+	}
+	memcpy(x->vhost, host, n - d - 1);
+	x->vhost[n - d - 1] = 0;
+	return 0;
+}
 
 /* the target's bucket and key, and the query: false if malformed */
 static bool parse_target(struct s3_ctx *x)
 {
-	int n = s3_parse_path(x->r->path, x->r->path_len, x->bucket,
-			      sizeof(x->bucket), x->key, sizeof(x->key),
-			      &x->klen);
+	size_t blen = strlen(x->vhost), len = x->r->path_len;
+	char *path = (char *)x->r->path;
+	int n;
 
+	if (blen) {	/* as "/BUCKET/KEY" */
+		path = xmalloc(blen + 1 + len + 1);
+		path[0] = '/';
+		memcpy(path + 1, x->vhost, blen);
+		memcpy(path + 1 + blen, x->r->path, len);
+		len += blen + 1;
+	}
+	n = s3_parse_path(path, len, x->bucket, sizeof(x->bucket), x->key,
+			  sizeof(x->key), &x->klen);
+	if (blen)
+		free(path);
 	if (n < 0)
 		return false;
 	x->has_bucket = n >= 1;
@@ -52,118 +102,6 @@ static bool parse_target(struct s3_ctx *x)
 	return x->nr_params >= 0;
 }
 
-/* ---- authentication ---- */
-
-static bool parse_amz_date(const char *s, time_t *t)
-{
-	struct tm tm = { 0 };
-	const char *end = strptime(s, "%Y%m%dT%H%M%SZ", &tm);
-
-	if (!end || *end)
-		return false;
-	*t = timegm(&tm);
-	return true;
-}
-
-/* the signature and the time: 0, or the error has been answered */
-static int authenticate(struct s3_ctx *x)
-{
-	const struct http_header *auth = http_header(x->r, "authorization");
-	struct sigv4_hdr hdrs[HTTP_MAX_HEADERS];
-	struct sigv4_auth a;
-	struct sigv4_req sr = { 0 };
-	char amz_date[32];
-	time_t t, now = time(NULL);
-	int ret;
-
-	if ((auth && auth->vlen >= 4 && !memcmp(auth->value, "AWS ", 4)) ||
-	    (!auth && s3_param_get(x, "AWSAccessKeyId") && s3_param_get(x, "Signature"))) {
-		s3_error(x, 501, "NotImplemented", "Signature Version 2 is not "
-		      "supported; sign requests with Signature Version 4");
-		return -1;
-	}
-	if (auth) {
-		const char *d = s3_header(x, "x-amz-date", amz_date,
-				       sizeof(amz_date));
-
-		ret = sigv4_parse_header(auth->value, auth->vlen, d,
-					 d ? strlen(d) : 0, &a);
-	} else if (s3_param_get(x, "X-Amz-Algorithm")) {
-		ret = sigv4_parse_query(x->r->query, x->r->query_len, &a);
-	} else {
-		s3_error(x, 403, "AccessDenied", "Anonymous access is not "
-		      "allowed: sign the request");
-		return -1;
-	}
-	if (ret || strcmp(a.service, "s3") || !parse_amz_date(a.amz_date, &t)) {
-		s3_error(x, 400, "AuthorizationHeaderMalformed", "The signature "
-		      "of the request cannot be parsed");
-		return -1;
-	}
-	ret = s3reg_find_key(a.access_key, &x->user);
-	if (ret == -2) {
-		s3_error(x, 503, "ServiceUnavailable", "The registry of users "
-		      "cannot be read now");
-		return -1;
-	}
-	if (ret) {
-		s3_error(x, 403, "InvalidAccessKeyId", "The access key %s is not "
-		      "known", a.access_key);
-		return -1;
-	}
-	if (a.presigned) {
-		snprintf(x->payload_hash, sizeof(x->payload_hash),
-			 "UNSIGNED-PAYLOAD");
-	} else if (!s3_header(x, "x-amz-content-sha256", x->payload_hash,
-			   sizeof(x->payload_hash))) {
-		s3_error(x, 400, "InvalidRequest", "Missing required header for "
-		      "this request: x-amz-content-sha256");
-		return -1;
-	}
-	x->streaming = !strcmp(x->payload_hash, STREAMING_SIGNED);
-	if (!strncmp(x->payload_hash, "STREAMING-", 10) && !x->streaming) {
-		s3_error(x, 501, "NotImplemented", "%s uploads are not "
-			 "supported: STREAMING-AWS4-HMAC-SHA256-PAYLOAD is",
-			 x->payload_hash);
-		return -1;
-	}
-	if (strcmp(x->payload_hash, "UNSIGNED-PAYLOAD") && !x->streaming &&
-	    strlen(x->payload_hash) != 64) {
-		s3_error(x, 400, "InvalidArgument", "x-amz-content-sha256 must be "
-		      "UNSIGNED-PAYLOAD or a SHA-256 in hex");
-		return -1;
-	}
-	for (size_t i = 0; i < x->r->nr_hdrs; i++) {
-		hdrs[i].name = x->r->hdrs[i].name;
-		hdrs[i].nlen = x->r->hdrs[i].nlen;
-		hdrs[i].value = x->r->hdrs[i].value;
-		hdrs[i].vlen = x->r->hdrs[i].vlen;
-	}
-	sr.method = x->method;
-	sr.path = x->r->path;
-	sr.path_len = x->r->path_len;
-	sr.query = x->r->query;
-	sr.query_len = x->r->query_len;
-	sr.hdrs = hdrs;
-	sr.nr_hdrs = x->r->nr_hdrs;
-	sr.payload_hash = x->payload_hash;
-	x->auth = a;	/* the seed of an aws-chunked body's signatures */
-	if (!sigv4_verify(&sr, &a, x->user.secret)) {
-		s3_error(x, 403, "SignatureDoesNotMatch", "The request signature "
-		      "we calculated does not match the signature you "
-		      "provided. Check your key and signing method.");
-		return -1;
-	}
-	if (a.presigned ? now > t + (time_t)a.expires || t > now + SKEW_SEC :
-	    t > now + SKEW_SEC || t < now - SKEW_SEC) {
-		s3_error(x, 403, a.presigned ? "AccessDenied" :
-		      "RequestTimeTooSkewed", a.presigned ?
-		      "Request has expired" : "The difference between the "
-		      "request time and the server's time is too large");
-		return -1;
-	}
-	return 0;
-}
 /* ---- buckets ---- */
 
 static void list_buckets(struct s3_ctx *x)
@@ -420,7 +358,7 @@ static void s3_serve(struct s3_conn *c)
 		s3_close_after(c);
 	}
 	x->buf = xmalloc(S3_IO_CHUNK);
-	if (swift_request(x))
+	if (swift_request(x) || parse_vhost(x))
 		goto out;
 	if (!parse_target(x)) {
 		s3_error(x, 400, "InvalidURI", "Couldn't parse the specified URI.");
@@ -430,7 +368,7 @@ static void s3_serve(struct s3_conn *c)
 		s3_error(x, 400, "InvalidArgument", "An object key is empty");
 		goto out;
 	}
-	if (authenticate(x))
+	if (s3_authenticate(x))
 		goto out;
 	route(x);
 out:
@@ -446,6 +384,11 @@ static int s3_port;
 int s3_configure(const char *spec)
 {
 	return net_parse_listen(spec, s3_addr, sizeof(s3_addr), &s3_port);
+}
+
+bool s3_enabled(void)
+{
+	return s3_port != 0;
 }
 
 /*

@@ -6,9 +6,13 @@
  * place of any Connection header (signers leave that header out); then
  * the body one way and the answer the other, until the owner closes.  The
  * client's connection is closed after it: its answer ends with the
- * owner's.  Until buckets' data is written where it arrives (segments and
- * leases, doc/object-storage.md), the owner carries every write.
+ * owner's.  The relay says which --s3-domain it parsed the request under
+ * (virtual-host style, s3_api.c), so that an owner given another refuses
+ * it rather than read it otherwise.  Until buckets' data is written where
+ * it arrives (segments and leases, doc/object-storage.md), the owner
+ * carries every write.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -24,6 +28,26 @@
 
 #define RELAY_CHUNK	65536
 #define RELAY_SEC	30
+
+static char domain[256];
+
+int s3_set_domain(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (!n || n >= sizeof(domain) || name[0] == '.' || name[n - 1] == '.' ||
+	    strspn(name, "abcdefghijklmnopqrstuvwxyz"
+		   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") != n)
+		return -1;
+	for (size_t i = 0; i <= n; i++)
+		domain[i] = (char)tolower((unsigned char)name[i]);
+	return 0;
+}
+
+const char *s3_domain(void)
+{
+	return domain[0] ? domain : "-";
+}
 
 /* "ADDR:PORT" (the last colon splits): 0 or -1 */
 static int split_target(const char *target, char *host, size_t size,
@@ -43,21 +67,35 @@ static int split_target(const char *target, char *host, size_t size,
 	return *port > 0 && *port < 65536 ? 0 : -1;
 }
 
-/* the head, its Connection header (if any) replaced by one that closes */
+/* a header the relay replaces: Connection, and the domain it says */
+static bool replaced(const char *p, size_t n)
+{
+	return (n > 11 && !strncasecmp(p, "connection:", 11)) ||
+	       (n > 19 && !strncasecmp(p, "x-kelpie-s3-domain:", 19));
+}
+
+/*
+ * The head, its Connection header (if any) replaced by one that closes,
+ * with the --s3-domain this gateway parsed it with (a client's own such
+ * header dropped)
+ */
 static int send_head(int fd, const char *head, size_t len)
 {
 	const char *p = head, *end = head + len - 2;	/* the last CRLF */
+	char tail[320];
+	int n;
 
 	while (p < end) {
 		const char *eol = memmem(p, (size_t)(end - p), "\r\n", 2);
 		size_t n = eol ? (size_t)(eol - p) + 2 : (size_t)(end - p);
 
-		if (!(n > 11 && !strncasecmp(p, "connection:", 11)) &&
-		    net_send_all(fd, p, n))
+		if (!replaced(p, n) && net_send_all(fd, p, n))
 			return -1;
 		p += n;
 	}
-	return net_send_all(fd, "Connection: close\r\n\r\n", 21);
+	n = snprintf(tail, sizeof(tail), "X-Kelpie-S3-Domain: %s\r\n"
+		     "Connection: close\r\n\r\n", s3_domain());
+	return net_send_all(fd, tail, (size_t)n);
 }
 
 /* the client's body bytes that came with the head */

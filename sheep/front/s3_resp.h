@@ -34,6 +34,8 @@ struct s3_ctx {
 	size_t klen;
 	bool has_bucket, has_key, head;
 	bool swift;			/* a Swift request (swift.c) */
+	/* virtual-host style: the bucket Host names under --s3-domain */
+	char vhost[64];
 	struct s3_param params[S3_MAX_PARAMS];
 	int nr_params;
 	struct s3_user user;		/* who signed it */
@@ -85,6 +87,8 @@ void s3_internal(struct s3_ctx *x, const char *what);
 
 /* the query parameter @name, NULL if absent */
 const struct s3_param *s3_param_get(const struct s3_ctx *x, const char *name);
+/* s3_auth.c: the signature, its user and time: 0, or answered */
+int s3_authenticate(struct s3_ctx *x);
 /* the first parameter not in @known (NULL-ended), but for signatures */
 const char *s3_unknown_param(const struct s3_ctx *x,
 			     const char *const *known);

@@ -10,7 +10,9 @@ stderr.
 """
 import base64
 import datetime
+import email.utils
 import hashlib
+import hmac
 import http.client
 import os
 import random
@@ -18,6 +20,7 @@ import socket
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import zlib
 
@@ -265,15 +268,16 @@ def step_auth():
     except urllib.error.HTTPError as e:
         check(e.code == 403 and b"AccessDenied" in e.read(),
               "an anonymous GET: AccessDenied")
-    # SigV2 presigned: refused as not implemented, not as a bad signature
+    # a SigV2 URL with a forged signature
     try:
         urllib.request.urlopen(f"http://127.0.0.1:{OWNER}/photos/a/small.txt"
-                               f"?AWSAccessKeyId={AK}&Expires=9999999999"
-                               "&Signature=abc")
-        fail("a SigV2 URL: accepted")
+                               f"?AWSAccessKeyId={AK}&Expires="
+                               f"{int(time.time()) + 60}&Signature="
+                               "AAAAAAAAAAAAAAAAAAAAAAAAAAA%3D")
+        fail("a forged SigV2 URL: accepted")
     except urllib.error.HTTPError as e:
-        check(e.code == 501 and b"NotImplemented" in e.read(),
-              "a SigV2 URL: NotImplemented")
+        check(e.code == 403 and b"SignatureDoesNotMatch" in e.read(),
+              "a forged SigV2 URL: SignatureDoesNotMatch")
     # a body other than the one signed, of the same length
     body = b"the signed body!"
     hdrs = signed_headers(OWNER, "PUT", "/photos/sha", body)
@@ -995,6 +999,149 @@ def step_cut_put():
     time.sleep(60)
 
 
+DOMAIN = "s3.kelpie.test"
+_getaddrinfo = socket.getaddrinfo
+
+
+def _resolve(host, *a, **kw):
+    """BUCKET.s3.kelpie.test is this host: no DNS in the test"""
+    if isinstance(host, str) and (host == DOMAIN or
+                                  host.endswith("." + DOMAIN)):
+        host = "127.0.0.1"
+    return _getaddrinfo(host, *a, **kw)
+
+
+def client_as(port, sig="s3v4", style="path", sk=SK):
+    socket.getaddrinfo = _resolve
+    host = DOMAIN if style == "virtual" else "127.0.0.1"
+    return boto3.client(
+        "s3", endpoint_url=f"http://{host}:{port}",
+        aws_access_key_id=AK, aws_secret_access_key=sk,
+        region_name="us-east-1",
+        config=Config(s3={"addressing_style": style},
+                      signature_version=sig,
+                      retries={"max_attempts": 1}))
+
+
+def step_sigv2_vhost():
+    """SigV2 (headers, presigned), virtual-host style, and both"""
+    data = random.randbytes(300 * 1024)
+    v2, v2r = client_as(OWNER, "s3"), client_as(READER, "s3")
+    v2.put_object(Bucket="photos", Key="v2/a", Body=data,
+                  Metadata={"sig": "two"})
+    g = v2r.get_object(Bucket="photos", Key="v2/a", Range="bytes=10-99")
+    check(g["Body"].read() == data[10:100] and
+          g["Metadata"] == {"sig": "two"},
+          "SigV2: a PUT through the owner, a ranged GET through the other")
+    # the other gateway relays a write (the client's signature checked
+    # by the owner); the subresources uploadId and partNumber are signed:
+    # parts through both (botocore's SigV2 signs "?uploads" twice in
+    # CreateMultipartUpload, so SigV4 creates the upload)
+    r = v2r.put_object(Bucket="photos", Key="v2/b", Body=data)
+    check(r["ETag"] == '"%s"' % hashlib.md5(data).hexdigest(),
+          "SigV2: a PUT relayed by the other gateway")
+    part = random.randbytes(5 * 1024 * 1024)
+    up = client(READER).create_multipart_upload(Bucket="photos", Key="v2/mp")
+    e1 = v2.upload_part(Bucket="photos", Key="v2/mp", PartNumber=1,
+                        UploadId=up["UploadId"], Body=part)["ETag"]
+    e2 = v2r.upload_part(Bucket="photos", Key="v2/mp", PartNumber=2,
+                         UploadId=up["UploadId"], Body=b"end")["ETag"]
+    v2.complete_multipart_upload(
+        Bucket="photos", Key="v2/mp", UploadId=up["UploadId"],
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e1},
+                                   {"PartNumber": 2, "ETag": e2}]})
+    check(v2r.get_object(Bucket="photos", Key="v2/mp")["Body"].read() ==
+          part + b"end", "SigV2: a multipart upload through both gateways")
+    # (ListObjectsV2 too: botocore signs its "?list-type=2")
+    keys = [o["Key"] for o in v2.list_objects(
+        Bucket="photos", Prefix="v2/")["Contents"]]
+    check(keys == ["v2/a", "v2/b", "v2/mp"], "SigV2: a listing", str(keys))
+    url = v2.generate_presigned_url(
+        "get_object", Params={"Bucket": "photos", "Key": "v2/a"},
+        ExpiresIn=60)
+    check("AWSAccessKeyId=" in url and
+          urllib.request.urlopen(url).read() == data,
+          "SigV2: a presigned GET", url)
+    for what, bad, want in (
+            ("changed", url.replace("v2/a", "v2/b"), b"SignatureDoesNotMatch"),
+            ("expired", None, b"expired"),
+            ("a month ahead", None, b"a week")):
+        if bad is None:
+            t = int(time.time()) + (-10 if what == "expired" else 30 * 86400)
+            sig = base64.b64encode(hmac_sha1(
+                SK, f"GET\n\n\n{t}\n/photos/v2/a")).decode()
+            bad = (f"http://127.0.0.1:{OWNER}/photos/v2/a?AWSAccessKeyId="
+                   f"{AK}&Expires={t}&Signature="
+                   + urllib.parse.quote(sig, safe=""))
+        try:
+            urllib.request.urlopen(bad)
+            fail(f"a SigV2 URL {what}: accepted")
+        except urllib.error.HTTPError as e:
+            check(e.code == 403 and want in e.read(),
+                  f"a SigV2 URL {what}: 403")
+    expect_error("SigV2 with a wrong secret: SignatureDoesNotMatch",
+                 ("SignatureDoesNotMatch", 403),
+                 client_as(OWNER, "s3", sk=SK[:-1] + "?").list_buckets)
+    # a date an hour old, signed as it is
+    d = email.utils.formatdate(time.time() - 3600, usegmt=True)
+    sig = base64.b64encode(hmac_sha1(SK, f"GET\n\n\n{d}\n/photos/v2/a"))
+    st, body = plain_req(OWNER, "GET", "/photos/v2/a", b"",
+                         {"Date": d, "Authorization":
+                          f"AWS {AK}:{sig.decode()}"})
+    check(st == 403 and b"RequestTimeTooSkewed" in body,
+          "SigV2 with a date an hour old: RequestTimeTooSkewed",
+          f"{st} {body[:200]}")
+    # virtual-host style: the bucket in Host, SigV4 and SigV2
+    vh, vhr = client_as(OWNER, style="virtual"), client_as(READER, "s3",
+                                                           "virtual")
+    vh.create_bucket(Bucket="vhost")
+    vhr.put_object(Bucket="vhost", Key="k/one", Body=data)
+    vh.put_object(Bucket="vhost", Key="k/two", Body=b"two")
+    keys = [o["Key"] for o in vhr.list_objects(Bucket="vhost")["Contents"]]
+    check(keys == ["k/one", "k/two"] and
+          vh.get_object(Bucket="vhost", Key="k/one")["Body"].read() == data,
+          "virtual-host style: a bucket made, written through both gateways "
+          "(SigV4 and SigV2), listed and read", str(keys))
+    check(client_as(READER).get_object(Bucket="vhost", Key="k/two")
+          ["Body"].read() == b"two", "the same objects path-style")
+    for n in range(20):	# as many signatures
+        url = client_as(OWNER, "s3", "virtual").generate_presigned_url(
+            "get_object", Params={"Bucket": "vhost", "Key": "k/one"},
+            ExpiresIn=60 + n)
+        try:
+            got = urllib.request.urlopen(url).read()
+        except urllib.error.HTTPError as e:
+            fail(f"virtual-host style: a SigV2 presigned GET {url}: "
+                 f"{e.code} {e.read()}")
+        check(f"//vhost.{DOMAIN}:" in url and got == data,
+              "virtual-host style: a SigV2 presigned GET", url)
+    for k in ("k/one", "k/two"):
+        vhr.delete_object(Bucket="vhost", Key=k)
+    vh.delete_bucket(Bucket="vhost")
+    check("vhost" not in [b["Name"] for b in
+                          vh.list_buckets()["Buckets"]],
+          "virtual-host style: the bucket deleted")
+    # a write relayed by a gateway with another --s3-domain is refused
+    st, body = plain_req(OWNER, "PUT", "/photos/x", b"x",
+                         {"X-Kelpie-S3-Domain": "other.test"})
+    check(st == 503 and b"--s3-domain" in body,
+          "a request parsed under another --s3-domain: 503", f"{st} {body}")
+    for k in ("v2/a", "v2/b", "v2/mp"):
+        v2.delete_object(Bucket="photos", Key=k)
+
+
+def plain_req(port, method, path, body, hdrs):
+    """a request with exactly @hdrs: (status, body)"""
+    c = http.client.HTTPConnection("127.0.0.1", int(port), timeout=15)
+    c.request(method, path, body, hdrs)
+    r = c.getresponse()
+    return r.status, r.read()
+
+
+def hmac_sha1(secret, s):
+    return hmac.new(secret.encode(), s.encode(), hashlib.sha1).digest()
+
+
 def step_cleanup():
     s3 = client(OWNER)
     for k in ("a/small.txt", "big.bin", "atom", "mp/whole"):
@@ -1012,6 +1159,7 @@ def step_cleanup():
  "refused": step_refused, "reread": step_reread, "put-atom": step_put_atom,
  "cut-put": step_cut_put, "cleanup": step_cleanup,
  "copy-delete": step_copy_delete, "checksums": step_checksums,
- "http": step_http, "chunked": step_chunked, "fo-setup": step_fo_setup,
+ "http": step_http, "chunked": step_chunked,
+ "sigv2-vhost": step_sigv2_vhost, "fo-setup": step_fo_setup,
  "fo-member": step_fo_member, "fo-takeover": step_fo_takeover,
  "fo-after": step_fo_after, "fo-race": step_fo_race}[STEP]()

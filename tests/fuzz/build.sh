@@ -81,7 +81,7 @@ obj()
 # the sources of each harness (its own file comes first)
 srcs_proto() { echo tests/fuzz/fuzz_proto.c lib/proto.c; }
 srcs_btree() { echo tests/fuzz/fuzz_btree.c lib/btree.c lib/proto.c; }
-srcs_http() { echo tests/fuzz/fuzz_http.c lib/http.c lib/sigv4.c lib/s3req.c; }
+srcs_http() { echo tests/fuzz/fuzz_http.c lib/http.c lib/sigv4.c lib/sigv2.c lib/s3req.c; }
 # lib/kvtree.c is built inside the harness, with small pages
 srcs_kvtree() { echo tests/fuzz/fuzz_kvtree.c lib/util.c lib/log.c lib/assert.c; }
 srcs_request()

@@ -633,6 +633,11 @@ def gen_http():
           b"<PartNumber>2</PartNumber></Part></CompleteMultipartUpload>")
     write("http", "range-suffix", b"\x00GET /b/k HTTP/1.1\r\nHost: h\r\n"
           b"Range: bytes=-10\r\n\r\n")
+    write("http", "sigv2", b"\x00PUT /b/k%20x?partNumber=2&uploadId=u%2F1&"
+          b"foo HTTP/1.1\r\nHost: b.s3.test\r\nDate: Tue, 27 Mar 2007 "
+          b"19:36:42 +0000\r\nContent-MD5: abc\r\nx-amz-meta-a:  1 \r\n"
+          b"X-Amz-Meta-A: 2\r\nAuthorization: AWS AKIAIOSFODNN7EXAMPLE:"
+          b"qgk2+6Sv9/oM7G3qLEjTH1a1l1g=\r\n\r\n")
 
 
 def gen_kvtree():
