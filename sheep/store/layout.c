@@ -25,6 +25,8 @@
 #include "store_int.h"
 
 static bool tree;
+/* odd while the layout changes (a seqlock for layout_present) */
+static unsigned int change_seq;
 
 bool layout_tree(void)
 {
@@ -34,6 +36,13 @@ bool layout_tree(void)
 void layout_set_tree(bool on)
 {
 	__atomic_store_n(&tree, on, __ATOMIC_RELEASE);
+}
+
+void layout_change(bool begin)
+{
+	unsigned int seq = __atomic_add_fetch(&change_seq, 1, __ATOMIC_ACQ_REL);
+
+	sd_assert((seq & 1) == begin);
 }
 
 static int sub_of_oid(uint64_t oid)
@@ -108,20 +117,26 @@ void layout_unmake(int dfd)
 	}
 }
 
+/*
+ * A check that overlaps a change of layout (the subdirectories made
+ * before the tree store is set, removed after the plain one is) proves
+ * nothing either way: such a disk counts as present.
+ */
 bool layout_present(int dfd)
 {
+	unsigned int seq = __atomic_load_n(&change_seq, __ATOMIC_ACQUIRE);
+	bool ok = true;
 	char pre[8];
 	struct stat st;
 
-	if (!layout_tree())
+	if (seq & 1 || !layout_tree())
 		return true;
-	for (int sub = 0; sub < LAYOUT_SUB_TOP; sub++) {
+	for (int sub = 0; ok && sub < LAYOUT_SUB_TOP; sub++) {
 		layout_prefix(sub, pre, sizeof(pre));
 		pre[strlen(pre) - 1] = 0;
-		if (fstatat(dfd, pre, &st, 0) || !S_ISDIR(st.st_mode))
-			return false;
+		ok = !fstatat(dfd, pre, &st, 0) && S_ISDIR(st.st_mode);
 	}
-	return true;
+	return ok || __atomic_load_n(&change_seq, __ATOMIC_ACQUIRE) != seq;
 }
 
 static int walk_one(const char *dir, bool top,

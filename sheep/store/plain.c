@@ -150,13 +150,17 @@ int store_set_layout(const char *name)
 	if (tree == layout_tree())
 		return SD_RES_SUCCESS;
 	/*
-	 * The subdirectories first: a disk check (the watch, or an open
-	 * that found no file) that sees a tree store without them fails
-	 * the disk, and the node would leave in the middle of a format.
+	 * A disk check (the watch, or an open that found no file) that saw
+	 * a tree store without its subdirectories would fail the disk, and
+	 * the node leave in the middle of a format: they are made before
+	 * the tree store is set, and checks overlapping the change pass.
 	 */
+	layout_change(true);
 	for_each_disk(s)
 		if (tree && layout_make_tree(md_dir_fd(s), store_sync_off()))
-			return SD_RES_EIO;
+			ret = SD_RES_EIO;
+	if (ret)
+		goto out;
 	layout_set_tree(tree);
 	sd_notice("object store: %s", name);
 	fdc_drop_all();		/* names open under the old paths */
@@ -164,6 +168,8 @@ int store_set_layout(const char *name)
 		if (convert_disk(s, store_sync_off()))
 			ret = SD_RES_EIO;
 	fdc_drop_all();
+out:
+	layout_change(false);
 	return ret;
 }
 

@@ -64,6 +64,8 @@ void layout_rel(char *buf, size_t len, struct obj_key k, const char *sfx);
 int layout_make(int dfd, bool nosync);
 /* the tree store's subdirectories, whichever layout is set */
 int layout_make_tree(int dfd, bool nosync);
+/* a change of layout begins (@begin) or ends: see layout_present */
+void layout_change(bool begin);
 /* remove them where empty */
 void layout_unmake(int dfd);
 /* does @dfd have what the layout needs (a tree's subdirectories)? */

@@ -1066,10 +1066,11 @@ static void *check_disk(void *arg)
 }
 
 /*
- * A disk check during a change to the tree store (a format, a node
- * joining a cluster formatted -b tree) never sees a tree store without
- * its subdirectories: it would fail the disk, and the node leave.  ci32's
- * test 180 lost a joining node's disk this way.
+ * A disk check during a change of layout (a format, a node joining a
+ * cluster formatted -b tree) never sees a tree store without its
+ * subdirectories: it would fail the disk, and the node leave.  ci32's
+ * test 180 lost a joining node's disk this way; ci33 caught a check that
+ * read "tree" just before a change to plain removed them.
  */
 static void test_layout_switch_healthy(void **state)
 {
