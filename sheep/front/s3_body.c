@@ -185,12 +185,18 @@ static int receive_body(struct s3_ctx *x, struct s3_bucket *b, struct s3_obj *o,
 			got += (size_t)n;
 		}
 		digests_update(d, x->buf, got);
-		if (o->is_inline)
+		if (o->is_inline) {
 			memcpy(o->data + done, x->buf, got);
-		else if (s3b_write(b, o->off + done, x->buf, (uint32_t)got)) {
-			s3_close_after(x->c);
-			s3_internal(x, "Writing the object's data");
-			return -1;
+		} else {
+			int ret = s3b_write(b, o->off + done, x->buf,
+					    (uint32_t)got);
+
+			if (ret) {
+				s3_close_after(x->c);
+				s3_write_failed(x, "Writing the object's data",
+						ret);
+				return -1;
+			}
 		}
 		done += got;
 	}
@@ -263,12 +269,15 @@ struct stage {
 static int stage_flush(struct s3_ctx *x, struct s3_bucket *b,
 		       const struct s3_obj *o, struct stage *st)
 {
+	int ret;
+
 	if (o->is_inline || !st->staged)
 		return 0;
-	if (s3b_write(b, o->off + st->done - st->staged, x->buf,
-		      (uint32_t)st->staged)) {
+	ret = s3b_write(b, o->off + st->done - st->staged, x->buf,
+			(uint32_t)st->staged);
+	if (ret) {
 		s3_close_after(x->c);
-		s3_internal(x, "Writing the object's data");
+		s3_write_failed(x, "Writing the object's data", ret);
 		return -1;
 	}
 	st->staged = 0;

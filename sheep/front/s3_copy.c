@@ -180,6 +180,7 @@ int s3_copy_bytes(struct s3_ctx *x, struct s3_copy_src *src, uint64_t from,
 	struct s3_sum sum;
 	unsigned int n;
 	uint64_t done = 0;
+	int ret;
 
 	sd_assert(from + len <= src->o->size);
 	o->size = len;
@@ -201,8 +202,9 @@ int s3_copy_bytes(struct s3_ctx *x, struct s3_copy_src *src, uint64_t from,
 		}
 		EVP_DigestUpdate(md, to, k);
 		s3_sum_update(&sum, to, k);
-		if (!o->is_inline && s3b_write(b, o->off + done, to, k)) {
-			s3_internal(x, "Writing the copy");
+		ret = o->is_inline ? 0 : s3b_write(b, o->off + done, to, k);
+		if (ret) {
+			s3_write_failed(x, "Writing the copy", ret);
 			goto fail;
 		}
 		done += k;

@@ -163,6 +163,7 @@ static const char *status_text(int status)
 	case 422: return "Unprocessable Entity";
 	case 501: return "Not Implemented";
 	case 503: return "Service Unavailable";
+	case 507: return "Insufficient Storage";
 	default: return "Internal Server Error";
 	}
 }
@@ -234,6 +235,15 @@ void s3_error(struct s3_ctx *x, int status, const char *code,
 void s3_internal(struct s3_ctx *x, const char *what)
 {
 	s3_error(x, 500, "InternalError", "%s failed; see the sheep's log", what);
+}
+
+void s3_write_failed(struct s3_ctx *x, const char *what, int res)
+{
+	if (res == SD_RES_NO_SPACE)
+		s3_error(x, 507, "InsufficientStorage", "%s failed: the "
+			 "cluster has no space for new objects", what);
+	else
+		s3_internal(x, what);
 }
 
 /* ---- the request ---- */

@@ -84,6 +84,11 @@ void s3_error(struct s3_ctx *x, int status, const char *code,
 	      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* 500, and where to look */
 void s3_internal(struct s3_ctx *x, const char *what);
+/*
+ * A write into the cluster failed with @res: 507 InsufficientStorage for
+ * a full cluster (as MinIO answers), else InternalError
+ */
+void s3_write_failed(struct s3_ctx *x, const char *what, int res);
 
 /* the query parameter @name, NULL if absent */
 const struct s3_param *s3_param_get(const struct s3_ctx *x, const char *name);

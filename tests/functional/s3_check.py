@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The S3 checks of test 191, with boto3 (Debian's python3-boto3).
+"""The S3 checks of tests 191, 193 and 195, with boto3 (Debian's python3-boto3).
 
 s3_check.py STEP OWNER_PORT READER_PORT KEYFILE [ARGS...]
 
@@ -999,6 +999,122 @@ def step_cut_put():
     time.sleep(60)
 
 
+# ---- test 195: faults (ARGS[0]: a directory of the test's own)
+
+def step_rot_put():
+    """a bucket, and a 3 MiB object whose data the test will rot"""
+    s3 = client(OWNER)
+    s3.create_bucket(Bucket="faults")
+    data = random.randbytes(3 * 1024 * 1024)
+    s3.put_object(Bucket="faults", Key="rot", Body=data)
+    open(os.path.join(ARGS[0], "rot"), "wb").write(data)
+    print("a 3 MiB object written")
+
+
+def step_rot_get():
+    """the object reads right through both gateways, ranges too"""
+    data = open(os.path.join(ARGS[0], "rot"), "rb").read()
+    for port in (OWNER, READER):
+        s3 = client(port)
+        got = s3.get_object(Bucket="faults", Key="rot")["Body"].read()
+        part = s3.get_object(Bucket="faults", Key="rot",
+                             Range="bytes=4000-1048999")["Body"].read()
+        check(got == data and part == data[4000:1049000],
+              f"the object reads right through the gateway on {port}")
+
+
+def step_mp_start():
+    """an upload and its part 1 through the gateway that is not the owner,
+    then part 2 sent slowly through it: the test kills that gateway"""
+    rd = client(READER)
+    up = rd.create_multipart_upload(Bucket="faults", Key="mp")["UploadId"]
+    p1 = random.randbytes(5 * 1024 * 1024)
+    e1 = rd.upload_part(Bucket="faults", Key="mp", PartNumber=1,
+                        UploadId=up, Body=p1)["ETag"]
+    p2 = random.randbytes(6 * 1024 * 1024)
+    d = ARGS[0]
+    open(os.path.join(d, "mp.p1"), "wb").write(p1)
+    open(os.path.join(d, "mp.p2"), "wb").write(p2)
+    open(os.path.join(d, "mp.id"), "w").write(f"{up} {e1}\n")
+    path = f"/faults/mp?partNumber=2&uploadId={up}"
+    hdrs = signed_headers(READER, "PUT", path, p2)
+    hdrs["Content-Length"] = str(len(p2))
+    hdrs["Host"] = f"127.0.0.1:{READER}"
+    s = socket.create_connection(("127.0.0.1", int(READER)), timeout=30)
+    head = f"PUT {path} HTTP/1.1\r\n" + "".join(
+        f"{k}: {v}\r\n" for k, v in hdrs.items()) + "\r\n"
+    s.sendall(head.encode() + p2[:3 * 1024 * 1024])
+    open(os.path.join(d, "mp.sent"), "w").write("sent\n")
+    time.sleep(60)
+
+
+def step_mp_finish():
+    """part 2 again and the completion through the owner"""
+    d = ARGS[0]
+    up, e1 = open(os.path.join(d, "mp.id")).read().split()
+    p1 = open(os.path.join(d, "mp.p1"), "rb").read()
+    p2 = open(os.path.join(d, "mp.p2"), "rb").read()
+    s3 = client(OWNER)
+    e2 = s3.upload_part(Bucket="faults", Key="mp", PartNumber=2,
+                        UploadId=up, Body=p2)["ETag"]
+    s3.complete_multipart_upload(
+        Bucket="faults", Key="mp", UploadId=up,
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e1},
+                                   {"PartNumber": 2, "ETag": e2}]})
+    step_mp_read((OWNER,))
+
+
+def step_mp_read(ports=(OWNER, READER)):
+    """the completed upload reads right"""
+    d = ARGS[0]
+    p1 = open(os.path.join(d, "mp.p1"), "rb").read()
+    p2 = open(os.path.join(d, "mp.p2"), "rb").read()
+    for port in ports:
+        got = client(port).get_object(Bucket="faults", Key="mp")
+        check(got["Body"].read() == p1 + p2,
+              f"the upload completed through the owner reads right "
+              f"through {port}")
+
+
+def step_fill():
+    """8 MiB objects until a PUT fails: 507 InsufficientStorage, never
+    another error; what was stored is still listed and read"""
+    s3 = client(OWNER)
+    stored = {}
+    for n in range(64):
+        data = random.randbytes(8 * 1024 * 1024)
+        key = f"fill/{n:03d}"
+        try:
+            s3.put_object(Bucket="faults", Key=key, Body=data)
+        except botocore.exceptions.ClientError as e:
+            code = (e.response["Error"]["Code"],
+                    e.response["ResponseMetadata"]["HTTPStatusCode"])
+            check(code == ("InsufficientStorage", 507),
+                  f"a PUT into a full cluster: InsufficientStorage (507) "
+                  f"after {len(stored)} objects", str(code))
+            break
+        stored[key] = hashlib.md5(data).hexdigest()
+    else:
+        fail("64 objects of 8 MiB fit: the stores are not full")
+    check(len(stored) >= 1, "some objects fit before the cluster was full")
+    expect_error("another PUT: InsufficientStorage again",
+                 ("InsufficientStorage", 507), s3.put_object,
+                 Bucket="faults", Key="fill/more",
+                 Body=random.randbytes(8 * 1024 * 1024))
+    for port in (OWNER, READER):
+        c = client(port)
+        keys = [o["Key"] for o in c.list_objects_v2(
+            Bucket="faults", Prefix="fill/")["Contents"]]
+        check(keys == sorted(stored), f"a full cluster lists what it "
+              f"stored through {port}", str(keys))
+        for key, md5 in stored.items():
+            got = c.get_object(Bucket="faults", Key=key)["Body"].read()
+            if hashlib.md5(got).hexdigest() != md5:
+                fail(f"{key} through {port}: other bytes")
+        print(f"a full cluster serves every stored object through {port}")
+    step_rot_get()
+
+
 DOMAIN = "s3.kelpie.test"
 _getaddrinfo = socket.getaddrinfo
 
@@ -1160,6 +1276,9 @@ def step_cleanup():
  "cut-put": step_cut_put, "cleanup": step_cleanup,
  "copy-delete": step_copy_delete, "checksums": step_checksums,
  "http": step_http, "chunked": step_chunked,
- "sigv2-vhost": step_sigv2_vhost, "fo-setup": step_fo_setup,
+ "sigv2-vhost": step_sigv2_vhost,
+ "rot-put": step_rot_put, "rot-get": step_rot_get,
+ "mp-start": step_mp_start, "mp-finish": step_mp_finish,
+ "mp-read": step_mp_read, "fill": step_fill, "fo-setup": step_fo_setup,
  "fo-member": step_fo_member, "fo-takeover": step_fo_takeover,
  "fo-after": step_fo_after, "fo-race": step_fo_race}[STEP]()
