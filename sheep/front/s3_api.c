@@ -26,6 +26,7 @@
 #include "s3names.h"
 #include "s3req.h"
 #include "util.h"
+#include "front/budget_gate.h"
 #include "front/s3.h"
 #include "core/core.h"
 #include "front/s3_bucket.h"
@@ -346,7 +347,11 @@ static void route(struct s3_ctx *x)
 /* answer the request of @c (its head parsed) */
 static void s3_serve(struct s3_conn *c)
 {
-	struct s3_ctx *x = xzalloc(sizeof(*x));
+	struct s3_ctx *x;
+
+	/* what the request holds, against --budget: it waits if spent */
+	budget_gate_take(S3_REQ_BUDGET);
+	x = xzalloc(sizeof(*x));
 
 	x->c = c;
 	x->r = s3_request(c);
@@ -376,6 +381,7 @@ out:
 		s3_params_free(x->params, x->nr_params);
 	free(x->buf);
 	free(x);
+	budget_gate_put(S3_REQ_BUDGET);
 }
 
 static char s3_addr[256];
@@ -412,6 +418,7 @@ int s3_init(const char *default_addr)
 
 	if (!s3_port)
 		return 0;
+	budget_gate_init();
 	set_self(addr);
 	return s3_conns_start(addr, s3_port, s3_serve);
 }

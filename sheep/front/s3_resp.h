@@ -117,6 +117,12 @@ void s3_get_object(struct s3_ctx *x, struct s3_bucket *b);
 #define S3_MAX_PUT	(UINT64_C(5) << 30)	/* one PUT or part, as S3 */
 #define S3_IO_CHUNK	(1U << 20)		/* x->buf */
 /*
+ * What one request is charged against --budget while a worker serves
+ * it: its context, x->buf and a relay's buffer.  A listing's answer and
+ * a Complete's part list come on top, bounded by the workers (S3_WORKERS).
+ */
+#define S3_REQ_BUDGET	(sizeof(struct s3_ctx) + S3_IO_CHUNK + (64U << 10))
+/*
  * The first header of a PUT that is not implemented, or NULL
  * (@create: of a CreateMultipartUpload, which takes a checksum algorithm)
  */

@@ -1076,6 +1076,20 @@ def step_mp_read(ports=(OWNER, READER)):
               f"through {port}")
 
 
+def step_slow_put():
+    """a PUT of 4 MiB through the owner that stops after 1 MiB"""
+    body = random.randbytes(4 * 1024 * 1024)
+    hdrs = signed_headers(OWNER, "PUT", "/faults/slow", body)
+    hdrs["Content-Length"] = str(len(body))
+    hdrs["Host"] = f"127.0.0.1:{OWNER}"
+    s = socket.create_connection(("127.0.0.1", int(OWNER)), timeout=30)
+    head = "PUT /faults/slow HTTP/1.1\r\n" + "".join(
+        f"{k}: {v}\r\n" for k, v in hdrs.items()) + "\r\n"
+    s.sendall(head.encode() + body[:1024 * 1024])
+    open(os.path.join(ARGS[0], "slow.sent"), "w").write("sent\n")
+    time.sleep(60)
+
+
 def step_fill():
     """8 MiB objects until a PUT fails: 507 InsufficientStorage, never
     another error; what was stored is still listed and read"""
@@ -1279,6 +1293,6 @@ def step_cleanup():
  "sigv2-vhost": step_sigv2_vhost,
  "rot-put": step_rot_put, "rot-get": step_rot_get,
  "mp-start": step_mp_start, "mp-finish": step_mp_finish,
- "mp-read": step_mp_read, "fill": step_fill, "fo-setup": step_fo_setup,
+ "mp-read": step_mp_read, "slow-put": step_slow_put, "fill": step_fill, "fo-setup": step_fo_setup,
  "fo-member": step_fo_member, "fo-takeover": step_fo_takeover,
  "fo-after": step_fo_after, "fo-race": step_fo_race}[STEP]()
