@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "dog.h"
+#include "ec.h"
 #include "net.h"
 #include "proto.h"
 #include "util.h"
@@ -792,30 +793,8 @@ static void copies_usage(const char *s)
 /* dog.md §1.5; returns 0, or -1 after printing the help text */
 int parse_copies(const char *s, uint8_t *copies, uint8_t *policy)
 {
-	const char *colon = strchr(s, ':');
-	unsigned long d, p;
-	char dbuf[16];
-
-	if (!colon) {
-		if (parse_uint(s, SD_MAX_COPIES, &d) || d == 0)
-			goto err;
-		*copies = (uint8_t)d;
-		*policy = 0;
+	if (!ec_parse_redundancy(s, copies, policy))
 		return 0;
-	}
-	if ((size_t)(colon - s) >= sizeof(dbuf))
-		goto err;
-	memcpy(dbuf, s, (size_t)(colon - s));
-	dbuf[colon - s] = 0;
-	if (parse_uint(dbuf, SD_EC_MAX_STRIP, &d) ||
-	    parse_uint(colon + 1, 15, &p))
-		goto err;
-	if ((d != 2 && d != 4 && d != 8 && d != 16) || p == 0)
-		goto err;
-	*policy = (uint8_t)(((d / 2) << 4) | p);
-	*copies = (uint8_t)(d + p);
-	return 0;
-err:
 	copies_usage(s);
 	return -1;
 }

@@ -32,6 +32,12 @@ struct ec_code {
 
 /* 0, or -1 if d is not 2, 4, 8 or 16 or p is not 1..15 */
 int ec_init(struct ec_code *c, int d, int p);
+/*
+ * "N" (copies, 1 to 31) or "D:P" (D of 2, 4, 8 or 16, P of 1 to 15), as
+ * dog's -c takes it: the copies and policy byte of objects.md §2 (0 for
+ * copies), 0; or -1 if @s is neither
+ */
+int ec_parse_redundancy(const char *s, uint8_t *copies, uint8_t *policy);
 /* from the policy byte of objects.md §2 (0 is no code: -1) */
 int ec_init_policy(struct ec_code *c, uint8_t policy);
 

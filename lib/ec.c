@@ -79,6 +79,41 @@ int ec_init(struct ec_code *c, int d, int p)
 	return 0;
 }
 
+/* a decimal of 1 to 2 digits into *@v: 0, or -1 */
+static int small_uint(const char *s, size_t n, unsigned int *v)
+{
+	if (!n || n > 2)
+		return -1;
+	*v = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		*v = *v * 10 + (unsigned int)(s[i] - '0');
+	}
+	return 0;
+}
+
+int ec_parse_redundancy(const char *s, uint8_t *copies, uint8_t *policy)
+{
+	const char *colon = strchr(s, ':');
+	unsigned int d, p;
+
+	if (!colon) {
+		if (small_uint(s, strlen(s), &d) || !d || d > SD_MAX_COPIES)
+			return -1;
+		*copies = (uint8_t)d;
+		*policy = 0;
+		return 0;
+	}
+	if (small_uint(s, (size_t)(colon - s), &d) ||
+	    small_uint(colon + 1, strlen(colon + 1), &p) ||
+	    (d != 2 && d != 4 && d != 8 && d != 16) || !p || p > EC_MAX_PARITY)
+		return -1;
+	*policy = (uint8_t)(((d / 2) << 4) | p);
+	*copies = (uint8_t)(d + p);
+	return 0;
+}
+
 int ec_init_policy(struct ec_code *c, uint8_t policy)
 {
 	if (!policy)

@@ -29,6 +29,8 @@
 #include "front/budget_gate.h"
 #include "front/s3.h"
 #include "core/core.h"
+#include "ec.h"
+#include "state/cluster.h"
 #include "front/s3_bucket.h"
 #include "front/s3_proxy.h"
 #include "front/s3_reg.h"
@@ -134,22 +136,54 @@ static void list_buckets(struct s3_ctx *x)
 	free(s.p);
 }
 
+/*
+ * x-kelpie-bucket-redundancy: "N" copies or "D:P" for the bucket's data
+ * (dog's -c); none: the cluster's.  0, or the error has been answered.
+ */
+static int bucket_redundancy(struct s3_ctx *x, uint8_t *copies,
+			     uint8_t *policy)
+{
+	char v[16];
+	int zones = cluster_zones();
+
+	*copies = *policy = 0;
+	if (!http_header(x->r, "x-kelpie-bucket-redundancy"))
+		return 0;
+	if (!s3_header(x, "x-kelpie-bucket-redundancy", v, sizeof(v)) ||
+	    ec_parse_redundancy(v, copies, policy)) {
+		s3_error(x, 400, "InvalidArgument", "x-kelpie-bucket-redundancy "
+			 "takes N copies (1 to 31) or D:P (D of 2, 4, 8 or 16, "
+			 "P of 1 to 15)");
+		return -1;
+	}
+	/* every strip on a zone of its own, as dog vdi create asks */
+	if (*policy && *copies > zones) {
+		s3_error(x, 400, "InvalidArgument", "Erasure coding %s needs %d "
+			 "zones, the cluster has %d", v, *copies, zones);
+		return -1;
+	}
+	return 0;
+}
+
 static void create_bucket(struct s3_ctx *x)
 {
 	bool mine = false;
 	char loc[sizeof(x->bucket) + 16];
+	uint8_t copies, policy;
 
 	if (!s3_valid_bucket(x->bucket, strlen(x->bucket))) {
 		s3_error(x, 400, "InvalidBucketName", "The specified bucket is "
 		      "not valid: 3 to 63 of a-z, 0-9, '.' and '-'");
 		return;
 	}
+	if (bucket_redundancy(x, &copies, &policy))
+		return;
 	/* CreateBucketConfiguration names a region: there is one */
 	if (s3_body_drain(x->c)) {
 		s3_close_after(x->c);
 		return;
 	}
-	switch (s3b_create(x->bucket, x->user.name, &mine)) {
+	switch (s3b_create(x->bucket, x->user.name, copies, policy, &mine)) {
 	case 0:
 		snprintf(loc, sizeof(loc), "Location: /%s\r\n", x->bucket);
 		s3_send_head(x, 200, loc, 0, NULL);

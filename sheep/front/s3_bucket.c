@@ -219,7 +219,9 @@ static int volume_delete(const char *bucket, const char *what)
 }
 
 /* a volume made afresh: one left by a bucket of that name goes first */
-static int volume_create(const char *bucket, const char *what, uint64_t size)
+/* a volume of @size bytes with @copies and @policy (0, 0: the cluster's) */
+static int volume_create(const char *bucket, const char *what, uint64_t size,
+			 uint8_t copies, uint8_t policy)
 {
 	char name[SD_MAX_VDI_LEN] = { 0 };
 	struct sd_req rq = { .opcode = SD_OP_NEW_VDI };
@@ -229,6 +231,8 @@ static int volume_create(const char *bucket, const char *what, uint64_t size)
 	rq.flags = SD_FLAG_CMD_WRITE;
 	rq.data_length = sizeof(name);
 	rq.vdi.vdi_size = size;
+	rq.vdi.copies = copies;
+	rq.vdi.copy_policy = policy;
 	ret = front_exec(&rq, name, NULL);
 	if (ret != SD_RES_VDI_EXIST)
 		return ret;
@@ -1088,7 +1092,8 @@ bool s3b_owner_is_me_before(const struct s3_bucket *b)
 	return !b->owner && !strcmp(b->rec.gateway, self_id);
 }
 
-int s3b_create(const char *name, const char *user, bool *mine)
+int s3b_create(const char *name, const char *user, uint8_t copies,
+	       uint8_t policy, bool *mine)
 {
 	struct s3_bucket_rec rec;
 	int ret;
@@ -1110,9 +1115,10 @@ int s3b_create(const char *name, const char *user, bool *mine)
 		sd_err("S3: bucket %s: %s", name, sd_strerror((uint32_t)ret));
 		return -2;
 	}
-	ret = volume_create(name, "index", INDEX_SIZE);
+	/* the index in copies: the bucket's, or the cluster's for a code */
+	ret = volume_create(name, "index", INDEX_SIZE, policy ? 0 : copies, 0);
 	if (ret == SD_RES_SUCCESS)
-		ret = volume_create(name, "data.0", DATA_SIZE);
+		ret = volume_create(name, "data.0", DATA_SIZE, copies, policy);
 	if (ret != SD_RES_SUCCESS) {
 		sd_err("S3: the volumes of bucket %s: %s", name,
 		       sd_strerror((uint32_t)ret));

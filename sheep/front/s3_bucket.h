@@ -160,10 +160,12 @@ int s3b_uploads(struct s3_bucket *b,
 			  const struct s3_obj *o, void *arg), void *arg);
 
 /*
- * CreateBucket for @user through this gateway: 0, -1 the name is taken
- * (by @user: *@mine), -2 failure
+ * CreateBucket for @user through this gateway, its data with @copies and
+ * @policy (0 and 0: the cluster's): 0, -1 the name is taken (by @user:
+ * *@mine), -2 failure
  */
-int s3b_create(const char *name, const char *user, bool *mine);
+int s3b_create(const char *name, const char *user, uint8_t copies,
+	       uint8_t policy, bool *mine);
 /* DeleteBucket, by its owner: 0, -1 not empty, -2 failure */
 int s3b_destroy(struct s3_bucket *b);
 

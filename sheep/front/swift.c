@@ -403,7 +403,7 @@ static void container_put(struct s3_ctx *x)
 			 "is an S3 bucket's: 3 to 63 of a-z, 0-9, '.' and '-'");
 		return;
 	}
-	switch (s3b_create(x->bucket, x->user.name, &mine)) {
+	switch (s3b_create(x->bucket, x->user.name, 0, 0, &mine)) {
 	case 0:
 		s3_send_head(x, 201, NULL, 0, NULL);
 		return;

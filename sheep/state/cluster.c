@@ -27,6 +27,14 @@ static void free_view_rcu(struct rcu_head *head)
 	free(v);
 }
 
+/* the ring's zones, for other threads (cluster_zones) */
+static int view_zones;
+
+int cluster_zones(void)
+{
+	return __atomic_load_n(&view_zones, __ATOMIC_ACQUIRE);
+}
+
 void publish_view(void)
 {
 	struct cluster_view *v = xzalloc(sizeof(*v)), *old = state.view;
@@ -38,6 +46,7 @@ void publish_view(void)
 		abort();
 	}
 	rcu_assign_pointer(state.view, v);
+	__atomic_store_n(&view_zones, v->ring.nr_zones, __ATOMIC_RELEASE);
 	if (old)
 		call_rcu(&old->rcu, free_view_rcu);
 }

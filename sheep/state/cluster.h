@@ -62,6 +62,8 @@ void set_members(const struct sd_node *nodes, size_t nr);
  */
 #define MEMBER_NAME_LEN	64
 bool cluster_has_member(const char *name);
+/* the zones of the current ring, from any thread (of the moment too) */
+int cluster_zones(void);
 void set_epoch_nodes(const struct sd_node *nodes, size_t nr);
 
 #endif

@@ -1129,6 +1129,40 @@ def step_fill():
     step_rot_get()
 
 
+def with_redundancy(c, value):
+    """@c's CreateBucket says x-kelpie-bucket-redundancy: @value"""
+    def add(request, **kw):
+        request.headers["x-kelpie-bucket-redundancy"] = value
+    c.meta.events.register("before-sign.s3.CreateBucket", add)
+    return c
+
+
+def step_redundancy():
+    """buckets whose data are 2:1 coded or in 2 copies; refusals"""
+    data = random.randbytes(9 * 1024 * 1024 + 5)
+    with_redundancy(client(OWNER), "2:1").create_bucket(Bucket="coded")
+    with_redundancy(client(OWNER), "2").create_bucket(Bucket="two")
+    for b in ("coded", "two"):
+        client(OWNER).put_object(Bucket=b, Key="k", Body=data)
+        got = client(READER).get_object(Bucket=b, Key="k")["Body"].read()
+        check(got == data, f"a bucket created with its redundancy ({b}): "
+              "9 MiB read back through the other gateway")
+    for bad in ("4:2", "3:1", "0", "32", "2:", "x"):
+        expect_error(f"x-kelpie-bucket-redundancy {bad}: InvalidArgument",
+                     ("InvalidArgument", 400),
+                     with_redundancy(client(OWNER), bad).create_bucket,
+                     Bucket="refused")
+    names = [b["Name"] for b in client(OWNER).list_buckets()["Buckets"]]
+    check("refused" not in names, "no bucket made by a refused redundancy")
+
+
+def step_redundancy_clean():
+    for b in ("coded", "two"):
+        client(OWNER).delete_object(Bucket=b, Key="k")
+        client(OWNER).delete_bucket(Bucket=b)
+    print("the buckets with their own redundancy deleted")
+
+
 DOMAIN = "s3.kelpie.test"
 _getaddrinfo = socket.getaddrinfo
 
@@ -1290,7 +1324,8 @@ def step_cleanup():
  "cut-put": step_cut_put, "cleanup": step_cleanup,
  "copy-delete": step_copy_delete, "checksums": step_checksums,
  "http": step_http, "chunked": step_chunked,
- "sigv2-vhost": step_sigv2_vhost,
+ "sigv2-vhost": step_sigv2_vhost, "redundancy": step_redundancy,
+ "redundancy-clean": step_redundancy_clean,
  "rot-put": step_rot_put, "rot-get": step_rot_get,
  "mp-start": step_mp_start, "mp-finish": step_mp_finish,
  "mp-read": step_mp_read, "slow-put": step_slow_put, "fill": step_fill, "fo-setup": step_fo_setup,
