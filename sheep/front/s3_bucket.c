@@ -32,6 +32,7 @@
 #define ENTRY_INLINE	1
 #define ENTRY_SUM_SHIFT	4	/* the upper half of the flags: sum_algo */
 #define INDEX_SIZE	((uint64_t)KVT_MAX_PAGES * KVT_PAGE)
+#define USAGE_KEY	"m/usage"	/* see usage_change */
 #define DATA_SIZE	(UINT64_C(4) << 40)
 #define ALIGN		4096
 #define READ_TRIES	3
@@ -488,6 +489,25 @@ int s3b_lookup(struct s3_bucket *b, const char *key, size_t klen,
 	return with_tree(b, lookup_fn, &a, READ_TRIES);
 }
 
+struct usage_arg {
+	uint64_t count, bytes;
+};
+
+static int usage_fn(struct kvtree *t, void *arg)
+{
+	struct usage_arg *a = arg;
+	uint8_t u[16];
+	int n = kvt_get(t, USAGE_KEY, strlen(USAGE_KEY), u, sizeof(u));
+
+	if (n < 0)
+		return n;
+	if (n != (int)sizeof(u))
+		return -2;
+	a->count = get_le64(u);
+	a->bytes = get_le64(u + 8);
+	return 0;
+}
+
 struct scan_arg {
 	const char *start;
 	size_t slen;
@@ -642,30 +662,134 @@ static int owner_commit(struct s3_bucket *b)
 	return 0;
 }
 
+/*
+ * "m/usage": the bucket's objects and bytes (le64 each), changed with
+ * every entry put or removed in the same commit, so that a count (Swift's
+ * account and container heads) reads one key rather than walk the index.
+ * A bucket that held objects before it was kept has none: that one is
+ * counted by a walk.
+ */
+/* the size of @k's entry, into *@size: 0, -1 absent, -2 */
+static int entry_size(struct kvtree *t, const char *k, size_t klen,
+		      uint64_t *size)
+{
+	uint8_t *v = xmalloc(ENTRY_MAX);
+	struct s3_obj *o = xmalloc(sizeof(*o));
+	int n = kvt_get(t, k, klen, v, ENTRY_MAX);
+
+	if (n >= 0)
+		n = n > ENTRY_MAX || entry_decode(v, (size_t)n, o) ? -2 : 0;
+	if (!n)
+		*size = o->size;
+	free(o);
+	free(v);
+	return n;
+}
+
+static int is_object_key(const void *key, size_t klen, const void *val,
+			 size_t vlen, void *arg)
+{
+	*(bool *)arg = klen >= 2 && !memcmp(key, "o/", 2);
+	return 1;
+}
+
+/* under the owner's change: the entry @k about to hold @now (NULL: go) */
+static int usage_change(struct kvtree *t, const char *k, size_t klen,
+			const struct s3_obj *now)
+{
+	uint8_t u[16];
+	uint64_t count = 0, bytes = 0, size;
+	bool objects = false;
+	int n = kvt_get(t, USAGE_KEY, strlen(USAGE_KEY), u, sizeof(u));
+
+	if (n == -1) {
+		/* not kept yet: from nothing, if the bucket holds nothing */
+		if (kvt_scan(t, "o/", 2, is_object_key, &objects))
+			return -2;
+		if (objects)
+			return 0;	/* written before: walked */
+	} else if (n != (int)sizeof(u)) {
+		return -2;
+	} else {
+		count = get_le64(u);
+		bytes = get_le64(u + 8);
+	}
+	n = entry_size(t, k, klen, &size);
+	if (n == -2)
+		return -2;
+	if (!n) {
+		sd_assert(count && bytes >= size);
+		count--;
+		bytes -= size;
+	}
+	if (now) {
+		count++;
+		bytes += now->size;
+	}
+	put_le64(u, count);
+	put_le64(u + 8, bytes);
+	return kvt_put(t, USAGE_KEY, strlen(USAGE_KEY), u, sizeof(u)) ? -2 : 0;
+}
+
+/* @key's entry put as @o, the usage with it: 0 or -2 */
+static int entry_put(struct kvtree *t, const char *key, size_t klen,
+		     const struct s3_obj *o)
+{
+	char k[S3_MAX_KEY + 2];
+	size_t kl = obj_key(k, key, klen);
+	uint8_t *v;
+	int ret;
+
+	if (usage_change(t, k, kl, o))
+		return -2;
+	v = xmalloc(ENTRY_MAX);
+	ret = kvt_put(t, k, kl, v, entry_encode(o, v)) ? -2 : 0;
+	free(v);
+	return ret;
+}
+
+/* @key's entry removed, the usage with it: 0, -1 absent, -2 */
+static int entry_del(struct kvtree *t, const char *key, size_t klen)
+{
+	char k[S3_MAX_KEY + 2];
+	size_t kl = obj_key(k, key, klen);
+
+	if (usage_change(t, k, kl, NULL))
+		return -2;
+	return kvt_del(t, k, kl);
+}
+
+int s3b_usage(struct s3_bucket *b, uint64_t *count, uint64_t *bytes)
+{
+	struct usage_arg a;
+	int ret = with_tree(b, usage_fn, &a, READ_TRIES);
+
+	if (!ret) {
+		*count = a.count;
+		*bytes = a.bytes;
+	}
+	return ret;
+}
+
 int s3b_commit(struct s3_bucket *b, const char *key, size_t klen,
 	       const struct s3_obj *o)
 {
-	char k[S3_MAX_KEY + 2];
-	uint8_t *v = xmalloc(ENTRY_MAX);
-	size_t vlen = entry_encode(o, v);
 	int ret = -2;
 
 	sd_assert(b->owner && klen <= S3_MAX_KEY);
 	pthread_mutex_lock(&b->lock);
 	if (!owner_tree(b)) {
-		if (kvt_put(b->t, k, obj_key(k, key, klen), v, vlen))
+		if (entry_put(b->t, key, klen, o))
 			owner_reset(b);
 		else
 			ret = owner_commit(b);
 	}
 	pthread_mutex_unlock(&b->lock);
-	free(v);
 	return ret;
 }
 
 int s3b_delete(struct s3_bucket *b, const char *key, size_t klen)
 {
-	char k[S3_MAX_KEY + 2];
 	int ret = -2;
 
 	sd_assert(b->owner);
@@ -673,7 +797,7 @@ int s3b_delete(struct s3_bucket *b, const char *key, size_t klen)
 		return 0;
 	pthread_mutex_lock(&b->lock);
 	if (!owner_tree(b)) {
-		switch (kvt_del(b->t, k, obj_key(k, key, klen))) {
+		switch (entry_del(b->t, key, klen)) {
 		case -1:
 			ret = 0;
 			break;
@@ -691,7 +815,6 @@ int s3b_delete(struct s3_bucket *b, const char *key, size_t klen)
 int s3b_delete_many(struct s3_bucket *b, const struct s3_del_key *keys,
 		    int n)
 {
-	char k[S3_MAX_KEY + 2];
 	int ret = -2, i = 0;
 
 	sd_assert(b->owner);
@@ -699,8 +822,7 @@ int s3b_delete_many(struct s3_bucket *b, const struct s3_del_key *keys,
 	if (!owner_tree(b)) {
 		for (; i < n; i++)
 			if (keys[i].klen <= S3_MAX_KEY &&
-			    kvt_del(b->t, k, obj_key(k, keys[i].key,
-						     keys[i].klen)) == -2)
+			    entry_del(b->t, keys[i].key, keys[i].klen) == -2)
 				break;
 		if (i < n)
 			owner_reset(b);
@@ -1009,17 +1131,11 @@ static int drop_upload(struct kvtree *t, const char *id)
 static int complete_fn(struct kvtree *t, void *arg)
 {
 	struct upload_arg *a = arg;
-	char k[S3_MAX_KEY + 2];
-	uint8_t *v;
 	int ret = drop_upload(t, a->id);
 
 	if (ret)
 		return ret;
-	v = xmalloc(ENTRY_MAX);
-	ret = kvt_put(t, k, obj_key(k, a->key, a->klen), v,
-		      entry_encode(a->o, v)) ? -2 : 0;
-	free(v);
-	return ret;
+	return entry_put(t, a->key, a->klen, a->o);
 }
 
 int s3b_upload_complete(struct s3_bucket *b, const char *id,

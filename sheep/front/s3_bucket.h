@@ -90,6 +90,11 @@ int s3b_take_over(struct s3_bucket *b);
 const char *s3b_user(const struct s3_bucket *b);
 uint64_t s3b_created(const struct s3_bucket *b);
 
+/*
+ * The bucket's objects and bytes, kept with every commit: 0, -1 not
+ * kept (a bucket written before they were: walk it), -2 unreadable
+ */
+int s3b_usage(struct s3_bucket *b, uint64_t *count, uint64_t *bytes);
 /* the entry of @key: 0, -1 absent, -2 unreadable */
 int s3b_lookup(struct s3_bucket *b, const char *key, size_t klen,
 	       struct s3_obj *o);

@@ -230,7 +230,10 @@ static int count_one(const char *key, size_t klen, const struct s3_obj *o,
 	return 0;
 }
 
-/* a bucket's objects and bytes (a walk of its index): 0 or -2 */
+/*
+ * A bucket's objects and bytes: kept in its index, or (a bucket that held
+ * objects before they were kept) a walk of it: 0 or -2
+ */
 static int usage_of(const char *name, struct usage *u)
 {
 	struct s3_bucket *b;
@@ -239,7 +242,9 @@ static int usage_of(const char *name, struct usage *u)
 	memset(u, 0, sizeof(*u));
 	if (s3b_get(name, &b))
 		return -2;
-	ret = s3b_scan(b, "", 0, count_one, u);
+	ret = s3b_usage(b, &u->count, &u->bytes);
+	if (ret == -1)
+		ret = s3b_scan(b, "", 0, count_one, u);
 	s3b_put(b);
 	return ret ? -2 : 0;
 }

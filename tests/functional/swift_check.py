@@ -168,6 +168,30 @@ def step_listings():
     check([c["name"] for c in conts] == ["pics"] and
           h["x-account-object-count"] == "8", "the account: its container "
           "and counts", h)
+    # the counts are kept with each commit: an overwrite, DeleteObjects
+    # and a multipart completion through S3 move them as a walk would
+    sw.put_object(url, tok, "pics", "d/4", b"y" * 10)
+    s3(OWNER).delete_objects(Bucket="pics", Delete={"Objects": [
+        {"Key": "d/0"}, {"Key": "no/such"}]})
+    c = s3(OTHER)
+    up = c.create_multipart_upload(Bucket="pics", Key="mp")["UploadId"]
+    e1 = c.upload_part(Bucket="pics", Key="mp", PartNumber=1, UploadId=up,
+                       Body=b"p" * (5 * 1024 * 1024))["ETag"]
+    e2 = c.upload_part(Bucket="pics", Key="mp", PartNumber=2, UploadId=up,
+                       Body=b"q")["ETag"]
+    c.complete_multipart_upload(
+        Bucket="pics", Key="mp", UploadId=up,
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e1},
+                                   {"PartNumber": 2, "ETag": e2}]})
+    _, objs = sw.get_container(url, tok, "pics", full_listing=True)
+    h = sw.head_container(url, tok, "pics")
+    want = (str(len(objs)), str(sum(o["bytes"] for o in objs)))
+    check((h["x-container-object-count"], h["x-container-bytes-used"]) ==
+          want and want[0] == "8", "the counts after an overwrite, a "
+          "DeleteObjects and a multipart upload match the listing", h)
+    c.delete_object(Bucket="pics", Key="mp")
+    h = sw.head_container(url, tok, "pics")
+    check(h["x-container-object-count"] == "7", "and after a delete", h)
 
 
 def step_refused():
