@@ -99,21 +99,16 @@ srcs_nbd()
 		sheep/net/stall.c sheep/core/request.c lib/hash.c \
 		lib/proto.c lib/util.c lib/log.c lib/assert.c lib/net.c
 }
-srcs_backup()
+# dog's sources and what they need of lib/ (the harnesses that run dog)
+dog_srcs()
 {
-	echo tests/fuzz/fuzz_backup.c lib/proto.c lib/util.c lib/log.c lib/assert.c lib/hash.c \
-		lib/net.c lib/btree.c lib/vindex.c lib/kvtree.c lib/s3names.c $(ls dog/*.c)
+	echo lib/proto.c lib/util.c lib/log.c lib/assert.c lib/hash.c \
+		lib/net.c lib/btree.c lib/vindex.c lib/kvtree.c lib/s3names.c \
+		lib/ec.c $(ls dog/*.c)
 }
-srcs_dog_reply()
-{
-	echo tests/fuzz/fuzz_dog_reply.c lib/proto.c lib/util.c lib/log.c lib/assert.c \
-		lib/hash.c lib/net.c lib/btree.c lib/vindex.c lib/kvtree.c lib/s3names.c $(ls dog/*.c)
-}
-srcs_snapshot()
-{
-	echo tests/fuzz/fuzz_snapshot.c lib/proto.c lib/util.c lib/log.c lib/assert.c \
-		lib/hash.c lib/net.c lib/btree.c lib/vindex.c lib/kvtree.c lib/s3names.c $(ls dog/*.c)
-}
+srcs_backup() { echo tests/fuzz/fuzz_backup.c $(dog_srcs); }
+srcs_dog_reply() { echo tests/fuzz/fuzz_dog_reply.c $(dog_srcs); }
+srcs_snapshot() { echo tests/fuzz/fuzz_snapshot.c $(dog_srcs); }
 srcs_cluster_msg()
 {
 	echo tests/fuzz/fuzz_cluster_msg.c tests/fuzz/stub_sheep.c \
