@@ -985,18 +985,24 @@ def step_put_atom():
     print("the object 'atom' written")
 
 
+def partial_put(port, path, body, n, flag):
+    """a PUT of @body signed whole, of which only @n bytes are sent; then
+    @flag is written and the connection held for a minute"""
+    hdrs = signed_headers(port, "PUT", path, body)
+    hdrs["Content-Length"] = str(len(body))
+    hdrs["Host"] = f"127.0.0.1:{port}"
+    s = socket.create_connection(("127.0.0.1", int(port)), timeout=30)
+    head = f"PUT {path} HTTP/1.1\r\n" + "".join(
+        f"{k}: {v}\r\n" for k, v in hdrs.items()) + "\r\n"
+    s.sendall(head.encode() + body[:n])
+    open(flag, "w").write("sent\n")
+    time.sleep(60)
+
+
 def step_cut_put():
     """half of a 64 MiB PUT, then wait to be killed with the gateway"""
-    body = random.randbytes(64 * 1024 * 1024)
-    hdrs = signed_headers(OWNER, "PUT", "/photos/atom", body)
-    hdrs["Content-Length"] = str(len(body))
-    hdrs["Host"] = f"127.0.0.1:{OWNER}"
-    s = socket.create_connection(("127.0.0.1", int(OWNER)), timeout=30)
-    head = "PUT /photos/atom HTTP/1.1\r\n" + "".join(
-        f"{k}: {v}\r\n" for k, v in hdrs.items()) + "\r\n"
-    s.sendall(head.encode() + body[:32 * 1024 * 1024])
-    open(ARGS[0], "w").write("sent\n")
-    time.sleep(60)
+    partial_put(OWNER, "/photos/atom", random.randbytes(64 * 1024 * 1024),
+                32 * 1024 * 1024, ARGS[0])
 
 
 # ---- test 195: faults (ARGS[0]: a directory of the test's own)
@@ -1036,16 +1042,8 @@ def step_mp_start():
     open(os.path.join(d, "mp.p1"), "wb").write(p1)
     open(os.path.join(d, "mp.p2"), "wb").write(p2)
     open(os.path.join(d, "mp.id"), "w").write(f"{up} {e1}\n")
-    path = f"/faults/mp?partNumber=2&uploadId={up}"
-    hdrs = signed_headers(READER, "PUT", path, p2)
-    hdrs["Content-Length"] = str(len(p2))
-    hdrs["Host"] = f"127.0.0.1:{READER}"
-    s = socket.create_connection(("127.0.0.1", int(READER)), timeout=30)
-    head = f"PUT {path} HTTP/1.1\r\n" + "".join(
-        f"{k}: {v}\r\n" for k, v in hdrs.items()) + "\r\n"
-    s.sendall(head.encode() + p2[:3 * 1024 * 1024])
-    open(os.path.join(d, "mp.sent"), "w").write("sent\n")
-    time.sleep(60)
+    partial_put(READER, f"/faults/mp?partNumber=2&uploadId={up}", p2,
+                3 * 1024 * 1024, os.path.join(d, "mp.sent"))
 
 
 def step_mp_finish():
@@ -1078,16 +1076,8 @@ def step_mp_read(ports=(OWNER, READER)):
 
 def step_slow_put():
     """a PUT of 4 MiB through the owner that stops after 1 MiB"""
-    body = random.randbytes(4 * 1024 * 1024)
-    hdrs = signed_headers(OWNER, "PUT", "/faults/slow", body)
-    hdrs["Content-Length"] = str(len(body))
-    hdrs["Host"] = f"127.0.0.1:{OWNER}"
-    s = socket.create_connection(("127.0.0.1", int(OWNER)), timeout=30)
-    head = "PUT /faults/slow HTTP/1.1\r\n" + "".join(
-        f"{k}: {v}\r\n" for k, v in hdrs.items()) + "\r\n"
-    s.sendall(head.encode() + body[:1024 * 1024])
-    open(os.path.join(ARGS[0], "slow.sent"), "w").write("sent\n")
-    time.sleep(60)
+    partial_put(OWNER, "/faults/slow", random.randbytes(4 * 1024 * 1024),
+                1024 * 1024, os.path.join(ARGS[0], "slow.sent"))
 
 
 def step_fill():

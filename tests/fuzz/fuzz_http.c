@@ -50,6 +50,19 @@ static void check_spans(const char *buf, size_t len,
 	}
 }
 
+/* @r's headers as the signers take them, and its method NUL-ended */
+static void signer_view(const struct http_request *r, struct sigv4_hdr *h,
+			char method[20])
+{
+	for (size_t i = 0; i < r->nr_hdrs; i++)
+		h[i] = (struct sigv4_hdr){
+			.name = r->hdrs[i].name, .nlen = r->hdrs[i].nlen,
+			.value = r->hdrs[i].value, .vlen = r->hdrs[i].vlen,
+		};
+	memcpy(method, r->method, r->method_len);
+	method[r->method_len] = 0;
+}
+
 static void sign(const struct http_request *r)
 {
 	struct sigv4_hdr h[HTTP_MAX_HEADERS];
@@ -73,13 +86,7 @@ static void sign(const struct http_request *r)
 		return;
 	if (strlen(a.signature) != 64 || strlen(a.amz_date) != 16)
 		die("parsed claims out of shape\n");
-	for (size_t i = 0; i < r->nr_hdrs; i++)
-		h[i] = (struct sigv4_hdr){
-			.name = r->hdrs[i].name, .nlen = r->hdrs[i].nlen,
-			.value = r->hdrs[i].value, .vlen = r->hdrs[i].vlen,
-		};
-	memcpy(method, r->method, r->method_len);
-	method[r->method_len] = 0;
+	signer_view(r, h, method);
 	snprintf(payload, sizeof(payload), "%.*s",
 		 hash ? (int)(hash->vlen < 64 ? hash->vlen : 64) : 16,
 		 hash ? hash->value : "UNSIGNED-PAYLOAD");
@@ -113,13 +120,7 @@ static void sign_v2(const struct http_request *r)
 		return;
 	if (strlen(a.signature) != SIGV2_SIG_LEN || !a.access_key[0])
 		die("parsed SigV2 claims out of shape\n");
-	for (size_t i = 0; i < r->nr_hdrs; i++)
-		h[i] = (struct sigv4_hdr){
-			.name = r->hdrs[i].name, .nlen = r->hdrs[i].nlen,
-			.value = r->hdrs[i].value, .vlen = r->hdrs[i].vlen,
-		};
-	memcpy(method, r->method, r->method_len);
-	method[r->method_len] = 0;
+	signer_view(r, h, method);
 	sr = (struct sigv2_req){
 		.method = method, .path = r->path, .path_len = r->path_len,
 		.query = r->query, .query_len = r->query_len, .hdrs = h,
