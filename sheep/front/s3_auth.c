@@ -246,6 +246,7 @@ static int authenticate_v2(struct s3_ctx *x, const struct http_header *auth)
 	sr.nr_hdrs = signer_headers(x, hdrs);
 	if (!sigv2_verify(&sr, &a, x->user.secret))
 		return signature_mismatch(x);
+	x->v2_query = a.presigned;
 	return check_v2_time(x, &a);
 }
 

@@ -263,9 +263,10 @@ const char *s3_unknown_param(const struct s3_ctx *x,
 	for (int i = 0; i < x->nr_params; i++) {
 		const char *n = x->params[i].name;
 		bool ok = !strncmp(n, "X-Amz-", 6) || !strcmp(n, "x-id") ||
-			  /* a SigV2 presigned URL's */
-			  !strcmp(n, "AWSAccessKeyId") ||
-			  !strcmp(n, "Signature") || !strcmp(n, "Expires");
+			  /* a SigV2 presigned URL's, in one only */
+			  (x->v2_query && (!strcmp(n, "AWSAccessKeyId") ||
+					   !strcmp(n, "Signature") ||
+					   !strcmp(n, "Expires")));
 
 		for (int k = 0; known && known[k] && !ok; k++)
 			ok = !strcmp(n, known[k]);

@@ -34,6 +34,7 @@ struct s3_ctx {
 	size_t klen;
 	bool has_bucket, has_key, head;
 	bool swift;			/* a Swift request (swift.c) */
+	bool v2_query;			/* signed by a SigV2 presigned URL */
 	/* virtual-host style: the bucket Host names under --s3-domain */
 	char vhost[64];
 	struct s3_param params[S3_MAX_PARAMS];

@@ -1275,6 +1275,10 @@ def step_sigv2_vhost():
     check("vhost" not in [b["Name"] for b in
                           vh.list_buckets()["Buckets"]],
           "virtual-host style: the bucket deleted")
+    # SigV2's query parameters mean nothing to a SigV4 request: refused
+    st, code, _ = raw_req(OWNER, "GET", "/photos/v2/a?Expires=1", b"", {})
+    check((st, code) == (501, "NotImplemented"), "Expires in a SigV4 "
+          "request: NotImplemented", f"{st} {code}")
     # a write relayed by a gateway with another --s3-domain is refused
     st, body = plain_req(OWNER, "PUT", "/photos/x", b"x",
                          {"X-Kelpie-S3-Domain": "other.test"})
