@@ -50,7 +50,8 @@ static int ready_fd = -1;
 static int lock_fd = -1;
 
 enum { OPT_NBD = 256, OPT_ADMIN_FROM, OPT_CLUSTER_KEY, OPT_BUDGET, OPT_HTTP,
-       OPT_RDMA, OPT_S3, OPT_S3_DOMAIN };
+       OPT_RDMA, OPT_S3, OPT_S3_DOMAIN,
+       OPT_S3_GRACE };
 
 static const struct option long_opts[] = {
 	{ "bindaddr", required_argument, NULL, 'b' },
@@ -81,6 +82,7 @@ static const struct option long_opts[] = {
 	{ "http", required_argument, NULL, OPT_HTTP },
 	{ "s3", required_argument, NULL, OPT_S3 },
 	{ "s3-domain", required_argument, NULL, OPT_S3_DOMAIN },
+	{ "s3-grace", required_argument, NULL, OPT_S3_GRACE },
 	{ "rdma", required_argument, NULL, OPT_RDMA },
 	{ NULL, 0, NULL, 0 },
 };
@@ -127,6 +129,8 @@ static void usage(FILE *f)
 "                         come from dog s3 user create\n"
 "      --s3-domain NAME   also take a Host of BUCKET.NAME as the bucket\n"
 "                         (virtual-host style); the same on every gateway\n"
+"      --s3-grace SECONDS how long room no object names any more is kept\n"
+"                         before it is reclaimed (default 60, 1-86400)\n"
 "  -u, --upgrade          accepted: an older store is always upgraded at\n"
 "                         start-up\n"
 "  -w, --wq-threads io=N  threads of store I/O (default 8, at most 64)\n"
@@ -258,6 +262,11 @@ static int check_option_pairs(void)
 	}
 	if (strcmp(s3_domain(), "-") && !s3_enabled()) {
 		fprintf(stderr, "--s3-domain without --s3: there is no S3 "
+			"endpoint to take it\n");
+		return -1;
+	}
+	if (s3_grace_given() && !s3_enabled()) {
+		fprintf(stderr, "--s3-grace without --s3: there is no S3 "
 			"endpoint to take it\n");
 		return -1;
 	}
@@ -825,6 +834,13 @@ int main(int argc, char **argv)
 				fprintf(stderr, "invalid --s3-domain '%s': a "
 					"domain name (letters, digits, dots, "
 					"dashes)\n", optarg);
+				return 1;
+			}
+			break;
+		case OPT_S3_GRACE:
+			if (s3_set_grace(optarg)) {
+				fprintf(stderr, "invalid --s3-grace '%s': "
+					"seconds, 1-86400\n", optarg);
 				return 1;
 			}
 			break;

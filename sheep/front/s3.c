@@ -512,7 +512,7 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static int start_thread(void *(*fn)(void *))
+int s3_thread_start(void *(*fn)(void *))
 {
 	sigset_t all, old;
 	pthread_t t;
@@ -550,11 +550,11 @@ int s3_conns_start(const char *addr, int port,
 		return -1;
 	}
 	for (int i = 0; i < S3_WORKERS; i++)
-		if (start_thread(worker)) {
+		if (s3_thread_start(worker)) {
 			sd_err("S3: cannot start a worker: %m");
 			return -1;
 		}
-	if (start_thread(poller)) {
+	if (s3_thread_start(poller)) {
 		sd_err("S3: cannot start: %m");
 		return -1;
 	}

@@ -26,6 +26,9 @@ int s3_set_domain(const char *name);
 bool s3_enabled(void);
 /* that domain, "-" if none (relayed writes carry it to the owner) */
 const char *s3_domain(void);
+/* s3_api.c: --s3-grace (s3_bucket.h): 0, or -1 if it is no such number */
+int s3_set_grace(const char *seconds);
+bool s3_grace_given(void);
 /* s3_api.c: start the endpoint if configured: 0 or -1 (said in the log) */
 int s3_init(const char *default_addr);
 
@@ -36,6 +39,8 @@ struct s3_conn;
 /* listen on @addr:@port; @serve answers each request: 0 or -1 (logged) */
 int s3_conns_start(const char *addr, int port,
 		   void (*serve)(struct s3_conn *c));
+/* a thread of the endpoint running @fn, detached, no signals: 0 or -1 */
+int s3_thread_start(void *(*fn)(void *));
 
 /* the request being served, its head parsed */
 const struct http_request *s3_request(const struct s3_conn *c);

@@ -413,6 +413,7 @@ static void s3_serve(struct s3_conn *c)
 out:
 	if (x->nr_params > 0)
 		s3_params_free(x->params, x->nr_params);
+	s3b_release_reservations();
 	free(x->buf);
 	free(x);
 	budget_gate_put(S3_REQ_BUDGET);
@@ -424,6 +425,24 @@ static int s3_port;
 int s3_configure(const char *spec)
 {
 	return net_parse_listen(spec, s3_addr, sizeof(s3_addr), &s3_port);
+}
+
+static bool grace_given;
+
+int s3_set_grace(const char *seconds)
+{
+	uint64_t v;
+
+	if (parse_u64_range(seconds, S3_GRACE_MAX, &v) || !v)
+		return -1;
+	s3b_set_grace((unsigned int)v);
+	grace_given = true;
+	return 0;
+}
+
+bool s3_grace_given(void)
+{
+	return grace_given;
 }
 
 bool s3_enabled(void)
@@ -454,5 +473,9 @@ int s3_init(const char *default_addr)
 		return 0;
 	budget_gate_init();
 	set_self(addr);
+	if (s3_thread_start(s3b_reclaimer)) {
+		sd_err("S3: cannot start the reclaimer: %m");
+		return -1;
+	}
 	return s3_conns_start(addr, s3_port, s3_serve);
 }

@@ -6,15 +6,19 @@
  * (below), "m/next" the end of what the owner has given out of the data
  * volume.  A PUT's bytes are written into room reserved at the end and
  * only then is the entry committed, so a reader sees the old entry or the
- * new one, and an entry never names bytes not yet written.  The room of
- * an overwritten or deleted object, or of a PUT that never committed, is
- * not given out again yet (doc/object-storage.md: reclaiming is to come).
+ * new one, and an entry never names bytes not yet written.  Room is
+ * never given out twice: what entries stop naming (an overwrite, a
+ * delete, an abort) and what a PUT reserved and never committed is
+ * counted by s3_space.c and dropped, a chunk at a time, after the grace
+ * period (the reclaimer below).  A read that meets a dropped chunk fails
+ * rather than serve zeros (s3b_read).
  *
  * The owner keeps the bucket's tree open and changes it under the
  * bucket's lock; another gateway opens the tree afresh for each read.
  */
 #include <inttypes.h>
 #include <pthread.h>
+#include <unistd.h>
 #include <sys/random.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +29,7 @@
 #include "front/exec.h"
 #include "front/s3_bucket.h"
 #include "front/s3_reg.h"
+#include "front/s3_space.h"
 #include "vdi/volume.h"
 
 #define ENTRY_HEAD	48
@@ -34,7 +39,11 @@
 #define INDEX_SIZE	((uint64_t)KVT_MAX_PAGES * KVT_PAGE)
 #define USAGE_KEY	"m/usage"	/* see usage_change */
 #define DATA_SIZE	(UINT64_C(4) << 40)
-#define ALIGN		4096
+#define ALIGN		SPACE_ALIGN
+/* reservations in flight in one bucket: one per request, S3_WORKERS */
+#define MAX_INFLIGHT	64
+/* chunks one reclaim step drops */
+#define DROP_BATCH	64
 #define READ_TRIES	3
 
 struct s3_bucket {
@@ -49,6 +58,13 @@ struct s3_bucket {
 	struct kvtree *t;		/* the owner's */
 	uint64_t next_off;
 	bool gone;			/* deleted: no commit any more */
+	struct space_change chg;	/* the change's room, under lock */
+	/* room reserved by requests not done yet: never swept */
+	struct {
+		uint64_t off;
+		pthread_t by;
+	} inflight[MAX_INFLIGHT];
+	int nr_inflight;
 };
 
 /* this gateway, as the registry names a bucket's owner: endpoint, sheep
@@ -58,6 +74,8 @@ static char self_id[S3REG_NAME_LEN], self_node[S3REG_NAME_LEN];
 static uint64_t self_boot;
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct s3_bucket *cache;
+/* seconds between a chunk's last byte unnamed and its drop */
+static unsigned int s3_grace = S3_GRACE_DEFAULT;
 
 /* ---- entries ---- */
 
@@ -264,6 +282,8 @@ static int load_next(struct s3_bucket *b)
 /* under b->lock: the owner's tree open, 0 or -2 */
 static int owner_tree(struct s3_bucket *b)
 {
+	bool kept;
+
 	if (b->gone)
 		return -2;
 	if (b->t)
@@ -272,11 +292,15 @@ static int owner_tree(struct s3_bucket *b)
 		b->t = NULL;
 		return -2;
 	}
-	if (load_next(b)) {
+	if (load_next(b) || space_kept(b->t, &kept)) {
 		kvt_close(b->t);
 		b->t = NULL;
 		return -2;
 	}
+	if (!kept)
+		sd_warn("S3: bucket %s was written before its room was "
+			"counted: what its objects stop naming is not "
+			"reclaimed", b->rec.name);
 	return 0;
 }
 
@@ -285,6 +309,7 @@ static void owner_reset(struct s3_bucket *b)
 {
 	kvt_close(b->t);
 	b->t = NULL;
+	space_change_clear(&b->chg);
 }
 
 /* ---- the cache ---- */
@@ -566,7 +591,8 @@ int s3b_scan(struct s3_bucket *b, const char *start, size_t slen,
 
 int s3b_read(struct s3_bucket *b, uint64_t off, void *buf, uint32_t len)
 {
-	return vol_read(b->data_vid, off, buf, len);
+	/* an entry names only written bytes: a chunk not there was dropped */
+	return vol_read_written(b->data_vid, off, buf, len);
 }
 
 int s3b_extents(struct s3_bucket *b, const struct s3_obj *o,
@@ -586,7 +612,7 @@ int s3b_extents(struct s3_bucket *b, const struct s3_obj *o,
 	}
 	raw = xmalloc((size_t)n * S3_EXTENT_SIZE);
 	e = xmalloc((size_t)n * sizeof(*e));
-	if (vol_read(b->data_vid, o->off, raw, (uint32_t)n * S3_EXTENT_SIZE)) {
+	if (s3b_read(b, o->off, raw, (uint32_t)n * S3_EXTENT_SIZE)) {
 		n = -2;
 		goto out;
 	}
@@ -628,19 +654,58 @@ int s3b_write_extents(struct s3_bucket *b, const struct s3_extent *e, int n,
 	return ret;
 }
 
+/*
+ * The buckets this thread reserved room in during its request, each with
+ * a reference: s3b_release_reservations() ends them when it is done
+ */
+#define MY_RESERVATIONS	4
+static __thread struct s3_bucket *my_resv[MY_RESERVATIONS];
+static __thread int my_nr_resv;
+
 int s3b_reserve(struct s3_bucket *b, uint64_t len, uint64_t *off)
 {
 	int ret = -2;
 
 	sd_assert(b->owner);
+	if (my_nr_resv == MY_RESERVATIONS) {
+		sd_err("S3: a request reserved room %d times", my_nr_resv);
+		return -2;
+	}
 	pthread_mutex_lock(&b->lock);
 	if (!owner_tree(b) && b->next_off + len <= DATA_SIZE) {
+		sd_assert(b->nr_inflight < MAX_INFLIGHT);
+		b->inflight[b->nr_inflight].off = b->next_off;
+		b->inflight[b->nr_inflight].by = pthread_self();
+		b->nr_inflight++;
 		*off = b->next_off;
 		b->next_off += (len + ALIGN - 1) / ALIGN * ALIGN;
 		ret = 0;
 	}
 	pthread_mutex_unlock(&b->lock);
+	if (!ret) {
+		pthread_mutex_lock(&cache_lock);
+		b->refs++;
+		pthread_mutex_unlock(&cache_lock);
+		my_resv[my_nr_resv++] = b;
+	}
 	return ret;
+}
+
+void s3b_release_reservations(void)
+{
+	pthread_t self = pthread_self();
+
+	for (int i = 0; i < my_nr_resv; i++) {
+		struct s3_bucket *b = my_resv[i];
+
+		pthread_mutex_lock(&b->lock);
+		for (int j = 0; j < b->nr_inflight; j++)
+			if (pthread_equal(b->inflight[j].by, self))
+				b->inflight[j--] = b->inflight[--b->nr_inflight];
+		pthread_mutex_unlock(&b->lock);
+		s3b_put(b);
+	}
+	my_nr_resv = 0;
 }
 
 int s3b_write(struct s3_bucket *b, uint64_t off, const void *buf,
@@ -649,13 +714,25 @@ int s3b_write(struct s3_bucket *b, uint64_t off, const void *buf,
 	return vol_write(b->data_vid, off, buf, len);
 }
 
-/* under b->lock: the change in b->t made durable, with next */
+/* under b->lock: where sweeping stops (no reservation in flight below) */
+static uint64_t sweep_limit(const struct s3_bucket *b)
+{
+	uint64_t limit = b->next_off;
+
+	for (int i = 0; i < b->nr_inflight; i++)
+		limit = MIN(limit, b->inflight[i].off);
+	return limit;
+}
+
+/* under b->lock: the change in b->t made durable, with next and room */
 static int owner_commit(struct s3_bucket *b)
 {
+	uint64_t due = (uint64_t)time(NULL) + s3_grace;
 	uint8_t v[8];
 
 	put_le64(v, b->next_off);
-	if (kvt_put(b->t, "m/next", 6, v, sizeof(v)) || kvt_commit(b->t)) {
+	if (space_apply(b->t, &b->chg, sweep_limit(b), due, NULL) ||
+	    kvt_put(b->t, "m/next", 6, v, sizeof(v)) || kvt_commit(b->t)) {
 		owner_reset(b);
 		return -2;
 	}
@@ -669,19 +746,15 @@ static int owner_commit(struct s3_bucket *b)
  * A bucket that held objects before it was kept has none: that one is
  * counted by a walk.
  */
-/* the size of @k's entry, into *@size: 0, -1 absent, -2 */
-static int entry_size(struct kvtree *t, const char *k, size_t klen,
-		      uint64_t *size)
+/* @k's entry into @o: 0, -1 absent, -2 */
+static int entry_get(struct kvtree *t, const void *k, size_t klen,
+		     struct s3_obj *o)
 {
 	uint8_t *v = xmalloc(ENTRY_MAX);
-	struct s3_obj *o = xmalloc(sizeof(*o));
 	int n = kvt_get(t, k, klen, v, ENTRY_MAX);
 
 	if (n >= 0)
 		n = n > ENTRY_MAX || entry_decode(v, (size_t)n, o) ? -2 : 0;
-	if (!n)
-		*size = o->size;
-	free(o);
 	free(v);
 	return n;
 }
@@ -693,12 +766,12 @@ static int is_object_key(const void *key, size_t klen, const void *val,
 	return 1;
 }
 
-/* under the owner's change: the entry @k about to hold @now (NULL: go) */
-static int usage_change(struct kvtree *t, const char *k, size_t klen,
+/* under the owner's change: the entry @old (NULL: none) becomes @now */
+static int usage_change(struct kvtree *t, const struct s3_obj *old,
 			const struct s3_obj *now)
 {
 	uint8_t u[16];
-	uint64_t count = 0, bytes = 0, size;
+	uint64_t count = 0, bytes = 0;
 	bool objects = false;
 	int n = kvt_get(t, USAGE_KEY, strlen(USAGE_KEY), u, sizeof(u));
 
@@ -714,13 +787,10 @@ static int usage_change(struct kvtree *t, const char *k, size_t klen,
 		count = get_le64(u);
 		bytes = get_le64(u + 8);
 	}
-	n = entry_size(t, k, klen, &size);
-	if (n == -2)
-		return -2;
-	if (!n) {
-		sd_assert(count && bytes >= size);
+	if (old) {
+		sd_assert(count && bytes >= old->size);
 		count--;
-		bytes -= size;
+		bytes -= old->size;
 	}
 	if (now) {
 		count++;
@@ -731,32 +801,68 @@ static int usage_change(struct kvtree *t, const char *k, size_t klen,
 	return kvt_put(t, USAGE_KEY, strlen(USAGE_KEY), u, sizeof(u)) ? -2 : 0;
 }
 
-/* @key's entry put as @o, the usage with it: 0 or -2 */
-static int entry_put(struct kvtree *t, const char *key, size_t klen,
+/*
+ * Under the owner's change: the room @o names, counted as named (@sign
+ * 1) or no more (-1).  A multipart object names its extent list and the
+ * extents in it.  A list that cannot be read when the object goes is
+ * logged and its extents kept: room is never dropped in doubt.
+ */
+static int charge(struct s3_bucket *b, const struct s3_obj *o, int sign)
+{
+	struct s3_extent *e;
+	int n;
+
+	if (o->is_inline)
+		return 0;
+	if (!o->nr_parts) {
+		space_charge(&b->chg, o->off, o->size, sign);
+		return 0;
+	}
+	n = s3b_extents(b, o, &e);
+	if (n < 0) {
+		if (sign > 0)
+			return -2;
+		sd_err("S3: bucket %s: the extent list at %" PRIu64 " cannot "
+		       "be read: its room is kept", b->rec.name, o->off);
+		return 0;
+	}
+	space_charge(&b->chg, o->off, (uint64_t)n * S3_EXTENT_SIZE, sign);
+	for (int i = 0; i < n; i++)
+		space_charge(&b->chg, e[i].off, e[i].len, sign);
+	free(e);
+	return 0;
+}
+
+/*
+ * Under the owner's change: @key's entry put as @o (NULL: removed), the
+ * usage and the room with it: 0, -1 absent (a removal), -2
+ */
+static int entry_set(struct s3_bucket *b, const char *key, size_t klen,
 		     const struct s3_obj *o)
 {
 	char k[S3_MAX_KEY + 2];
 	size_t kl = obj_key(k, key, klen);
-	uint8_t *v;
-	int ret;
+	struct s3_obj *old = xmalloc(sizeof(*old));
+	uint8_t *v = NULL;
+	int n = entry_get(b->t, k, kl, old), ret = -2;
 
-	if (usage_change(t, k, kl, o))
-		return -2;
+	if (n == -2 || (n == -1 && !o)) {
+		ret = n;
+		goto out;
+	}
+	if (usage_change(b->t, n ? NULL : old, o) ||
+	    (!n && charge(b, old, -1)) || (o && charge(b, o, 1)))
+		goto out;
+	if (!o) {
+		ret = kvt_del(b->t, k, kl);
+		goto out;
+	}
 	v = xmalloc(ENTRY_MAX);
-	ret = kvt_put(t, k, kl, v, entry_encode(o, v)) ? -2 : 0;
+	ret = kvt_put(b->t, k, kl, v, entry_encode(o, v)) ? -2 : 0;
+out:
 	free(v);
+	free(old);
 	return ret;
-}
-
-/* @key's entry removed, the usage with it: 0, -1 absent, -2 */
-static int entry_del(struct kvtree *t, const char *key, size_t klen)
-{
-	char k[S3_MAX_KEY + 2];
-	size_t kl = obj_key(k, key, klen);
-
-	if (usage_change(t, k, kl, NULL))
-		return -2;
-	return kvt_del(t, k, kl);
 }
 
 int s3b_usage(struct s3_bucket *b, uint64_t *count, uint64_t *bytes)
@@ -779,7 +885,7 @@ int s3b_commit(struct s3_bucket *b, const char *key, size_t klen,
 	sd_assert(b->owner && klen <= S3_MAX_KEY);
 	pthread_mutex_lock(&b->lock);
 	if (!owner_tree(b)) {
-		if (entry_put(b->t, key, klen, o))
+		if (entry_set(b, key, klen, o))
 			owner_reset(b);
 		else
 			ret = owner_commit(b);
@@ -797,8 +903,9 @@ int s3b_delete(struct s3_bucket *b, const char *key, size_t klen)
 		return 0;
 	pthread_mutex_lock(&b->lock);
 	if (!owner_tree(b)) {
-		switch (entry_del(b->t, key, klen)) {
+		switch (entry_set(b, key, klen, NULL)) {
 		case -1:
+			space_change_clear(&b->chg);
 			ret = 0;
 			break;
 		case 0:
@@ -822,7 +929,7 @@ int s3b_delete_many(struct s3_bucket *b, const struct s3_del_key *keys,
 	if (!owner_tree(b)) {
 		for (; i < n; i++)
 			if (keys[i].klen <= S3_MAX_KEY &&
-			    entry_del(b->t, keys[i].key, keys[i].klen) == -2)
+			    entry_set(b, keys[i].key, keys[i].klen, NULL) == -2)
 				break;
 		if (i < n)
 			owner_reset(b);
@@ -853,18 +960,20 @@ static size_t part_key(char *out, const char *id, uint32_t number)
 
 /* under b->lock, the tree open: @fn(arg) then the commit; 0, -1, -2 */
 static int owner_change(struct s3_bucket *b,
-			int (*fn)(struct kvtree *t, void *arg), void *arg)
+			int (*fn)(struct s3_bucket *b, void *arg), void *arg)
 {
 	int ret = -2;
 
 	sd_assert(b->owner);
 	pthread_mutex_lock(&b->lock);
 	if (!owner_tree(b)) {
-		ret = fn(b->t, arg);
+		ret = fn(b, arg);
 		if (ret == -2)
 			owner_reset(b);
 		else if (!ret)
 			ret = owner_commit(b);
+		else
+			space_change_clear(&b->chg);
 	}
 	pthread_mutex_unlock(&b->lock);
 	return ret;
@@ -877,7 +986,7 @@ struct upload_arg {
 	const struct s3_part *part;
 };
 
-static int upload_create_fn(struct kvtree *t, void *arg)
+static int upload_create_fn(struct s3_bucket *b, void *arg)
 {
 	struct upload_arg *a = arg;
 	uint8_t *v = xmalloc(2 + S3_MAX_KEY + ENTRY_MAX);
@@ -888,7 +997,7 @@ static int upload_create_fn(struct kvtree *t, void *arg)
 	put_le16(v, (uint16_t)a->klen);
 	memcpy(v + 2, a->key, a->klen);
 	vlen = 2 + a->klen + entry_encode(a->o, v + 2 + a->klen);
-	ret = kvt_put(t, k, upload_key(k, a->id), v, vlen) ? -2 : 0;
+	ret = kvt_put(b->t, k, upload_key(k, a->id), v, vlen) ? -2 : 0;
 	free(v);
 	return ret;
 }
@@ -942,18 +1051,21 @@ int s3b_upload_get(struct s3_bucket *b, const char *id, char *key,
 	return with_tree(b, upload_get_fn, &a, READ_TRIES);
 }
 
-static int part_commit_fn(struct kvtree *t, void *arg)
+static int part_commit_fn(struct s3_bucket *b, void *arg)
 {
 	struct upload_arg *a = arg;
 	struct s3_obj o = { .size = a->part->size, .off = a->part->off,
 			    .mtime = a->part->mtime,
 			    .sum_algo = a->part->sum_algo };
+	struct s3_obj *old;
 	uint8_t v[ENTRY_MAX];
 	char k[96];
+	size_t kl;
+	int n;
 
 	/* the upload must be there still (not completed or aborted) */
 	upload_key(k, a->id);
-	switch (kvt_get(t, k, strlen(k), NULL, 0)) {
+	switch (kvt_get(b->t, k, strlen(k), NULL, 0)) {
 	case -1:
 		return -1;
 	case -2:
@@ -963,8 +1075,17 @@ static int part_commit_fn(struct kvtree *t, void *arg)
 	/* a part's checksum is kept as its metadata */
 	o.meta_len = (uint16_t)strlen(a->part->sum);
 	memcpy(o.meta, a->part->sum, o.meta_len);
-	return kvt_put(t, k, part_key(k, a->id, a->part->number), v,
-		       entry_encode(&o, v)) ? -2 : 0;
+	kl = part_key(k, a->id, a->part->number);
+	/* a part of that number before: its room goes */
+	old = xmalloc(sizeof(*old));
+	n = entry_get(b->t, k, kl, old);
+	if (!n)
+		space_charge(&b->chg, old->off, old->size, -1);
+	free(old);
+	if (n == -2)
+		return -2;
+	space_charge(&b->chg, o.off, o.size, 1);
+	return kvt_put(b->t, k, kl, v, entry_encode(&o, v)) ? -2 : 0;
 }
 
 int s3b_part_commit(struct s3_bucket *b, const char *id,
@@ -1108,34 +1229,38 @@ int s3b_uploads(struct s3_bucket *b,
 	return ret;
 }
 
-/* every part of upload a->id deleted, then the upload: 0, -1, -2 */
-static int drop_upload(struct kvtree *t, const char *id)
+/* every part of upload @id deleted, its room with it, then the upload:
+ * 0, -1, -2 */
+static int drop_upload(struct s3_bucket *b, const char *id)
 {
 	struct parts_arg a = { .id = id };
 	char k[96];
 	int ret;
 
 	upload_key(k, id);
-	ret = kvt_del(t, k, strlen(k));
+	ret = kvt_del(b->t, k, strlen(k));
 	if (ret)
 		return ret;
 	a.plen = (size_t)snprintf(a.prefix, sizeof(a.prefix), "p/%s/", id);
-	ret = parts_fn(t, &a);
-	for (int i = 0; !ret && i < a.n; i++)
-		if (kvt_del(t, k, part_key(k, id, a.parts[i].number)) == -2)
+	ret = parts_fn(b->t, &a);
+	for (int i = 0; !ret && i < a.n; i++) {
+		space_charge(&b->chg, a.parts[i].off, a.parts[i].size, -1);
+		if (kvt_del(b->t, k, part_key(k, id, a.parts[i].number)) == -2)
 			ret = -2;
+	}
 	free(a.parts);
 	return ret;
 }
 
-static int complete_fn(struct kvtree *t, void *arg)
+/* the parts' room is the object's now, but for parts left out */
+static int complete_fn(struct s3_bucket *b, void *arg)
 {
 	struct upload_arg *a = arg;
-	int ret = drop_upload(t, a->id);
+	int ret = drop_upload(b, a->id);
 
 	if (ret)
 		return ret;
-	return entry_put(t, a->key, a->klen, a->o);
+	return entry_set(b, a->key, a->klen, a->o);
 }
 
 int s3b_upload_complete(struct s3_bucket *b, const char *id,
@@ -1146,14 +1271,125 @@ int s3b_upload_complete(struct s3_bucket *b, const char *id,
 	return owner_change(b, complete_fn, &a);
 }
 
-static int abort_fn(struct kvtree *t, void *arg)
+static int abort_fn(struct s3_bucket *b, void *arg)
 {
-	return drop_upload(t, arg);
+	return drop_upload(b, arg);
 }
 
 int s3b_upload_abort(struct s3_bucket *b, const char *id)
 {
 	return owner_change(b, abort_fn, (void *)id);
+}
+
+/* ---- reclaiming room ---- */
+
+void s3b_set_grace(unsigned int seconds)
+{
+	s3_grace = seconds;
+}
+
+/*
+ * Chunk @idx of @vid dropped: its inode entry zeroed as a client's
+ * discard does, and the gateway drops the object it named
+ */
+static int chunk_drop(uint32_t vid, uint64_t idx)
+{
+	struct sd_req rq = { .opcode = SD_OP_WRITE_OBJ };
+	uint8_t zero[4] = { 0 };
+
+	rq.flags = SD_FLAG_CMD_WRITE;
+	rq.data_length = sizeof(zero);
+	rq.obj.oid = vid_to_vdi_oid(vid);
+	rq.obj.offset = SD_INODE_INDEX_OFFSET + (uint32_t)idx * 4;
+	return front_exec_client(&rq, zero, NULL);
+}
+
+/*
+ * One step for a bucket this gateway owns: the chunks passed since the
+ * last change looked at (a bucket no one writes sweeps too), then those
+ * due dropped and out of the queue.  How many were dropped, or -2.
+ */
+static int reclaim_step(struct s3_bucket *b)
+{
+	struct space_due due[DROP_BATCH];
+	uint64_t now = (uint64_t)time(NULL);
+	bool changed;
+	int n, done = 0, ret = -2;
+
+	pthread_mutex_lock(&b->lock);
+	if (owner_tree(b))
+		goto unlock;
+	if (space_apply(b->t, &b->chg, sweep_limit(b), now + s3_grace,
+			&changed)) {
+		owner_reset(b);
+		goto unlock;
+	}
+	if (changed && owner_commit(b))
+		goto unlock;
+	n = space_due(b->t, now, due, DROP_BATCH);
+	pthread_mutex_unlock(&b->lock);
+	if (n <= 0)
+		return n;
+	/* no one writes or names these: the drops need no lock */
+	for (int i = 0; i < n; i++) {
+		int r = chunk_drop(b->data_vid, due[i].chunk);
+
+		if (r != SD_RES_SUCCESS) {
+			sd_err("S3: bucket %s: dropping chunk %" PRIu64 ": %s",
+			       b->rec.name, due[i].chunk,
+			       sd_strerror((uint32_t)r));
+			n = i;
+		}
+	}
+	pthread_mutex_lock(&b->lock);
+	if (!n || owner_tree(b)) {
+		ret = n ? -2 : 0;
+		goto unlock;
+	}
+	for (done = 0; done < n; done++)
+		if (space_dropped(b->t, &due[done]))
+			break;
+	if (done < n) {
+		owner_reset(b);
+		goto unlock;
+	}
+	ret = owner_commit(b) ? -2 : n;
+	if (ret > 0)
+		sd_info("S3: bucket %s: %d MiB reclaimed", b->rec.name,
+			n * (int)(SPACE_CHUNK >> 20));
+unlock:
+	pthread_mutex_unlock(&b->lock);
+	return ret;
+}
+
+/* every bucket this gateway owns and has open, a step each while due */
+static void reclaim_pass(void)
+{
+	struct s3_bucket *mine[64];
+	int n = 0;
+
+	pthread_mutex_lock(&cache_lock);
+	for (struct s3_bucket *b = cache; b && n < 64; b = b->next)
+		if (b->owner && !b->gone) {
+			b->refs++;
+			mine[n++] = b;
+		}
+	pthread_mutex_unlock(&cache_lock);
+	for (int i = 0; i < n; i++) {
+		while (reclaim_step(mine[i]) == DROP_BATCH)
+			;
+		s3b_put(mine[i]);
+	}
+}
+
+void *s3b_reclaimer(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		sleep(MAX(1U, MIN(s3_grace / 4, 10U)));
+		reclaim_pass();
+	}
+	return NULL;
 }
 
 /* ---- creation and deletion ---- */

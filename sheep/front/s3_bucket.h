@@ -116,7 +116,14 @@ int s3b_write_extents(struct s3_bucket *b, const struct s3_extent *e, int n,
 		      uint64_t *off);
 /* the owner: room for @len bytes in the data volume at *@off (0 or -2) */
 int s3b_reserve(struct s3_bucket *b, uint64_t len, uint64_t *off);
-/* bytes of the data volume: SD_RES results */
+/*
+ * The reservations this thread made during its request end (the request
+ * is done): room they left unnamed may be reclaimed from now on
+ */
+void s3b_release_reservations(void);
+/* bytes of the data volume: SD_RES results; a read of bytes of a
+ * chunk reclaimed meanwhile (an entry looked up longer ago than the
+ * grace period) is SD_RES_NO_OBJ */
 int s3b_write(struct s3_bucket *b, uint64_t off, const void *buf,
 	      uint32_t len);
 int s3b_read(struct s3_bucket *b, uint64_t off, void *buf, uint32_t len);
@@ -163,6 +170,18 @@ int s3b_upload_abort(struct s3_bucket *b, const char *id);
 int s3b_uploads(struct s3_bucket *b,
 		int (*fn)(const char *id, const char *key, size_t klen,
 			  const struct s3_obj *o, void *arg), void *arg);
+
+/* ---- reclaiming room (doc/object-storage.md) ---- */
+
+#define S3_GRACE_DEFAULT	60	/* seconds */
+#define S3_GRACE_MAX		86400
+/* seconds a chunk no entry names waits before it is dropped */
+void s3b_set_grace(unsigned int seconds);
+/*
+ * The reclaimer, a thread of its own: it drops, in the buckets this
+ * gateway owns and has open, the chunks whose grace period is over
+ */
+void *s3b_reclaimer(void *arg);
 
 /*
  * CreateBucket for @user through this gateway, its data with @copies and

@@ -186,10 +186,21 @@ static void send_data(struct s3_ctx *x, struct s3_bucket *b,
 			uint32_t k = (uint32_t)MIN(MIN(len, e[i].len - from),
 						   (uint64_t)S3_IO_CHUNK);
 
-			if (s3b_read(b, e[i].off + from, x->buf, k)) {
-				/* the head promised bytes we cannot give */
-				sd_err("S3: reading %s/%.*s failed", x->bucket,
-				       (int)x->klen, x->key);
+			int ret = s3b_read(b, e[i].off + from, x->buf, k);
+
+			/* the head promised bytes we cannot give */
+			if (ret == SD_RES_NO_OBJ) {
+				sd_warn("S3: %s/%.*s was replaced or deleted, "
+					"and its room reclaimed, while it was "
+					"read: the answer is cut", x->bucket,
+					(int)x->klen, x->key);
+				s3_close_after(x->c);
+				return;
+			}
+			if (ret) {
+				sd_err("S3: reading %s/%.*s failed: %s",
+				       x->bucket, (int)x->klen, x->key,
+				       sd_strerror((uint32_t)ret));
 				s3_close_after(x->c);
 				return;
 			}

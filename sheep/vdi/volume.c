@@ -4,6 +4,7 @@
  * a read or write is one object request through the gateway, blocking.
  */
 #include <pthread.h>
+#include <stdbool.h>
 #include <string.h>
 #include "inode.h"
 #include "proto.h"
@@ -20,7 +21,8 @@
  */
 static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
 
-int vol_read(uint32_t vid, uint64_t off, void *buf, uint32_t len)
+static int read_bytes(uint32_t vid, uint64_t off, void *buf, uint32_t len,
+		      bool holes)
 {
 	uint8_t *p = buf;
 
@@ -33,7 +35,7 @@ int vol_read(uint32_t vid, uint64_t off, void *buf, uint32_t len)
 			return SD_RES_INVALID_PARMS;
 		ret = gw_exec_sync(SD_OP_READ_OBJ, vid_to_data_oid(vid, idx), p,
 				   n, in, 0, 0);
-		if (ret == SD_RES_NO_OBJ)
+		if (ret == SD_RES_NO_OBJ && holes)
 			memset(p, 0, n);
 		else if (ret != SD_RES_SUCCESS)
 			return ret;
@@ -42,6 +44,16 @@ int vol_read(uint32_t vid, uint64_t off, void *buf, uint32_t len)
 		len -= n;
 	}
 	return SD_RES_SUCCESS;
+}
+
+int vol_read(uint32_t vid, uint64_t off, void *buf, uint32_t len)
+{
+	return read_bytes(vid, off, buf, len, true);
+}
+
+int vol_read_written(uint32_t vid, uint64_t off, void *buf, uint32_t len)
+{
+	return read_bytes(vid, off, buf, len, false);
 }
 
 /* a new object: created with the piece, then named by the inode */

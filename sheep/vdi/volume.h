@@ -20,6 +20,8 @@
  * never written reads as zeros) or the error
  */
 int vol_read(uint32_t vid, uint64_t off, void *buf, uint32_t len);
+/* the same, but bytes of an object not there: SD_RES_NO_OBJ */
+int vol_read_written(uint32_t vid, uint64_t off, void *buf, uint32_t len);
 /*
  * Write them: objects never written are created and entered in the
  * inode's index.  Writes without the cache flag: durable once answered.

@@ -1098,8 +1098,11 @@ def step_fill():
                   f"after {len(stored)} objects", str(code))
             break
         stored[key] = hashlib.md5(data).hexdigest()
+        if n == 0:
+            open(os.path.join(ARGS[0], "fill.000"), "wb").write(data)
     else:
         fail("64 objects of 8 MiB fit: the stores are not full")
+    open(os.path.join(ARGS[0], "fill.count"), "w").write(f"{len(stored)}\n")
     check(len(stored) >= 1, "some objects fit before the cluster was full")
     expect_error("another PUT: InsufficientStorage again",
                  ("InsufficientStorage", 507), s3.put_object,
@@ -1117,6 +1120,179 @@ def step_fill():
                 fail(f"{key} through {port}: other bytes")
         print(f"a full cluster serves every stored object through {port}")
     step_rot_get()
+
+
+def step_hold_get():
+    """a GET of fill/000 through the reader that takes 64 KiB and stalls
+    until the test says go (the object deleted and its room reclaimed
+    meanwhile), then reads on: cut short, never other bytes"""
+    d = ARGS[0]
+    path = "/faults/fill/000"
+    want = open(os.path.join(d, "fill.000"), "rb").read()
+    hdrs = signed_headers(READER, "GET", path, b"")
+    hdrs["Host"] = f"127.0.0.1:{READER}"
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32768)
+    s.settimeout(60)
+    s.connect(("127.0.0.1", int(READER)))
+    s.sendall((f"GET {path} HTTP/1.1\r\n" + "".join(
+        f"{k}: {v}\r\n" for k, v in hdrs.items()) + "\r\n").encode())
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        buf += s.recv(65536)
+    head, body = buf.split(b"\r\n\r\n", 1)
+    check(head.startswith(b"HTTP/1.1 200") and
+          f"Content-Length: {len(want)}".encode() in head,
+          "a GET of an 8 MiB object begins", head.decode(errors="replace"))
+    while len(body) < 65536:
+        body += s.recv(65536)
+    open(os.path.join(d, "hold.sent"), "w").write("sent\n")
+    while not os.path.exists(os.path.join(d, "hold.go")):
+        time.sleep(0.1)
+    while True:
+        try:
+            got = s.recv(1 << 20)
+        except (ConnectionResetError, socket.timeout):
+            break
+        if not got:
+            break
+        body += got
+    check(len(body) < len(want), "a GET that outlasted the grace period, "
+          "its object deleted and the room reclaimed, is cut short",
+          f"{len(body)} of {len(want)} bytes")
+    check(body == want[:len(body)], f"the {len(body)} bytes it served "
+          "are the object's own")
+
+
+def step_empty():
+    """every fill/ object deleted"""
+    s3 = client(OWNER)
+    keys = [o["Key"] for o in s3.list_objects_v2(
+        Bucket="faults", Prefix="fill/")["Contents"]]
+    r = s3.delete_objects(Bucket="faults", Delete={
+        "Objects": [{"Key": k} for k in keys]})
+    check(len(r.get("Deleted", [])) == len(keys) and not r.get("Errors"),
+          f"the {len(keys)} fill/ objects deleted")
+
+
+def step_refill():
+    """as many 8 MiB objects as the full cluster held, stored again in the
+    room their deletion gave back, and read right"""
+    n = int(open(os.path.join(ARGS[0], "fill.count")).read())
+    s3 = client(OWNER)
+    stored = {}
+    for i in range(n):
+        data = random.randbytes(8 * 1024 * 1024)
+        key = f"refill/{i:03d}"
+        s3.put_object(Bucket="faults", Key=key, Body=data)
+        stored[key] = hashlib.md5(data).hexdigest()
+    print(f"{n} objects of 8 MiB stored again in the reclaimed room")
+    for port in (OWNER, READER):
+        c = client(port)
+        for key, md5 in stored.items():
+            got = c.get_object(Bucket="faults", Key=key)["Body"].read()
+            check(hashlib.md5(got).hexdigest() == md5,
+                  f"{key} reads right through {port}")
+
+
+def stores_used():
+    """bytes used on the three stores' tmpfs ($T/0..2, beside ARGS[0])"""
+    total = 0
+    for i in range(3):
+        st = os.statvfs(os.path.join(ARGS[0], "..", str(i)))
+        total += (st.f_blocks - st.f_bfree) * st.f_frsize
+    return total
+
+
+def given_back(what, peak, least):
+    """wait until @least bytes of the stores came back from @peak"""
+    for _ in range(300):
+        if stores_used() <= peak - least:
+            print(f"{what}: {(peak - stores_used()) >> 20} MiB came back")
+            return
+        time.sleep(0.1)
+    fail(f"{what}: the room did not come back "
+         f"({(peak - stores_used()) >> 20} MiB of {least >> 20})")
+
+
+def step_slow_commit():
+    """a 9 MiB PUT that stalls halfway for longer than the grace period
+    while other PUTs commit (each sweeps the room given out before it):
+    the stalled PUT's room is never reclaimed under it, and it reads
+    right once it completes"""
+    s3 = client(OWNER)
+    body = random.randbytes(9 * 1024 * 1024)
+    path = "/faults/stalled"
+    hdrs = signed_headers(OWNER, "PUT", path, body)
+    hdrs["Content-Length"] = str(len(body))
+    hdrs["Host"] = f"127.0.0.1:{OWNER}"
+    c = socket.create_connection(("127.0.0.1", int(OWNER)), timeout=30)
+    c.sendall((f"PUT {path} HTTP/1.1\r\n" + "".join(
+        f"{k}: {v}\r\n" for k, v in hdrs.items()) + "\r\n").encode() +
+        body[:5 * 1024 * 1024])
+    for i in range(5):
+        s3.put_object(Bucket="faults", Key=f"past/{i}",
+                      Body=random.randbytes(8192))
+        time.sleep(1)
+    c.sendall(body[5 * 1024 * 1024:])
+    answer = c.recv(4096)
+    c.close()
+    check(answer.startswith(b"HTTP/1.1 200"), "a PUT stalled past the "
+          "grace period while others committed completes",
+          answer[:200].decode(errors="replace"))
+    for port in (OWNER, READER):
+        got = client(port).get_object(Bucket="faults", Key="stalled")
+        check(got["Body"].read() == body, f"and reads right through {port}")
+
+
+def step_mp_reclaim():
+    """the room of an aborted upload, of a part left out of a completion
+    and of an overwritten object comes back past the grace period (each
+    holds at least one whole 4 MiB chunk, in 3 copies, more than is
+    waited for: commits write index pages too); what is kept reads
+    right"""
+    s3 = client(OWNER)
+    for k in [o["Key"] for o in s3.list_objects_v2(
+            Bucket="faults", Prefix="refill/").get("Contents", [])]:
+        s3.delete_object(Bucket="faults", Key=k)
+    time.sleep(4)       # the grace period (2 s) and a reclaimer's round
+    chunk3 = 3 * 4 * 1024 * 1024
+    nine = [random.randbytes(9 * 1024 * 1024) for _ in range(2)]
+    up = s3.create_multipart_upload(Bucket="faults", Key="ab")["UploadId"]
+    for n, body in enumerate(nine, 1):
+        s3.upload_part(Bucket="faults", Key="ab", PartNumber=n,
+                       UploadId=up, Body=body)
+    peak = stores_used()
+    s3.abort_multipart_upload(Bucket="faults", Key="ab", UploadId=up)
+    given_back("an aborted upload of 18 MiB", peak, 2 * chunk3)
+
+    rd = client(READER)
+    up = rd.create_multipart_upload(Bucket="faults", Key="left")["UploadId"]
+    tail = random.randbytes(1024 * 1024)
+    out = random.randbytes(13 * 1024 * 1024)    # 2 whole chunks at least
+    etags = [rd.upload_part(Bucket="faults", Key="left", PartNumber=n,
+                            UploadId=up, Body=body)["ETag"]
+             for n, body in enumerate([nine[0], out, tail], 1)]
+    peak = stores_used()
+    rd.complete_multipart_upload(
+        Bucket="faults", Key="left", UploadId=up,
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etags[0]},
+                                   {"PartNumber": 3, "ETag": etags[2]}]})
+    given_back("a 13 MiB part left out of a completion", peak, chunk3)
+    got = rd.get_object(Bucket="faults", Key="left")["Body"].read()
+    check(got == nine[0] + tail, "the completed object reads right")
+
+    # 17 MiB hold 3 whole chunks wherever they start; the new object is
+    # small enough to live in its entry, so that nothing else grows
+    s3.put_object(Bucket="faults", Key="over",
+                  Body=random.randbytes(17 * 1024 * 1024))
+    peak = stores_used()
+    small = random.randbytes(1000)
+    s3.put_object(Bucket="faults", Key="over", Body=small)
+    given_back("a 17 MiB object overwritten", peak, 2 * chunk3)
+    for c in (s3, rd):
+        got = c.get_object(Bucket="faults", Key="over")["Body"].read()
+        check(got == small, "the object overwritten reads the new bytes")
 
 
 def with_redundancy(c, value):
@@ -1322,6 +1498,9 @@ def step_cleanup():
  "redundancy-clean": step_redundancy_clean,
  "rot-put": step_rot_put, "rot-get": step_rot_get,
  "mp-start": step_mp_start, "mp-finish": step_mp_finish,
- "mp-read": step_mp_read, "slow-put": step_slow_put, "fill": step_fill, "fo-setup": step_fo_setup,
+ "mp-read": step_mp_read, "slow-put": step_slow_put, "fill": step_fill,
+ "hold-get": step_hold_get, "empty": step_empty, "refill": step_refill,
+ "mp-reclaim": step_mp_reclaim, "slow-commit": step_slow_commit,
+ "fo-setup": step_fo_setup,
  "fo-member": step_fo_member, "fo-takeover": step_fo_takeover,
  "fo-after": step_fo_after, "fo-race": step_fo_race}[STEP]()
