@@ -337,6 +337,11 @@ static void accept_one(void)
 
 	if (fd < 0)
 		return;	/* EAGAIN, or EMFILE: the next round */
+	/*
+	 * An answer is a head and a body sent apart: with Nagle the body
+	 * would wait for the head's ACK, which the client delays (40 ms)
+	 */
+	net_set_nodelay(fd);
 	peer_of(&sa, peer);
 	c = slot_take(fd, peer, &busy_peer);
 	if (!c) {

@@ -164,6 +164,7 @@ int s3_forward(struct s3_conn *c, const char *target)
 		sd_warn("S3: cannot reach the bucket's gateway %s: %m", target);
 		return -1;
 	}
+	net_set_nodelay(fd);	/* as the client's connection (s3.c) */
 	buf = xmalloc(RELAY_CHUNK);
 	s3_no_continue(c);
 	s3_close_after(c);
