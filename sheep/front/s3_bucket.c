@@ -58,7 +58,16 @@ struct s3_bucket {
 	struct kvtree *t;		/* the owner's */
 	uint64_t next_off;
 	bool gone;			/* deleted: no commit any more */
-	struct space_change chg;	/* the change's room, under lock */
+	struct space_change chg;	/* the changes' room, under lock */
+	/*
+	 * Group commit: changes applied to t wait, each on its stack, for
+	 * the commit that makes them durable; one commit serves every change
+	 * applied before it (owner_change)
+	 */
+	struct commit_wait *waiters;
+	uint64_t applied;		/* changes applied so far */
+	int arriving;			/* changers waiting for the lock */
+	pthread_cond_t committed;
 	/* room reserved by requests not done yet: never swept */
 	struct {
 		uint64_t off;
@@ -304,12 +313,41 @@ static int owner_tree(struct s3_bucket *b)
 	return 0;
 }
 
-/* a commit that failed: the tree in the volume is the last committed */
+/* a change applied and waiting for its commit */
+struct commit_wait {
+	uint64_t seq;
+	int ret;
+	bool done;
+	struct commit_wait *next;
+};
+
+/* under b->lock: the changes up to @seq answered @ret */
+static void owner_settle(struct s3_bucket *b, uint64_t seq, int ret)
+{
+	for (struct commit_wait **p = &b->waiters; *p;) {
+		struct commit_wait *w = *p;
+
+		if (w->seq > seq) {
+			p = &w->next;
+			continue;
+		}
+		w->ret = ret;
+		w->done = true;
+		*p = w->next;
+	}
+	pthread_cond_broadcast(&b->committed);
+}
+
+/*
+ * A change or a commit that failed: the tree in the volume is the last
+ * committed, and every change applied since is lost with this one
+ */
 static void owner_reset(struct s3_bucket *b)
 {
 	kvt_close(b->t);
 	b->t = NULL;
 	space_change_clear(&b->chg);
+	owner_settle(b, UINT64_MAX, -2);
 }
 
 /* ---- the cache ---- */
@@ -319,6 +357,7 @@ static void bucket_free(struct s3_bucket *b)
 	if (b->t)
 		kvt_close(b->t);
 	pthread_mutex_destroy(&b->lock);
+	pthread_cond_destroy(&b->committed);
 	free(b);
 }
 
@@ -329,6 +368,7 @@ static struct s3_bucket *bucket_new(const struct s3_bucket_rec *rec)
 	b->rec = *rec;
 	b->refs = 1;
 	pthread_mutex_init(&b->lock, NULL);
+	pthread_cond_init(&b->committed, NULL);
 	b->owner = !strcmp(rec->gateway, self_id) && rec->boot == self_boot;
 	if (volume_lookup(rec->name, "index", &b->index_vid) ||
 	    volume_lookup(rec->name, "data.0", &b->data_vid)) {
@@ -730,13 +770,37 @@ static int owner_commit(struct s3_bucket *b)
 	uint64_t due = (uint64_t)time(NULL) + s3_grace;
 	uint8_t v[8];
 
+	uint64_t upto = b->applied;
+
 	put_le64(v, b->next_off);
 	if (space_apply(b->t, &b->chg, sweep_limit(b), due, NULL) ||
 	    kvt_put(b->t, "m/next", 6, v, sizeof(v)) || kvt_commit(b->t)) {
 		owner_reset(b);
 		return -2;
 	}
+	owner_settle(b, upto, 0);
 	return 0;
+}
+
+/*
+ * Under b->lock, this thread's change applied: made durable, by a commit
+ * of this thread's or another's.  A thread commits when no other changer
+ * waits for the lock; else it waits, and the last of them commits every
+ * change applied meanwhile in one superblock.
+ */
+static int commit_mine(struct s3_bucket *b)
+{
+	struct commit_wait w = { .seq = ++b->applied };
+
+	w.next = b->waiters;
+	b->waiters = &w;
+	while (!w.done) {
+		if (!__atomic_load_n(&b->arriving, __ATOMIC_SEQ_CST))
+			owner_commit(b);	/* settles w, one way or another */
+		else
+			pthread_cond_wait(&b->committed, &b->lock);
+	}
+	return w.ret;
 }
 
 /*
@@ -877,67 +941,60 @@ int s3b_usage(struct s3_bucket *b, uint64_t *count, uint64_t *bytes)
 	return ret;
 }
 
+struct set_arg {
+	const char *key;
+	size_t klen;
+	const struct s3_obj *o;
+	const struct s3_del_key *keys;
+	int n;
+};
+
+static int set_fn(struct s3_bucket *b, void *arg)
+{
+	struct set_arg *a = arg;
+
+	return entry_set(b, a->key, a->klen, a->o);
+}
+
+static int owner_change(struct s3_bucket *b,
+			int (*fn)(struct s3_bucket *b, void *arg), void *arg);
+
 int s3b_commit(struct s3_bucket *b, const char *key, size_t klen,
 	       const struct s3_obj *o)
 {
-	int ret = -2;
+	struct set_arg a = { .key = key, .klen = klen, .o = o };
 
-	sd_assert(b->owner && klen <= S3_MAX_KEY);
-	pthread_mutex_lock(&b->lock);
-	if (!owner_tree(b)) {
-		if (entry_set(b, key, klen, o))
-			owner_reset(b);
-		else
-			ret = owner_commit(b);
-	}
-	pthread_mutex_unlock(&b->lock);
-	return ret;
+	sd_assert(klen <= S3_MAX_KEY);
+	return owner_change(b, set_fn, &a);
 }
 
 int s3b_delete(struct s3_bucket *b, const char *key, size_t klen)
 {
-	int ret = -2;
+	struct set_arg a = { .key = key, .klen = klen };
 
-	sd_assert(b->owner);
 	if (klen > S3_MAX_KEY)
 		return 0;
-	pthread_mutex_lock(&b->lock);
-	if (!owner_tree(b)) {
-		switch (entry_set(b, key, klen, NULL)) {
-		case -1:
-			space_change_clear(&b->chg);
-			ret = 0;
-			break;
-		case 0:
-			ret = owner_commit(b);
-			break;
-		default:
-			owner_reset(b);
-		}
-	}
-	pthread_mutex_unlock(&b->lock);
-	return ret;
+	/* absent: nothing to commit */
+	return owner_change(b, set_fn, &a) == -2 ? -2 : 0;
+}
+
+static int delete_many_fn(struct s3_bucket *b, void *arg)
+{
+	struct set_arg *a = arg;
+
+	for (int i = 0; i < a->n; i++)
+		if (a->keys[i].klen <= S3_MAX_KEY &&
+		    entry_set(b, a->keys[i].key, a->keys[i].klen, NULL) == -2)
+			return -2;
+	return 0;
 }
 
 int s3b_delete_many(struct s3_bucket *b, const struct s3_del_key *keys,
 		    int n)
 {
-	int ret = -2, i = 0;
+	struct set_arg a = { .keys = keys, .n = n };
 
-	sd_assert(b->owner);
-	pthread_mutex_lock(&b->lock);
-	if (!owner_tree(b)) {
-		for (; i < n; i++)
-			if (keys[i].klen <= S3_MAX_KEY &&
-			    entry_set(b, keys[i].key, keys[i].klen, NULL) == -2)
-				break;
-		if (i < n)
-			owner_reset(b);
-		else
-			ret = owner_commit(b);
-	}
-	pthread_mutex_unlock(&b->lock);
-	return ret;
+	return owner_change(b, delete_many_fn, &a);
 }
 
 /* ---- multipart uploads ---- */
@@ -958,23 +1015,33 @@ static size_t part_key(char *out, const char *id, uint32_t number)
 	return (size_t)snprintf(out, 96, "p/%s/%05" PRIu32, id, number);
 }
 
-/* under b->lock, the tree open: @fn(arg) then the commit; 0, -1, -2 */
+/*
+ * @fn(@arg) applied to the owner's tree under its lock, then made
+ * durable (commit_mine): 0, -1 (@fn's: nothing changed), -2
+ */
 static int owner_change(struct s3_bucket *b,
 			int (*fn)(struct s3_bucket *b, void *arg), void *arg)
 {
 	int ret = -2;
+	size_t mark;
 
 	sd_assert(b->owner);
+	__atomic_add_fetch(&b->arriving, 1, __ATOMIC_SEQ_CST);
 	pthread_mutex_lock(&b->lock);
+	__atomic_sub_fetch(&b->arriving, 1, __ATOMIC_SEQ_CST);
 	if (!owner_tree(b)) {
+		mark = b->chg.nr;
 		ret = fn(b, arg);
 		if (ret == -2)
 			owner_reset(b);
 		else if (!ret)
-			ret = owner_commit(b);
+			ret = commit_mine(b);
 		else
-			space_change_clear(&b->chg);
+			b->chg.nr = mark;	/* @fn changed nothing */
 	}
+	/* changes waiting for this one to arrive: one of them commits */
+	if (b->waiters)
+		pthread_cond_broadcast(&b->committed);
 	pthread_mutex_unlock(&b->lock);
 	return ret;
 }
