@@ -1245,6 +1245,48 @@ def step_slow_commit():
         check(got["Body"].read() == body, f"and reads right through {port}")
 
 
+def step_kill_put():
+    """room made (objects deleted and two chunks at least reclaimed: the
+    stores hold whole 4 MiB chunks, and the cut PUT and the object beside
+    it take five), then a 32 MiB PUT through the owner, cut after 16 MiB:
+    the test kills the owner's sheep meanwhile"""
+    s3 = client(OWNER)
+    peak = stores_used()
+    for k in ("stalled", "left", "mp", "rot"):
+        s3.delete_object(Bucket="faults", Key=k)
+    given_back("objects deleted to make room", peak,
+               2 * 3 * 4 * 1024 * 1024)
+    partial_put(OWNER, "/faults/cut", random.randbytes(32 * 1024 * 1024),
+                16 * 1024 * 1024, os.path.join(ARGS[0], "kill.sent"))
+
+
+def step_kill_commit():
+    """an object committed after the cut PUT's room was given out"""
+    data = random.randbytes(64 * 1024)
+    client(OWNER).put_object(Bucket="faults", Key="done", Body=data)
+    open(os.path.join(ARGS[0], "done"), "wb").write(data)
+    print("an object committed beside the PUT in progress")
+
+
+def step_kill_after():
+    """after the owner's restart: the cut PUT invisible, the committed
+    object whole, through both gateways; then a write, which takes the
+    bucket back to the restarted gateway (whose reclaimer then sweeps
+    the cut PUT's room)"""
+    data = open(os.path.join(ARGS[0], "done"), "rb").read()
+    for port in (OWNER, READER):
+        c = client(port)
+        expect_error(f"the PUT cut by the owner's SIGKILL is not there "
+                     f"through {port}", ("404", 404), c.head_object,
+                     Bucket="faults", Key="cut")
+        got = c.get_object(Bucket="faults", Key="done")["Body"].read()
+        check(got == data, f"the object committed beside it reads right "
+              f"through {port}")
+    client(OWNER).put_object(Bucket="faults", Key="after-restart",
+                             Body=random.randbytes(8192))
+    print("a write through the restarted owner")
+
+
 def step_mp_reclaim():
     """the room of an aborted upload, of a part left out of a completion
     and of an overwritten object comes back past the grace period (each
@@ -1501,6 +1543,8 @@ def step_cleanup():
  "mp-read": step_mp_read, "slow-put": step_slow_put, "fill": step_fill,
  "hold-get": step_hold_get, "empty": step_empty, "refill": step_refill,
  "mp-reclaim": step_mp_reclaim, "slow-commit": step_slow_commit,
+ "kill-put": step_kill_put, "kill-commit": step_kill_commit,
+ "kill-after": step_kill_after,
  "fo-setup": step_fo_setup,
  "fo-member": step_fo_member, "fo-takeover": step_fo_takeover,
  "fo-after": step_fo_after, "fo-race": step_fo_race}[STEP]()
