@@ -11,7 +11,8 @@ DEB_PKGS := build-essential pkg-config liburcu-dev libcmocka-dev libssl-dev \
 	qemu-utils qemu-system-x86 fio python3 iproute2 nftables clang \
 	libclang-rt-dev libisal-dev logrotate libibverbs-dev librdmacm-dev \
 	curl man-db tgt libiscsi-bin python3-botocore python3-boto3 iptables \
-	libnetfilter-queue-dev awscli s3cmd rclone python3-swiftclient
+	libnetfilter-queue-dev awscli s3cmd rclone python3-swiftclient \
+	libcurl4-openssl-dev
 
 # Debian packages only the QEMU builds need (qemu-patches/build*.sh, the
 # qemu target); not part of DEB_PKGS
