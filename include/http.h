@@ -20,6 +20,7 @@
 #define HTTP_MAX_HEADERS	100
 #define HTTP_MAX_CHUNK_LINE	4096	/* a chunk's size line, a trailer */
 #define HTTP_MAX_TRAILERS	32
+#define HTTP_TRAILER_KEEP	512	/* trailer bytes kept for the caller */
 
 /* what a parse that fails answers (the status a server sends) */
 enum http_err {
@@ -71,6 +72,10 @@ struct http_chunked {
 	char ext[81];			/* aws: "chunk-signature=" and hex */
 	unsigned ext_len;
 	uint64_t chunks;		/* size lines read (the last one too) */
+	/* the trailer lines, each ended by '\n' (cut: they did not fit) */
+	char trailer[HTTP_TRAILER_KEEP];
+	size_t trailer_len;
+	bool trailer_cut;
 };
 
 /* a decoder for a body of at most @max bytes; @aws for aws-chunked */
@@ -84,7 +89,7 @@ void http_chunked_init(struct http_chunked *c, uint64_t max, bool aws);
  */
 ssize_t http_chunked_feed(struct http_chunked *c, const char *in, size_t len,
 			  const char **data, size_t *dlen);
-/* the last chunk and the trailers are read */
+/* the last chunk and the trailers are read (those in c->trailer) */
 bool http_chunked_done(const struct http_chunked *c);
 
 #endif

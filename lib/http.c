@@ -300,6 +300,14 @@ static int ext_byte(struct http_chunked *c, char ch)
 	return 0;
 }
 
+static void trailer_keep(struct http_chunked *c, char ch)
+{
+	if (c->trailer_len == sizeof(c->trailer))
+		c->trailer_cut = true;
+	else
+		c->trailer[c->trailer_len++] = ch;
+}
+
 /* one byte of anything but chunk data */
 static int frame_byte(struct http_chunked *c, char ch)
 {
@@ -350,11 +358,16 @@ static int frame_byte(struct http_chunked *c, char ch)
 	case CH_TRAILER:
 		if (ch == '\r') {
 			c->state = c->line == 1 ? CH_END_LF : CH_TRAILER_LF;
+			if (c->line > 1)
+				trailer_keep(c, '\n');
 			return 0;
 		}
 		if (c->line == 1 && ++c->trailers > HTTP_MAX_TRAILERS)
 			return HTTP_BAD;
-		return vchar((unsigned char)ch) || ch == ':' ? 0 : HTTP_BAD;
+		if (!vchar((unsigned char)ch) && ch != ':')
+			return HTTP_BAD;
+		trailer_keep(c, ch);
+		return 0;
 	case CH_TRAILER_LF:
 		c->line = 0;
 		c->state = CH_TRAILER;

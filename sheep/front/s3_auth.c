@@ -21,6 +21,7 @@
 
 #define SKEW_SEC	900
 #define STREAMING_SIGNED	"STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
+#define STREAMING_UNSIGNED	"STREAMING-UNSIGNED-PAYLOAD-TRAILER"
 
 static bool parse_amz_date(const char *s, time_t *t)
 {
@@ -83,11 +84,13 @@ static int payload_hash_v4(struct s3_ctx *x, bool presigned)
 		      "this request: x-amz-content-sha256");
 		return -1;
 	}
-	x->streaming = !strcmp(x->payload_hash, STREAMING_SIGNED);
+	x->streaming_unsigned = !strcmp(x->payload_hash, STREAMING_UNSIGNED);
+	x->streaming = x->streaming_unsigned ||
+		       !strcmp(x->payload_hash, STREAMING_SIGNED);
 	if (!strncmp(x->payload_hash, "STREAMING-", 10) && !x->streaming) {
 		s3_error(x, 501, "NotImplemented", "%s uploads are not "
-			 "supported: STREAMING-AWS4-HMAC-SHA256-PAYLOAD is",
-			 x->payload_hash);
+			 "supported: " STREAMING_SIGNED " and "
+			 STREAMING_UNSIGNED " are", x->payload_hash);
 		return -1;
 	}
 	if (strcmp(x->payload_hash, "UNSIGNED-PAYLOAD") && !x->streaming &&

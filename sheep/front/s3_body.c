@@ -37,6 +37,9 @@ const char *s3_unsupported_put_header(struct s3_ctx *x, bool create)
 		    s3_header(x, "content-encoding", v, sizeof(v)) &&
 		    !strcmp(v, "aws-chunked"))
 			continue;
+		/* the checksum a STREAMING-UNSIGNED-PAYLOAD-TRAILER brings */
+		if (x->streaming_unsigned && !strcmp(no[i], "x-amz-trailer"))
+			continue;
 		if (http_header(x->r, no[i]))
 			return no[i];
 	}
@@ -83,10 +86,31 @@ struct digests {
 	EVP_MD_CTX *md5, *sha;
 	struct s3_sum sum;		/* x-amz-checksum-*, if sent */
 	char sum_want[S3_SUM_B64];
+	bool sum_trailer;		/* sum_want comes in the trailer */
 };
+
+/*
+ * The checksum x-amz-trailer names (x-amz-checksum-ALGO) of a
+ * STREAMING-UNSIGNED-PAYLOAD-TRAILER body: S3_SUM_NONE if none, -1 if
+ * it names anything else
+ */
+static int trailer_algo(const struct s3_ctx *x)
+{
+	const struct http_header *h = http_header(x->r, "x-amz-trailer");
+	enum s3_sum_algo a;
+
+	if (!x->streaming_unsigned || !h)
+		return S3_SUM_NONE;
+	if (h->vlen <= 15 || strncasecmp(h->value, "x-amz-checksum-", 15))
+		return -1;
+	a = s3_sum_by_name(h->value + 15, h->vlen - 15);
+	return a == S3_SUM_NONE ? -1 : (int)a;
+}
 
 enum s3_sum_algo s3_sum_sent(const struct s3_ctx *x)
 {
+	if (trailer_algo(x) > 0)
+		return (enum s3_sum_algo)trailer_algo(x);
 	for (size_t i = 0; i < x->r->nr_hdrs; i++) {
 		const struct http_header *h = &x->r->hdrs[i];
 		enum s3_sum_algo a;
@@ -126,6 +150,16 @@ static int wanted_sum(struct s3_ctx *x, struct digests *d)
 		a = ha;
 		memcpy(d->sum_want, h->value, h->vlen);
 		d->sum_want[h->vlen] = 0;
+	}
+	if (trailer_algo(x) < 0 || (trailer_algo(x) && a != S3_SUM_NONE)) {
+		s3_error(x, 400, "InvalidRequest", "x-amz-trailer names one "
+			 "x-amz-checksum- header (crc32, crc32c, crc64nvme, "
+			 "sha1, sha256), and none is sent beside it");
+		return -1;
+	}
+	if (trailer_algo(x)) {
+		a = (enum s3_sum_algo)trailer_algo(x);
+		d->sum_trailer = true;
 	}
 	if (s3_header(x, "x-amz-sdk-checksum-algorithm", v, sizeof(v))) {
 		sdk = s3_sum_by_name(v, strlen(v));
@@ -334,10 +368,48 @@ static int chunked_bad(struct s3_ctx *x, const char *why)
 	return -1;
 }
 
+/* the value of the trailer x-amz-trailer names into d->sum_want: 0, -1 */
+static int trailer_value(struct s3_ctx *x, const struct http_chunked *ch,
+			 struct digests *d)
+{
+	const struct http_header *h = http_header(x->r, "x-amz-trailer");
+	const char *p = ch->trailer, *end = p + ch->trailer_len;
+
+	while (!ch->trailer_cut && p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		const char *colon;
+		size_t len;
+
+		if (!eol)
+			break;
+		colon = memchr(p, ':', (size_t)(eol - p));
+
+		if (colon && (size_t)(colon - p) == h->vlen &&
+		    !strncasecmp(p, h->value, h->vlen)) {
+			for (p = colon + 1; p < eol && (*p == ' ' || *p == '\t');
+			     p++)
+				;
+			for (len = (size_t)(eol - p); len && (p[len - 1] == ' ' ||
+						 p[len - 1] == '\t'); len--)
+				;
+			if (!len || len >= sizeof(d->sum_want))
+				break;
+			memcpy(d->sum_want, p, len);
+			d->sum_want[len] = 0;
+			return 0;
+		}
+		p = eol + 1;
+	}
+	return chunked_bad(x, "lacks the trailer x-amz-trailer names, or "
+			   "its value");
+}
+
 /*
- * An aws-chunked body (STREAMING-AWS4-HMAC-SHA256-PAYLOAD): decoded as it
- * comes (lib/http.c), each chunk's signature checked once its data are
- * in, before the next chunk's bytes count: 0, or answered
+ * An aws-chunked body: decoded as it comes (lib/http.c).  Signed
+ * (STREAMING-AWS4-HMAC-SHA256-PAYLOAD): each chunk's signature checked
+ * once its data are in, before the next chunk's bytes count.  Unsigned
+ * (STREAMING-UNSIGNED-PAYLOAD-TRAILER): plain chunks, then the trailer
+ * with the checksum the request named.  0, or answered.
  */
 static int receive_chunked(struct s3_ctx *x, struct s3_bucket *b,
 			   struct s3_obj *o, struct digests *d)
@@ -352,7 +424,7 @@ static int receive_chunked(struct s3_ctx *x, struct s3_bucket *b,
 	memcpy(prev, x->auth.signature, 64);
 	prev[64] = 0;
 	EVP_DigestInit_ex(sha, EVP_sha256(), NULL);
-	http_chunked_init(&ch, o->size, true);
+	http_chunked_init(&ch, o->size, !x->streaming_unsigned);
 	while (!http_chunked_done(&ch)) {
 		ssize_t got = s3_body_read(x->c, raw, RAW_PIECE), pos = 0;
 
@@ -374,7 +446,7 @@ static int receive_chunked(struct s3_ctx *x, struct s3_bucket *b,
 				goto out;
 			}
 			pos += used;
-			if (ch.chunks != seen) {
+			if (ch.chunks != seen && !x->streaming_unsigned) {
 				/* a new size line: the chunk before is in */
 				if (seen && chunk_check(x, sha, prev, sig))
 					goto out;
@@ -394,7 +466,9 @@ static int receive_chunked(struct s3_ctx *x, struct s3_bucket *b,
 		}
 	}
 	/* the last, empty chunk is signed too */
-	if (chunk_check(x, sha, prev, sig))
+	if (!x->streaming_unsigned && chunk_check(x, sha, prev, sig))
+		goto out;
+	if (d->sum_trailer && trailer_value(x, &ch, d))
 		goto out;
 	if (st.done != o->size || s3_body_left(x->c)) {
 		chunked_bad(x, "is not x-amz-decoded-content-length bytes");

@@ -44,6 +44,9 @@ struct s3_ctx {
 	/* aws-chunked (STREAMING-AWS4-HMAC-SHA256-PAYLOAD): its chunks
 	 * are signed after the request's signature, under auth's scope */
 	bool streaming;
+	/* aws-chunked, STREAMING-UNSIGNED-PAYLOAD-TRAILER: no chunk is
+	 * signed; its checksum (x-amz-trailer) comes after the last chunk */
+	bool streaming_unsigned;
 	struct sigv4_auth auth;
 	char *buf;			/* a bounded piece of a body */
 	/* the body's x-amz-checksum-*, checked (s3_body.c): answered back */

@@ -624,6 +624,94 @@ def chunked_put(port, path, chunks, decoded=None, corrupt=None, cut=False):
     return r.status, code
 
 
+def trailer_put(port, path, chunks, trailer="x-amz-checksum-crc32",
+                value=None, send_trailer=True,
+                mode="STREAMING-UNSIGNED-PAYLOAD-TRAILER"):
+    """a PUT of aws-chunked @chunks without chunk signatures, its CRC32
+    (or @value) in the trailer @trailer: (status, S3 code, headers)"""
+    data = b"".join(chunks)
+    if value is None:
+        value = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+    body = b"".join(f"{len(c):x}\r\n".encode() + c + b"\r\n"
+                    for c in chunks) + b"0\r\n"
+    if send_trailer:
+        body += f"{trailer}:{value}\r\n".encode()
+    body += b"\r\n"
+    req = AWSRequest(method="PUT", url=f"http://127.0.0.1:{port}{path}")
+    for k, v in (("x-amz-content-sha256", mode),
+                 ("Content-Encoding", "aws-chunked"),
+                 ("x-amz-decoded-content-length", str(len(data))),
+                 ("x-amz-trailer", trailer)):
+        req.headers[k] = v
+    SigV4Auth(Credentials(AK, SK), "s3", "us-east-1").add_auth(req)
+    hdrs = dict(req.headers.items())
+    hdrs["Content-Length"] = str(len(body))
+    c = http.client.HTTPConnection("127.0.0.1", int(port), timeout=15)
+    try:
+        c.request("PUT", path, body, hdrs)
+        r = c.getresponse()
+        text = r.read().decode(errors="replace")
+    except (ConnectionError, http.client.HTTPException) as e:
+        return 0, str(e), {}
+    code = text.split("<Code>")[1].split("<")[0] if "<Code>" in text else ""
+    return r.status, code, {k.lower(): v for k, v in r.getheaders()}
+
+
+def step_trailer():
+    """aws-chunked bodies without chunk signatures, their checksum in a
+    trailer (STREAMING-UNSIGNED-PAYLOAD-TRAILER: what the AWS SDKs send
+    over TLS, so through a TLS proxy in front of the gateways)"""
+    s3 = client(OWNER)
+    chunks = [random.randbytes(65536), random.randbytes(3 * 1024 * 1024 + 7)]
+    data = b"".join(chunks)
+    crc = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+    for port in (READER, OWNER):
+        st, code, h = trailer_put(port, "/photos/trailer", chunks)
+        check(st == 200, f"a PUT with its CRC32 in the trailer through "
+              f"{port}: 200", f"{st} {code}")
+        got = s3.get_object(Bucket="photos", Key="trailer")["Body"].read()
+        check(st == 200 and got == data and
+              h.get("x-amz-checksum-crc32") == crc,
+              f"a PUT with its CRC32 in the trailer through {port}: read "
+              f"back, the checksum answered", f"{st} {code} {h}")
+    st, code, _ = trailer_put(OWNER, "/photos/trailer", [b"other"],
+                              value=crc)
+    check(st == 400 and code == "BadDigest",
+          "a trailer checksum that does not match: BadDigest", f"{st} {code}")
+    st, code, _ = trailer_put(OWNER, "/photos/trailer", [b"other"],
+                              send_trailer=False)
+    check(st == 400 and code == "IncompleteBody",
+          "the trailer missing: IncompleteBody", f"{st} {code}")
+    st, code, _ = trailer_put(OWNER, "/photos/trailer", [b"other"],
+                              trailer="x-amz-meta-foo", value="1")
+    check(st == 400 and code == "InvalidRequest",
+          "x-amz-trailer naming no checksum: InvalidRequest", f"{st} {code}")
+    st, code, _ = trailer_put(
+        OWNER, "/photos/trailer", [b"other"],
+        mode="STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER")
+    check(st == 501 and code == "NotImplemented", "signed chunks with a "
+          "trailer: NotImplemented", f"{st} {code}")
+    check(s3.get_object(Bucket="photos", Key="trailer")["Body"].read() ==
+          data, "none of them changed the object")
+    up = s3.create_multipart_upload(Bucket="photos", Key="trailer-mp",
+                                    ChecksumAlgorithm="CRC32")["UploadId"]
+    part = random.randbytes(5 * 1024 * 1024)
+    st, code, h = trailer_put(OWNER, f"/photos/trailer-mp?partNumber=1&"
+                              f"uploadId={up}", [part])
+    pcrc = base64.b64encode(zlib.crc32(part).to_bytes(4, "big")).decode()
+    check(st == 200 and h.get("x-amz-checksum-crc32") == pcrc,
+          "an UploadPart of a CRC32 upload with the checksum in its "
+          "trailer: taken, the checksum answered", f"{st} {code} {h}")
+    done = s3.complete_multipart_upload(
+        Bucket="photos", Key="trailer-mp", UploadId=up,
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": h["etag"],
+                                    "ChecksumCRC32": pcrc}]})
+    check(done.get("ChecksumCRC32", "").endswith("-1"),
+          "and the upload completes with its composite checksum", str(done))
+    s3.delete_object(Bucket="photos", Key="trailer-mp")
+    s3.delete_object(Bucket="photos", Key="trailer")
+
+
 def step_chunked():
     """aws-chunked bodies (STREAMING-AWS4-HMAC-SHA256-PAYLOAD)"""
     s3 = client(READER)
@@ -1535,7 +1623,7 @@ def step_cleanup():
  "refused": step_refused, "reread": step_reread, "put-atom": step_put_atom,
  "cut-put": step_cut_put, "cleanup": step_cleanup,
  "copy-delete": step_copy_delete, "checksums": step_checksums,
- "http": step_http, "chunked": step_chunked,
+ "http": step_http, "chunked": step_chunked, "trailer": step_trailer,
  "sigv2-vhost": step_sigv2_vhost, "redundancy": step_redundancy,
  "redundancy-clean": step_redundancy_clean,
  "rot-put": step_rot_put, "rot-get": step_rot_get,

@@ -238,6 +238,12 @@ static void body(const char *buf, size_t len, uint8_t flags)
 			die("%zu body bytes over the bound\n", total);
 		pos += (size_t)used;
 	}
+	/* the trailers kept: within their buffer, a line each when done */
+	if (c.trailer_len > sizeof(c.trailer) ||
+	    (http_chunked_done(&c) && c.trailer_len && !c.trailer_cut &&
+	     c.trailer[c.trailer_len - 1] != '\n'))
+		die("trailers kept: %zu bytes, cut %d\n", c.trailer_len,
+		    c.trailer_cut);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

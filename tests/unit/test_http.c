@@ -209,6 +209,24 @@ static void test_chunked(void **state)
 				      &c), (int)strlen(body) - 4);
 		assert_int_equal(olen, 31);
 		assert_memory_equal(out, "helloabcdefghijklmnopqrstuvwxyz", 31);
+		/* the trailers are kept for the caller, a line each */
+		assert_false(c.trailer_cut);
+		assert_int_equal(c.trailer_len, 13);
+		assert_memory_equal(c.trailer, "X-Trailer: 1\n", 13);
+	}
+	/* trailers beyond what is kept: cut, and said so */
+	{
+		char big[2048];
+		int n = snprintf(big, sizeof(big), "0\r\n");
+
+		for (int i = 0; i < 20; i++)
+			n += snprintf(big + n, sizeof(big) - (size_t)n,
+				      "X-%02d: %040d\r\n", i, i);
+		snprintf(big + n, sizeof(big) - (size_t)n, "\r\n");
+		assert_int_equal(feed(big, 64, 100, false, out, &olen, &c),
+				 (int)strlen(big));
+		assert_true(c.trailer_cut);
+		assert_int_equal(c.trailer_len, HTTP_TRAILER_KEEP);
 	}
 	/* refusals */
 	assert_int_equal(feed("5\r\nhelloX\r\n0\r\n\r\n", 64, 100, false, out,
