@@ -6,6 +6,7 @@
 #ifndef KELPIE_EVENT_H
 #define KELPIE_EVENT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/epoll.h>
 #include "list.h"
@@ -38,6 +39,9 @@ void timer_del(struct timer *t);
 /* thread-safe; @c->fn runs on the loop thread */
 void event_loop_call(struct event_loop *loop, struct loop_call *c);
 void event_loop_run(struct event_loop *loop);
+/* is the caller the thread running @loop? (for asserts: who must not
+ * block on it) */
+bool event_loop_on_thread(const struct event_loop *loop);
 /* which turn of the loop (one epoll_wait() and its handlers) this is */
 uint64_t event_loop_turn(const struct event_loop *loop);
 void event_loop_stop(struct event_loop *loop);

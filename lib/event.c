@@ -25,6 +25,8 @@ struct event_loop {
 	struct list_head timers;	/* sorted by when */
 	pthread_mutex_t call_lock;
 	struct list_head calls;
+	pthread_t runner;	/* the thread in event_loop_run, if running */
+	int running;
 };
 
 static void run_calls(int fd, uint32_t events, void *data)
@@ -186,6 +188,8 @@ void event_loop_run(struct event_loop *loop)
 	struct epoll_event evs[128];
 
 	loop->stop = 0;		/* a stopped loop may be run again */
+	loop->runner = pthread_self();
+	__atomic_store_n(&loop->running, 1, __ATOMIC_RELEASE);
 	while (!loop->stop) {
 		int n = epoll_wait(loop->epfd, evs, 128, next_timeout(loop));
 
@@ -204,6 +208,13 @@ void event_loop_run(struct event_loop *loop)
 		}
 		run_timers(loop);
 	}
+	__atomic_store_n(&loop->running, 0, __ATOMIC_RELEASE);
+}
+
+bool event_loop_on_thread(const struct event_loop *loop)
+{
+	return loop && __atomic_load_n(&loop->running, __ATOMIC_ACQUIRE) &&
+	       pthread_equal(loop->runner, pthread_self());
 }
 
 uint64_t event_loop_turn(const struct event_loop *loop)

@@ -83,6 +83,8 @@ void budget_gate_take(uint64_t bytes)
 {
 	struct take t = { .bytes = bytes };
 
+	/* it waits for the loop: on the loop, it would wait for ever */
+	sd_assert(!event_loop_on_thread(sys.loop));
 	INIT_LIST_HEAD(&t.wait);
 	pthread_mutex_init(&t.lock, NULL);
 	pthread_cond_init(&t.cond, NULL);

@@ -42,9 +42,12 @@ static int exec(const struct sd_req *rq, void *buf, struct sd_rsp *rsp,
 		bool internal)
 {
 	struct exec_call c = { .done = false };
-	struct request *req = xzalloc(sizeof(*req));
+	struct request *req;
 	int ret;
 
+	/* the request runs on the loop while we wait: never from it */
+	sd_assert(!event_loop_on_thread(sys.loop));
+	req = xzalloc(sizeof(*req));
 	INIT_LIST_HEAD(&req->list);
 	req->rq = *rq;
 	req->rq.proto_ver = SD_PROTO_VER;
