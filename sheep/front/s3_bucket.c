@@ -1432,21 +1432,28 @@ unlock:
 /* every bucket this gateway owns and has open, a step each while due */
 static void reclaim_pass(void)
 {
-	struct s3_bucket *mine[64];
-	int n = 0;
+	struct s3_bucket **mine = NULL;
+	size_t n = 0, cap = 0;
 
+	/* every one, however many: a bucket left out would never be */
 	pthread_mutex_lock(&cache_lock);
-	for (struct s3_bucket *b = cache; b && n < 64; b = b->next)
-		if (b->owner && !b->gone) {
-			b->refs++;
-			mine[n++] = b;
+	for (struct s3_bucket *b = cache; b; b = b->next) {
+		if (!b->owner || b->gone)
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			mine = xrealloc(mine, cap * sizeof(*mine));
 		}
+		b->refs++;
+		mine[n++] = b;
+	}
 	pthread_mutex_unlock(&cache_lock);
-	for (int i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++) {
 		while (reclaim_step(mine[i]) == DROP_BATCH)
 			;
 		s3b_put(mine[i]);
 	}
+	free(mine);
 }
 
 void *s3b_reclaimer(void *arg)
