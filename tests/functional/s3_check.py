@@ -579,6 +579,22 @@ def step_http():
 STREAMING = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
 
 
+def send_put(port, path, body, req):
+    """@body PUT with the headers of the signed @req: (status, S3 code,
+    headers in lower case); status 0 if the connection broke"""
+    hdrs = dict(req.headers.items())
+    hdrs["Content-Length"] = str(len(body))
+    c = http.client.HTTPConnection("127.0.0.1", int(port), timeout=15)
+    try:
+        c.request("PUT", path, body, hdrs)
+        r = c.getresponse()
+        text = r.read().decode(errors="replace")
+    except (ConnectionError, http.client.HTTPException) as e:
+        return 0, str(e), {}
+    code = text.split("<Code>")[1].split("<")[0] if "<Code>" in text else ""
+    return r.status, code, {k.lower(): v for k, v in r.getheaders()}
+
+
 def chunked_put(port, path, chunks, decoded=None, corrupt=None, cut=False):
     """a PUT of aws-chunked @chunks (the last one empty), signed as the
     SDKs do (the first chunk after the request's signature): (status,
@@ -611,17 +627,7 @@ def chunked_put(port, path, chunks, decoded=None, corrupt=None, cut=False):
             break
         body += f"{len(c):x};chunk-signature={prev}\r\n".encode() + data + \
             b"\r\n"
-    hdrs = dict(req.headers.items())
-    hdrs["Content-Length"] = str(len(body))
-    c = http.client.HTTPConnection("127.0.0.1", int(port), timeout=15)
-    try:
-        c.request("PUT", path, body, hdrs)
-        r = c.getresponse()
-        text = r.read().decode(errors="replace")
-    except (ConnectionError, http.client.HTTPException) as e:
-        return 0, str(e)
-    code = text.split("<Code>")[1].split("<")[0] if "<Code>" in text else ""
-    return r.status, code
+    return send_put(port, path, body, req)[:2]
 
 
 def trailer_put(port, path, chunks, trailer="x-amz-checksum-crc32",
@@ -644,17 +650,7 @@ def trailer_put(port, path, chunks, trailer="x-amz-checksum-crc32",
                  ("x-amz-trailer", trailer)):
         req.headers[k] = v
     SigV4Auth(Credentials(AK, SK), "s3", "us-east-1").add_auth(req)
-    hdrs = dict(req.headers.items())
-    hdrs["Content-Length"] = str(len(body))
-    c = http.client.HTTPConnection("127.0.0.1", int(port), timeout=15)
-    try:
-        c.request("PUT", path, body, hdrs)
-        r = c.getresponse()
-        text = r.read().decode(errors="replace")
-    except (ConnectionError, http.client.HTTPException) as e:
-        return 0, str(e), {}
-    code = text.split("<Code>")[1].split("<")[0] if "<Code>" in text else ""
-    return r.status, code, {k.lower(): v for k, v in r.getheaders()}
+    return send_put(port, path, body, req)
 
 
 def step_trailer():
