@@ -76,16 +76,23 @@ _retry()
 # worker thread has left a blocking call
 _pid_alive()
 {
-	local pid=$1 st k v
+	local pid=$1 st l
+	local -a lines
 	[ -n "$pid" ] && [ -e "/proc/$pid" ] || return 1
 	# builtins only: every wait loop of every test calls this, and a
-	# process costs 5-15 ms of CPU on the test machines (doc/testing.md)
+	# process costs 5-15 ms of CPU on the test machines (doc/testing.md).
+	# Whole files: a 'read' left before the end of a file whose task is
+	# gone (bash cannot seek it back) leaves the rest in bash's buffer
+	# for the next 'read' of any file (a pid of "Tgid: ...": ci38)
 	for st in /proc/"$pid"/task/*/status; do
-		while read -r k v; do
-			[ "$k" = State: ] || continue
-			[ "${v:0:1}" != Z ] && [ "${v:0:1}" != X ] && return 0
+		mapfile -t lines 2>/dev/null <"$st" || continue
+		for l in "${lines[@]}"; do
+			[ "${l%%:*}" = State ] || continue
+			l=${l#State:}
+			l=${l#"${l%%[![:space:]]*}"}
+			[ "${l:0:1}" != Z ] && [ "${l:0:1}" != X ] && return 0
 			break
-		done 2>/dev/null <"$st"
+		done
 	done
 	return 1
 }
