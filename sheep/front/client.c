@@ -517,7 +517,7 @@ static void check_stalled(struct timer *t)
 				stall_reason(st));
 		client_close(c);
 	}
-	timer_add(sys.loop, t, 1000);
+	timer_add(sys.loop, t, STALL_CHECK_MS);
 }
 
 int listen_init(const char *bindaddr, int port, const char *sock_path)
@@ -526,7 +526,7 @@ int listen_init(const char *bindaddr, int port, const char *sock_path)
 	evict_timer.fn = evict_slow;
 	budget_add_release_hook(budget_released);
 	stall_timer.fn = check_stalled;
-	timer_add(sys.loop, &stall_timer, 1000);
+	timer_add(sys.loop, &stall_timer, STALL_CHECK_MS);
 	listeners[0] = tcp_listen(sys.loop, bindaddr, port, slots_listener_max(),
 				  "client", client_accept, NULL);
 	if (!listeners[0]) {

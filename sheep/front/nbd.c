@@ -1002,7 +1002,7 @@ static void check_stalled(struct timer *t)
 		conn_put(c);
 	}
 	if (!list_empty(&all_conns))
-		timer_add(sys.loop, t, 1000);
+		timer_add(sys.loop, t, STALL_CHECK_MS);
 }
 
 static void greet(struct nbd_conn *c)
@@ -1035,7 +1035,7 @@ static int nbd_accept(struct xconn *xc, void *arg)
 	list_add_tail(&c->all_list, &all_conns);
 	nr_conns++;
 	if (!stall_timer.armed)
-		timer_add(sys.loop, &stall_timer, 1000);
+		timer_add(sys.loop, &stall_timer, STALL_CHECK_MS);
 	stall_watch_init(&c->stall, now_msec());
 	c->hs_timer.fn = handshake_timeout;
 	timer_add(sys.loop, &c->hs_timer, NBD_HANDSHAKE_MS);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "core/core.h"
 #include "net/stall.h"
+#include "util.h"
 
 void stall_watch_init(struct stall_watch *w, uint64_t now)
 {
@@ -9,6 +10,21 @@ void stall_watch_init(struct stall_watch *w, uint64_t now)
 	w->rate_since = now;
 	w->rate_got = 0;
 	w->rate_on = false;
+	w->checked_at = now;
+}
+
+/* time the daemon did not run since the last sample is nobody's */
+static void skip_own_gap(struct stall_watch *w, uint64_t now)
+{
+	uint64_t gap = now > w->checked_at ? now - w->checked_at : 0;
+
+	w->checked_at = now;
+	if (gap <= STALL_GAP_MS)
+		return;
+	gap -= STALL_CHECK_MS;
+	w->rx_progress_at = MIN(w->rx_progress_at + gap, now);
+	w->tx_progress_at = MIN(w->tx_progress_at + gap, now);
+	w->rate_since = MIN(w->rate_since + gap, now);
 }
 
 /* a request under way must come at SD_CLIENT_MIN_RATE or faster */
@@ -44,6 +60,7 @@ enum stall stall_check(struct stall_watch *w, const struct xconn *xc,
 {
 	size_t backlog = xconn_send_backlog(xc);
 
+	skip_own_gap(w, now);
 	/* replies queued and not moving */
 	if (!backlog || backlog < w->tx_backlog)
 		w->tx_progress_at = now;

@@ -24,12 +24,22 @@
 #define SD_CLIENT_MIN_RATE		(16 * 1024)
 #define SD_CLIENT_RATE_WINDOW_MS	20000
 
+/*
+ * The caller samples every STALL_CHECK_MS; a sample later than
+ * STALL_GAP_MS after the one before means the daemon itself did not run
+ * (SIGSTOP, a paused VM, a stuck loop): that time is not the client's,
+ * and the watch's clocks move past it.
+ */
+#define STALL_CHECK_MS		1000
+#define STALL_GAP_MS		3000
+
 struct stall_watch {
 	uint64_t rx_progress_at, tx_progress_at;
 	size_t rx_got, tx_backlog;
 	uint64_t rate_since;	/* the rate's window began */
 	size_t rate_got;	/* rx_got then */
 	bool rate_on;		/* a request under way is being timed */
+	uint64_t checked_at;	/* the last sample */
 };
 
 enum stall { STALL_NONE, STALL_TX, STALL_RX, STALL_SLOW };

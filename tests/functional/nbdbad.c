@@ -478,6 +478,32 @@ static const char *stall_fate(void)
 	       "closed after the stall limit" : "closed at once";
 }
 
+/*
+ * A WRITE of 64 KiB sent in three parts: 1 KiB, "begun" on stdout, then
+ * (the test stops the server 2 s later, for 32 s) 1 KiB 4 s later, the
+ * rest 40 s later.  The server's own stop is not our stall: the WRITE
+ * must be answered.
+ */
+static void across_a_stop(void)
+{
+	enum { LEN = 64 << 10 };
+	uint8_t *buf = malloc(LEN);
+	long err;
+
+	memset(buf, 0x5a, LEN);
+	send_req(0, CMD_WRITE, 1, 0, LEN, NULL);
+	wr(buf, 1024);
+	printf("begun\n");
+	sleep(4);
+	wr(buf + 1024, 1024);
+	sleep(36);
+	wr(buf + 2048, LEN - 2048);
+	err = reply(NULL);
+	printf("a WRITE sent across 32 s of the server stopped: %s\n",
+	       err < 0 ? "closed" : err ? "failed" : "answered");
+	free(buf);
+}
+
 static int run_case(const char *host, const char *port, const char *c,
 		    const char *ex)
 {
@@ -489,6 +515,7 @@ static int run_case(const char *host, const char *port, const char *c,
 		    !strcmp(c, "pipeline") || !strcmp(c, "request-magic") ||
 		    !strcmp(c, "big-write") || !strcmp(c, "readonly") ||
 		    !strcmp(c, "truncated") || !strcmp(c, "abandon") ||
+		    !strcmp(c, "across-a-stop") ||
 		    !strncmp(c, "stall-", 6))) {
 		fprintf(stderr, "case %s needs an export\n", c);
 		return 2;
@@ -621,6 +648,9 @@ static int run_case(const char *host, const char *port, const char *c,
 		sleep(40);
 		printf("64 READs, replies not read for 40 s: %s\n",
 		       drain_until_closed(30) < 0 ? "still open" : "closed");
+	} else if (!strcmp(c, "across-a-stop")) {
+		must_go(ex);
+		across_a_stop();
 	} else {
 		fprintf(stderr, "unknown case %s\n", c);
 		return 2;
