@@ -288,21 +288,7 @@ else
 fi
 stop e.7000 e.7001 e.7002
 reap e.7000 e.7001 e.7002 e.7003
-# (the events before the first violation go out as WHY lines: CI keeps
-# no files)
-exclusive() {
-	awk 'function at(why) {
-		if (bad++) return
-		print "WHY " FILENAME ":" NR ": " why
-		for (i = NR - 8; i < NR; i++) if (i in ev) print "WHY   " ev[i]
-		print "WHY > " $0
-	     }
-	     $1 == "NOTIFY" && $3 == "g" { if (h != "") at("held by " h); h = $4 }
-	     $1 == "NOTIFY" && $3 == "u" { if (h != $4) at("held by " h); h = "" }
-	     $1 == "LEAVE" { if (h == $2) h = "" }
-	     { ev[NR] = $0 }
-	     END { exit bad > 0 }' "$T/$1.out"
-}
+. tests/tools/driver_checks.sh
 check "e: never two blocks outstanding (log order)" exclusive e.7000
 check "e: never two blocks outstanding (live check)" no_bugs
 check "e: the killed holder got only one grant" test "$(count e.7003 '^#GRANT')" = 1
