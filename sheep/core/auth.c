@@ -84,3 +84,19 @@ bool auth_verify(const uint8_t nonce[AUTH_NONCE_LEN],
 	auth_prove(nonce, want);
 	return !CRYPTO_memcmp(want, mac, AUTH_MAC_LEN);
 }
+
+/*
+ * A key of its own for @purpose: HMAC-SHA256 of "kelpie key for "
+ * @purpose under the cluster key, so that no use of a derived key can
+ * stand for a proof or for another use
+ */
+void auth_derive(const char *purpose, uint8_t out[AUTH_MAC_LEN])
+{
+	char msg[128];
+	unsigned int len = AUTH_MAC_LEN;
+	int n = snprintf(msg, sizeof(msg), "kelpie key for %s", purpose);
+
+	sd_assert(auth_enabled() && n > 0 && n < (int)sizeof(msg));
+	sd_assert(HMAC(EVP_sha256(), key, (int)key_len, (uint8_t *)msg,
+		       (size_t)n, out, &len) && len == AUTH_MAC_LEN);
+}

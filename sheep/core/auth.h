@@ -24,5 +24,7 @@ void auth_prove(const uint8_t nonce[AUTH_NONCE_LEN],
 		uint8_t mac[AUTH_MAC_LEN]);
 bool auth_verify(const uint8_t nonce[AUTH_NONCE_LEN],
 		 const uint8_t mac[AUTH_MAC_LEN]);
+/* a key for one @purpose, derived from the cluster key (which must be set) */
+void auth_derive(const char *purpose, uint8_t out[AUTH_MAC_LEN]);
 
 #endif

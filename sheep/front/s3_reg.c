@@ -9,8 +9,11 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <openssl/crypto.h>
 #include "kvtree.h"
 #include "util.h"
+#include "core/auth.h"
+#include "core/seal.h"
 #include "front/exec.h"
 #include "front/s3_reg.h"
 #include "ops/s3reg.h"
@@ -67,15 +70,46 @@ static bool next_field(const char **v, size_t *vlen, char *out, size_t size)
 	return true;
 }
 
+/*
+ * @text: a secret as the registry keeps it, sealed with the cluster key or
+ * (written without one) as it is.  false, with a warning, when it does
+ * not open: the user cannot sign until the right key is back.
+ */
+static bool take_secret(struct s3_user *u, const char *text)
+{
+	size_t len = strlen(text);
+
+	if (!seal_is_sealed(text, len)) {
+		if (len >= sizeof(u->secret))
+			return false;
+		memcpy(u->secret, text, len + 1);
+		return true;
+	}
+	if (seal_open(S3_SECRET_SEAL, u->access, text, len, u->secret,
+		      sizeof(u->secret)) < 0) {
+		sd_warn("the secret of S3 user %s does not open with this "
+			"sheep's cluster key (%s): the user cannot sign",
+			u->name, auth_enabled() ? "another key sealed it" :
+			"it has none");
+		return false;
+	}
+	return true;
+}
+
 static int add_user(const char *k, size_t klen, const char *v, size_t vlen)
 {
 	struct s3_user u = { 0 };
+	char secret[SEAL_TEXT_LEN(S3REG_SECRET_LEN) + 1];
+	bool ok;
 
 	if (klen - 2 >= sizeof(u.access))
 		return 0;	/* not one of ours: skipped */
 	memcpy(u.access, k + 2, klen - 2);
-	if (!next_field(&v, &vlen, u.name, sizeof(u.name)) ||
-	    !next_field(&v, &vlen, u.secret, sizeof(u.secret)))
+	ok = next_field(&v, &vlen, u.name, sizeof(u.name)) &&
+	     next_field(&v, &vlen, secret, sizeof(secret)) &&
+	     take_secret(&u, secret);
+	OPENSSL_cleanse(secret, sizeof(secret));
+	if (!ok)
 		return 0;
 	if (nr_users == users_cap) {
 		users_cap = users_cap ? 2 * users_cap : 16;

@@ -26,6 +26,8 @@
 #include "proto.h"
 #include "s3names.h"
 #include "util.h"
+#include "core/auth.h"
+#include "core/seal.h"
 #include "gw/gw.h"
 #include "ops/s3reg.h"
 #include "state/cluster.h"
@@ -118,9 +120,33 @@ static int present(struct kvtree *t, char p, const char *name)
 	return kvt_get(t, key, klen, NULL, 0);
 }
 
+/*
+ * k/ACCESS -> NAME NUL SECRET, the secret sealed with the cluster key
+ * when there is one (core/seal.h; the access key is its name)
+ */
+static int user_value(const struct s3reg_req *r, char *val, size_t size,
+		      size_t *vlen)
+{
+	char sealed[SEAL_TEXT_LEN(S3REG_SECRET_LEN) + 1];
+	const char *secret = r->secret;
+
+	if (auth_enabled()) {
+		if (seal_text(S3_SECRET_SEAL, r->access, r->secret,
+			      strlen(r->secret), sealed, sizeof(sealed))) {
+			sd_err("cannot seal the secret of user %s", r->name);
+			return -1;
+		}
+		secret = sealed;
+	}
+	*vlen = (size_t)snprintf(val, size, "%s%c%s", r->name, 0, secret);
+	sd_assert(*vlen < size);
+	return 0;
+}
+
 static int user_add(struct kvtree *t, const struct s3reg_req *r)
 {
-	char key[S3REG_NAME_LEN + 2], val[S3REG_NAME_LEN + S3REG_SECRET_LEN];
+	char key[S3REG_NAME_LEN + 2];
+	char val[S3REG_NAME_LEN + SEAL_TEXT_LEN(S3REG_SECRET_LEN) + 1];
 	size_t klen, vlen;
 	int ret = present(t, 'u', r->name);
 
@@ -130,12 +156,12 @@ static int user_add(struct kvtree *t, const struct s3reg_req *r)
 		return SD_RES_EIO;
 	if (ret >= 0)
 		return SD_RES_VDI_EXIST;	/* 160 random bits: never */
+	if (user_value(r, val, sizeof(val), &vlen))
+		return SD_RES_EIO;
 	klen = reg_key(key, 'u', r->name);
 	if (kvt_put(t, key, klen, r->access, strlen(r->access)))
 		return SD_RES_EIO;
 	klen = reg_key(key, 'k', r->access);
-	vlen = (size_t)snprintf(val, sizeof(val), "%s%c%s", r->name, 0,
-				r->secret);
 	return kvt_put(t, key, klen, val, vlen) ? SD_RES_EIO : SD_RES_SUCCESS;
 }
 

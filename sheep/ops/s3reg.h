@@ -6,6 +6,9 @@
 #include <stdint.h>
 #include "core/request.h"
 
+/* what users' secrets are sealed for (core/seal.h), with a cluster key */
+#define S3_SECRET_SEAL	"s3 secret"
+
 /* the originator's work part, on the cluster worker */
 int s3reg_work(struct request *req);
 /* every node's main part, in total order */

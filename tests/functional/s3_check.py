@@ -1614,7 +1614,28 @@ def step_cleanup():
     check(r["KeyCount"] == 0, "a bucket made again with the name is empty")
 
 
-{"basic": step_basic, "list": step_list, "auth": step_auth,
+def step_sealed():
+    """a bucket and an object through both gateways, signed with a secret
+    the registry keeps sealed (ARGS[0]: "put" writes them first)"""
+    s3, rd = client(OWNER), client(READER)
+    if ARGS and ARGS[0] == "put":
+        s3.create_bucket(Bucket="sealed")
+        s3.put_object(Bucket="sealed", Key="k", Body=b"under seal")
+    for name, c in (("owner", s3), ("reader", rd)):
+        got = c.get_object(Bucket="sealed", Key="k")["Body"].read()
+        check(got == b"under seal", f"signed with a sealed secret via the "
+              f"{name}: the object reads back")
+
+
+def step_unopened():
+    """the secret does not open with this cluster key: the key is unknown"""
+    for port in (OWNER, READER):
+        expect_error("a secret sealed with another cluster key: "
+                     "InvalidAccessKeyId", ("InvalidAccessKeyId", 403),
+                     client(port).list_buckets)
+
+
+{"basic": step_basic, "sealed": step_sealed, "unopened": step_unopened, "list": step_list, "auth": step_auth,
  "multipart": step_multipart,
  "refused": step_refused, "reread": step_reread, "put-atom": step_put_atom,
  "cut-put": step_cut_put, "cleanup": step_cleanup,
