@@ -638,6 +638,36 @@ def gen_http():
           b"19:36:42 +0000\r\nContent-MD5: abc\r\nx-amz-meta-a:  1 \r\n"
           b"X-Amz-Meta-A: 2\r\nAuthorization: AWS AKIAIOSFODNN7EXAMPLE:"
           b"qgk2+6Sv9/oM7G3qLEjTH1a1l1g=\r\n\r\n")
+    write("http", "complete-sums", b' POST /b/k?uploadId=0123 HTTP/1.1\r\n'
+          b'Host: h\r\n'
+          b'Content-Length: 230\r\n'
+          b'\r\n'
+          b'<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ET'
+          b'ag>"0123456789abcdef0123456789abcdef"</ETag><ChecksumCRC32C>'
+          b'4waSgw==</ChecksumCRC32C></Part><Part><ChecksumSHA256>FeKw08'
+          b'M4keuw8e9gnsQZQgwg4yDOlMZfvIwzEkSOsiU=</ChecksumSHA256><Part'
+          b'Number>2</PartNumber><ETag>0123456789abcdef0123456789abcdef<'
+          b'/ETag></Part></CompleteMultipartUpload>')
+    write("http", "delete", b' POST /b?delete HTTP/1.1\r\n'
+          b'Host: h\r\n'
+          b'Content-Length: 190\r\n'
+          b'\r\n'
+          b'<Delete xmlns="x"><Quiet>true</Quiet><Object><Key>a&amp;b&#x'
+          b'41;&#233;</Key></Object><Object><Key>c</Key><VersionId>null<'
+          b'/VersionId></Object><Object><Key>&lt;d&gt;</Key></Object></D'
+          b'elete>')
+    write("http", "unsigned-trailer", b'\x06PUT /b/k HTTP/1.1\r\n'
+          b'Host: h\r\n'
+          b'x-amz-content-sha256: STREAMING-UNSIGNED-PAYLOAD-TRAILER\r\n'
+          b'Content-Encoding: aws-chunked\r\n'
+          b'x-amz-trailer: x-amz-checksum-crc32\r\n'
+          b'Transfer-Encoding: chunked\r\n'
+          b'\r\n'
+          b'5\r\n'
+          b'hello\r\n'
+          b'0\r\n'
+          b'x-amz-checksum-crc32:NhCmhg==\r\n'
+          b'\r\n')
 
 
 def gen_kvtree():
