@@ -7,6 +7,7 @@
  * it is tried again.
  */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/crypto.h>
@@ -204,7 +205,8 @@ static int refresh(void)
 	return -2;
 }
 
-int s3reg_find_key(const char *access, struct s3_user *u)
+/* the user whose field at @off (access or name) is @want, into @u */
+static int find_user_by(size_t off, const char *want, struct s3_user *u)
 {
 	int ret;
 
@@ -213,7 +215,7 @@ int s3reg_find_key(const char *access, struct s3_user *u)
 	if (!ret) {
 		ret = -1;
 		for (size_t i = 0; i < nr_users; i++)
-			if (!strcmp(users[i].access, access)) {
+			if (!strcmp((const char *)&users[i] + off, want)) {
 				*u = users[i];
 				ret = 0;
 				break;
@@ -223,23 +225,14 @@ int s3reg_find_key(const char *access, struct s3_user *u)
 	return ret;
 }
 
+int s3reg_find_key(const char *access, struct s3_user *u)
+{
+	return find_user_by(offsetof(struct s3_user, access), access, u);
+}
+
 int s3reg_find_user(const char *name, struct s3_user *u)
 {
-	int ret;
-
-	pthread_mutex_lock(&reg_lock);
-	ret = refresh();
-	if (!ret) {
-		ret = -1;
-		for (size_t i = 0; i < nr_users; i++)
-			if (!strcmp(users[i].name, name)) {
-				*u = users[i];
-				ret = 0;
-				break;
-			}
-	}
-	pthread_mutex_unlock(&reg_lock);
-	return ret;
+	return find_user_by(offsetof(struct s3_user, name), name, u);
 }
 
 int s3reg_find_bucket(const char *name, struct s3_bucket_rec *b)
