@@ -5,7 +5,9 @@
 #
 #   ceph.sh start DIR [SIZE [IMAGE]]
 #       1 monitor, 1 manager and 3 bluestore OSDs, each on a sparse file in
-#       DIR, on 127.0.0.1 only, without authentication (auth none), a
+#       DIR, on 127.0.0.1 only, without authentication (auth none; cephx
+#       with KELPIE_CEPH_AUTH=cephx: a key each for the monitor, the
+#       manager, the OSDs and client.admin, in DIR), a
 #       replicated pool "rbd" with 3 copies (min_size 2) placed on
 #       different OSDs (failure domain osd, so one host is enough) and an
 #       RBD image IMAGE (default "bench") of SIZE (default 256M) in it.
@@ -38,7 +40,8 @@
 # target, default 1G), KELPIE_CEPH_TIMEOUT (seconds for start, default
 # 300), KELPIE_CEPH_DEVICE (auto, the default: the settings Ceph picks from
 # the rotational flag of the device under DIR; hdd or ssd: that class's
-# settings whatever the flag says).
+# settings whatever the flag says), KELPIE_CEPH_AUTH (none, the default,
+# or cephx: radosgw 16.2 cannot authenticate to a monitor without it).
 
 set -u
 MARK=.kelpie-bench-ceph	# in a directory this script made
@@ -50,6 +53,7 @@ OSDS=${KELPIE_CEPH_OSDS:-3}
 OSD_MEMORY=${KELPIE_CEPH_OSD_MEMORY:-1G}
 TIMEOUT=${KELPIE_CEPH_TIMEOUT:-300}
 DEVICE=${KELPIE_CEPH_DEVICE:-auto}
+AUTH=${KELPIE_CEPH_AUTH:-none}
 PGS=32
 TOOLS="ceph-mon ceph-mgr ceph-osd ceph monmaptool ceph-authtool rbd python3"
 
@@ -222,9 +226,9 @@ ms bind ipv4 = true
 ms bind ipv6 = false
 ms bind port min = $PORT_MIN
 ms bind port max = $PORT_MAX
-auth cluster required = none
-auth service required = none
-auth client required = none
+auth cluster required = $AUTH
+auth service required = $AUTH
+auth client required = $AUTH
 keyring = $D/keyring
 run dir = $D/run
 admin socket = $D/run/\$cluster-\$name.asok
@@ -243,10 +247,13 @@ osd pool default pg autoscale mode = off
 osd crush chooseleaf type = 0
 [mon]
 mon data = $D/mon/\$cluster-\$id
+keyring = $D/mon/\$cluster-\$id/keyring
 [mgr]
 mgr data = $D/mgr/\$cluster-\$id
+keyring = $D/mgr/\$cluster-\$id/keyring
 [osd]
 osd data = $D/osd/\$cluster-\$id
+keyring = $D/osd/\$cluster-\$id/keyring
 osd objectstore = bluestore
 # bluestore creates its device as a sparse file osd_data/block; naming
 # that file as "bluestore block path" too would make mkfs link it to
@@ -269,6 +276,8 @@ start()
 	[ -z "$miss" ] || { log "not installed: $miss"; exit 1; }
 	[[ $DEVICE =~ ^(auto|hdd|ssd)$ ]] ||
 		{ log "KELPIE_CEPH_DEVICE is auto, hdd or ssd"; exit 1; }
+	[[ $AUTH =~ ^(none|cephx)$ ]] ||
+		{ log "KELPIE_CEPH_AUTH is none or cephx"; exit 1; }
 	bytes=$(size_bytes "$size") && [ "$bytes" -gt 0 ] ||
 		{ log "bad size $size"; exit 1; }
 	for f in "$D"/*.pid; do
@@ -304,11 +313,20 @@ start()
 		--fsid "$fsid" "$D/monmap" >"$D/log/mkfs.out" 2>&1 &&
 		ceph-authtool --create-keyring "$D/keyring" --gen-key -n mon. \
 			--cap mon 'allow *' >>"$D/log/mkfs.out" 2>&1 &&
+		ceph-authtool "$D/keyring" --gen-key -n client.admin \
+			--cap mon 'allow *' --cap osd 'allow *' \
+			--cap mgr 'allow *' --cap mds 'allow *' \
+			>>"$D/log/mkfs.out" 2>&1 &&
 		ceph-mon -c "$CONF" --mkfs -i a --monmap "$D/monmap" \
 			--keyring "$D/keyring" >>"$D/log/mkfs.out" 2>&1 ||
 		fail "the monitor's mkfs" "$D/log/mkfs.out"
 	daemon mon.a ceph-mon -c "$CONF" -i a -f
 	wait_for "the monitor" mon_up
+	[ "$AUTH" = none ] ||
+		cephq auth get-or-create mgr.x mon 'allow profile mgr' \
+			osd 'allow *' mds 'allow *' \
+			-o "$D/mgr/ceph-x/keyring" >/dev/null ||
+		fail "the manager's key" "$D/log/cli.err"
 	daemon mgr.x ceph-mgr -c "$CONF" -i x -f
 
 	for ((i = 0; i < OSDS; i++)); do
@@ -316,6 +334,13 @@ start()
 		id=$(cephq osd new "$uuid") && [[ $id =~ ^[0-9]+$ ]] ||
 			fail "ceph osd new" "$D/log/cli.err"
 		mkdir -p "$D/osd/ceph-$id"
+		# (its key first: the mkfs reads its configuration from the
+		# monitor)
+		[ "$AUTH" = none ] ||
+			cephq auth get-or-create "osd.$id" osd 'allow *' \
+				mon 'allow profile osd' mgr 'allow profile osd' \
+				-o "$D/osd/ceph-$id/keyring" >/dev/null ||
+			fail "the key of osd.$id" "$D/log/cli.err"
 		ceph-osd -c "$CONF" -i "$id" --mkfs --osd-uuid "$uuid" \
 			>"$D/log/osd.$id.mkfs" 2>&1 ||
 			fail "the mkfs of osd.$id" "$D/log/osd.$id.mkfs"
