@@ -345,23 +345,23 @@ static void robj_done(struct robj *ro)
 }
 
 /* ---- recovering one object ---- */
+
 /*
- * @ro's fetch came back to a cancelled recovery, or to an object a create
- * superseded meanwhile: settled.  The recovery moves on, and ends if it
- * was the last in flight (it hung at 14 of 15 objects: ci41, test 005).
+ * @ro, in flight, is settled (given up, superseded by a create, or its
+ * recovery cancelled): the recovery moves on, and ends if it was the last
+ * in flight (a superseded fetch that skipped this hung it at 14 of 15
+ * objects: ci41, test 005)
  */
-static void robj_dropped(struct robj *ro)
+static void robj_settle(struct robj *ro)
 {
 	struct recovery *rw = ro->rw;
 
 	rw->inflight--;
 	robj_done(ro);
-	if (!rw->cancelled)
-		rec_pump(rw);
+	rec_pump(rw);
 	rec_finish(rw);
 	rec_put(rw);
 }
-
 
 static bool recycled_obj(uint64_t oid)
 {
@@ -522,7 +522,7 @@ static void robj_read_done(struct peer_req *pr, int result)
 		result = SD_RES_EIO;
 
 	if (rw->cancelled || ro->superseded) {
-		robj_dropped(ro);
+		robj_settle(ro);
 		return;
 	}
 	if (result == SD_RES_SUCCESS && ro->pass == 2) {
@@ -556,8 +556,6 @@ static void robj_store(struct robj *ro)
 /* nowhere to get it from: settled, not recovered */
 static void robj_give_up(struct robj *ro)
 {
-	struct recovery *rw = ro->rw;
-
 	/*
 	 * A request may ask for what never existed, and a listed object of
 	 * a VDI deleted since was removed on purpose: only the others are
@@ -576,11 +574,7 @@ static void robj_give_up(struct robj *ro)
 		       ro->oid, ro->idx);
 	else
 		sd_err("no copy of %016" PRIx64 " found anywhere", ro->oid);
-	rw->inflight--;
-	robj_done(ro);
-	rec_pump(rw);
-	rec_finish(rw);
-	rec_put(rw);
+	robj_settle(ro);
 }
 
 static void strip_fetch(struct robj *ro);
@@ -593,7 +587,7 @@ static void strip_fetched(void *arg, uint32_t result, uint64_t v,
 
 	if (rw->cancelled || ro->superseded) {
 		free(strip);
-		robj_dropped(ro);
+		robj_settle(ro);
 		return;
 	}
 	if (result != SD_RES_SUCCESS || !v || !strip) {
