@@ -78,6 +78,7 @@ static bool next_field(const char **v, size_t *vlen, char *out, size_t size)
  */
 static bool take_secret(struct s3_user *u, const char *text)
 {
+	static struct log_limit ll;	/* every reload would say it again */
 	size_t len = strlen(text);
 
 	if (!seal_is_sealed(text, len)) {
@@ -88,10 +89,10 @@ static bool take_secret(struct s3_user *u, const char *text)
 	}
 	if (seal_open(S3_SECRET_SEAL, u->access, text, len, u->secret,
 		      sizeof(u->secret)) < 0) {
-		sd_warn("the secret of S3 user %s does not open with this "
-			"sheep's cluster key (%s): the user cannot sign",
-			u->name, auth_enabled() ? "another key sealed it" :
-			"it has none");
+		sd_warn_limited(&ll, "the secret of S3 user %s does not "
+				"open with this sheep's cluster key (%s): the "
+				"user cannot sign", u->name, auth_enabled() ?
+				"another key sealed it" : "it has none");
 		return false;
 	}
 	return true;
