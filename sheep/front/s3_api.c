@@ -35,6 +35,7 @@
 #include "front/s3_proxy.h"
 #include "front/s3_reg.h"
 #include "front/s3_resp.h"
+#include "front/s3_vols.h"
 
 
 /*
@@ -471,6 +472,8 @@ int s3_init(const char *default_addr)
 
 	if (!s3_port)
 		return 0;
+	if (s3v_check_env())
+		return -1;
 	budget_gate_init();
 	set_self(addr);
 	if (s3_thread_start(s3b_reclaimer)) {

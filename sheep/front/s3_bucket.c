@@ -30,6 +30,7 @@
 #include "front/s3_bucket.h"
 #include "front/s3_reg.h"
 #include "front/s3_space.h"
+#include "front/s3_vols.h"
 #include "vdi/volume.h"
 
 #define ENTRY_HEAD	48
@@ -38,7 +39,6 @@
 #define ENTRY_SUM_SHIFT	4	/* the upper half of the flags: sum_algo */
 #define INDEX_SIZE	((uint64_t)KVT_MAX_PAGES * KVT_PAGE)
 #define USAGE_KEY	"m/usage"	/* see usage_change */
-#define DATA_SIZE	(UINT64_C(4) << 40)
 #define ALIGN		SPACE_ALIGN
 /* reservations in flight in one bucket: one per request, S3_WORKERS */
 #define MAX_INFLIGHT	64
@@ -50,10 +50,12 @@ struct s3_bucket {
 	struct s3_bucket *next;		/* in the cache */
 	int refs;
 	struct s3_bucket_rec rec;
-	uint32_t index_vid, data_vid;
+	uint32_t index_vid;
+	struct s3_vols data;		/* its data volumes */
 	bool owner;
 	pthread_mutex_t lock;		/* the owner's tree and next */
 	struct vol_pages pages;
+	struct vol_named index_named;	/* the owner's */
 	struct kvt_store store;
 	struct kvtree *t;		/* the owner's */
 	uint64_t next_off;
@@ -161,116 +163,6 @@ static size_t obj_key(char *out, const char *key, size_t klen)
 	return klen + 2;
 }
 
-/* ---- volumes ---- */
-
-static void volume_name(char *out, const char *bucket, const char *what)
-{
-	snprintf(out, SD_MAX_VDI_LEN, S3REG_SYSTEM_VOLUME "/b/%s/%s", bucket,
-		 what);
-}
-
-static int volume_lookup(const char *bucket, const char *what, uint32_t *vid)
-{
-	char name[SD_MAX_VDI_LEN + SD_MAX_VDI_TAG_LEN] = { 0 };
-	struct sd_req rq = { .opcode = SD_OP_GET_VDI_INFO };
-	struct sd_rsp rsp;
-	int ret;
-
-	volume_name(name, bucket, what);
-	rq.flags = SD_FLAG_CMD_WRITE;
-	rq.data_length = sizeof(name);
-	ret = front_exec(&rq, name, &rsp);
-	if (ret == SD_RES_SUCCESS)
-		*vid = rsp.vdi.vdi_id;
-	return ret;
-}
-
-/* entries of the inode index read or cleared at once */
-#define INDEX_CHUNK	65536
-
-/*
- * Every entry of @vid's index zeroed, as a client does before DEL_VDI:
- * the gateway drops the objects they named
- */
-static int volume_clear(uint32_t vid, uint64_t size)
-{
-	uint32_t nr = (uint32_t)MIN(size / SD_DATA_OBJ_SIZE,
-				    (uint64_t)SD_INODE_DATA_INDEX);
-	uint8_t *buf = xmalloc(INDEX_CHUNK * 4), *zero = xzalloc(INDEX_CHUNK * 4);
-	int ret = SD_RES_SUCCESS;
-
-	for (uint32_t first = 0; first < nr && !ret; first += INDEX_CHUNK) {
-		uint32_t n = MIN(nr - first, (uint32_t)INDEX_CHUNK), lo, hi;
-		struct sd_req rq = { .opcode = SD_OP_READ_OBJ };
-
-		rq.data_length = n * 4;
-		rq.obj.oid = vid_to_vdi_oid(vid);
-		rq.obj.offset = SD_INODE_INDEX_OFFSET + first * 4;
-		ret = front_exec(&rq, buf, NULL);
-		/* the range from the first entry in use to the last */
-		for (lo = 0; !ret && lo < n && !get_le32(buf + 4 * lo); lo++)
-			;
-		if (ret || lo == n)
-			continue;
-		for (hi = n - 1; !get_le32(buf + 4 * hi); hi--)
-			;
-		rq.opcode = SD_OP_WRITE_OBJ;
-		rq.flags = SD_FLAG_CMD_WRITE;
-		rq.data_length = (hi - lo + 1) * 4;
-		rq.obj.offset = SD_INODE_INDEX_OFFSET + (first + lo) * 4;
-		ret = front_exec_client(&rq, zero, NULL);
-	}
-	free(buf);
-	free(zero);
-	return ret;
-}
-
-/* the volume's objects dropped, then its inode */
-static int volume_delete(const char *bucket, const char *what)
-{
-	char name[SD_MAX_VDI_LEN + SD_MAX_VDI_TAG_LEN] = { 0 };
-	struct sd_req rq = { .opcode = SD_OP_DEL_VDI };
-	uint32_t vid;
-	int ret = volume_lookup(bucket, what, &vid);
-
-	if (ret == SD_RES_NO_VDI)
-		return SD_RES_SUCCESS;
-	if (ret == SD_RES_SUCCESS)
-		ret = volume_clear(vid, strcmp(what, "index") ? DATA_SIZE :
-				   INDEX_SIZE);
-	if (ret != SD_RES_SUCCESS)
-		return ret;
-	volume_name(name, bucket, what);
-	rq.flags = SD_FLAG_CMD_WRITE;
-	rq.data_length = sizeof(name);
-	return front_exec(&rq, name, NULL);
-}
-
-/* a volume made afresh: one left by a bucket of that name goes first */
-/* a volume of @size bytes with @copies and @policy (0, 0: the cluster's) */
-static int volume_create(const char *bucket, const char *what, uint64_t size,
-			 uint8_t copies, uint8_t policy)
-{
-	char name[SD_MAX_VDI_LEN] = { 0 };
-	struct sd_req rq = { .opcode = SD_OP_NEW_VDI };
-	int ret;
-
-	volume_name(name, bucket, what);
-	rq.flags = SD_FLAG_CMD_WRITE;
-	rq.data_length = sizeof(name);
-	rq.vdi.vdi_size = size;
-	rq.vdi.copies = copies;
-	rq.vdi.copy_policy = policy;
-	ret = front_exec(&rq, name, NULL);
-	if (ret != SD_RES_VDI_EXIST)
-		return ret;
-	ret = volume_delete(bucket, what);
-	if (ret != SD_RES_SUCCESS)
-		return ret;
-	volume_name(name, bucket, what);
-	return front_exec(&rq, name, NULL);
-}
-
 /* ---- the owner's tree ---- */
 
 static int load_next(struct s3_bucket *b)
@@ -356,6 +248,9 @@ static void bucket_free(struct s3_bucket *b)
 {
 	if (b->t)
 		kvt_close(b->t);
+	if (b->data.vid)
+		s3v_close(&b->data);
+	vol_named_free(&b->index_named);
 	pthread_mutex_destroy(&b->lock);
 	pthread_cond_destroy(&b->committed);
 	free(b);
@@ -370,12 +265,13 @@ static struct s3_bucket *bucket_new(const struct s3_bucket_rec *rec)
 	pthread_mutex_init(&b->lock, NULL);
 	pthread_cond_init(&b->committed, NULL);
 	b->owner = !strcmp(rec->gateway, self_id) && rec->boot == self_boot;
-	if (volume_lookup(rec->name, "index", &b->index_vid) ||
-	    volume_lookup(rec->name, "data.0", &b->data_vid)) {
+	if (s3v_lookup(rec->name, "index", &b->index_vid) ||
+	    s3v_open(&b->data, rec->name)) {
 		bucket_free(b);
 		return NULL;
 	}
 	b->pages.vid = b->index_vid;
+	b->pages.named = &b->index_named;
 	vol_kvt_store(&b->pages, &b->store);
 	return b;
 }
@@ -632,7 +528,7 @@ int s3b_scan(struct s3_bucket *b, const char *start, size_t slen,
 int s3b_read(struct s3_bucket *b, uint64_t off, void *buf, uint32_t len)
 {
 	/* an entry names only written bytes: a chunk not there was dropped */
-	return vol_read_written(b->data_vid, off, buf, len);
+	return s3v_read(&b->data, off, buf, len);
 }
 
 int s3b_extents(struct s3_bucket *b, const struct s3_obj *o,
@@ -712,7 +608,7 @@ int s3b_reserve(struct s3_bucket *b, uint64_t len, uint64_t *off)
 		return -2;
 	}
 	pthread_mutex_lock(&b->lock);
-	if (!owner_tree(b) && b->next_off + len <= DATA_SIZE) {
+	if (!owner_tree(b) && len <= S3V_END - b->next_off) {
 		sd_assert(b->nr_inflight < MAX_INFLIGHT);
 		b->inflight[b->nr_inflight].off = b->next_off;
 		b->inflight[b->nr_inflight].by = pthread_self();
@@ -751,7 +647,7 @@ void s3b_release_reservations(void)
 int s3b_write(struct s3_bucket *b, uint64_t off, const void *buf,
 	      uint32_t len)
 {
-	return vol_write(b->data_vid, off, buf, len);
+	return s3v_write(&b->data, off, buf, len);
 }
 
 /* under b->lock: where sweeping stops (no reservation in flight below) */
@@ -1356,22 +1252,6 @@ void s3b_set_grace(unsigned int seconds)
 }
 
 /*
- * Chunk @idx of @vid dropped: its inode entry zeroed as a client's
- * discard does, and the gateway drops the object it named
- */
-static int chunk_drop(uint32_t vid, uint64_t idx)
-{
-	struct sd_req rq = { .opcode = SD_OP_WRITE_OBJ };
-	uint8_t zero[4] = { 0 };
-
-	rq.flags = SD_FLAG_CMD_WRITE;
-	rq.data_length = sizeof(zero);
-	rq.obj.oid = vid_to_vdi_oid(vid);
-	rq.obj.offset = SD_INODE_INDEX_OFFSET + (uint32_t)idx * 4;
-	return front_exec_client(&rq, zero, NULL);
-}
-
-/*
  * One step for a bucket this gateway owns: the chunks passed since the
  * last change looked at (a bucket no one writes sweeps too), then those
  * due dropped and out of the queue.  How many were dropped, or -2.
@@ -1399,7 +1279,7 @@ static int reclaim_step(struct s3_bucket *b)
 		return n;
 	/* no one writes or names these: the drops need no lock */
 	for (int i = 0; i < n; i++) {
-		int r = chunk_drop(b->data_vid, due[i].chunk);
+		int r = s3v_drop(&b->data, due[i].chunk);
 
 		if (r != SD_RES_SUCCESS) {
 			sd_err("S3: bucket %s: dropping chunk %" PRIu64 ": %s",
@@ -1542,9 +1422,9 @@ int s3b_create(const char *name, const char *user, uint8_t copies,
 		return -2;
 	}
 	/* the index in copies: the bucket's, or the cluster's for a code */
-	ret = volume_create(name, "index", INDEX_SIZE, policy ? 0 : copies, 0);
+	ret = s3v_create(name, "index", INDEX_SIZE, policy ? 0 : copies, 0);
 	if (ret == SD_RES_SUCCESS)
-		ret = volume_create(name, "data.0", DATA_SIZE, copies, policy);
+		ret = s3v_make(name, copies, policy);
 	if (ret != SD_RES_SUCCESS) {
 		sd_err("S3: the volumes of bucket %s: %s", name,
 		       sd_strerror((uint32_t)ret));
@@ -1594,8 +1474,7 @@ out:
 	pthread_mutex_lock(&cache_lock);
 	uncache(b);
 	pthread_mutex_unlock(&cache_lock);
-	if (volume_delete(b->rec.name, "index") ||
-	    volume_delete(b->rec.name, "data.0"))
+	if (s3v_delete(b->rec.name, "index") || s3v_remove(b->rec.name))
 		sd_warn("S3: the volumes of deleted bucket %s are left; a "
 			"bucket of that name made later removes them",
 			b->rec.name);

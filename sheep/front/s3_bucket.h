@@ -2,7 +2,8 @@
 /*
  * Buckets and their objects in the cluster (s3_bucket.c,
  * doc/object-storage.md): a bucket is an index volume (a kvtree of its
- * objects' entries) and a data volume its objects' bytes are appended to.
+ * objects' entries) and data volumes its objects' bytes are appended to
+ * (s3_vols.h: one space of addresses).
  * One gateway writes a bucket: its owner, named in the registry; any
  * gateway reads it.
  */
@@ -24,7 +25,7 @@
 struct s3_obj {
 	uint64_t size;
 	uint64_t mtime;			/* seconds since the epoch */
-	uint64_t off;			/* in the data volume */
+	uint64_t off;			/* in the data volumes (s3_vols.h) */
 	uint8_t md5[16];
 	bool is_inline;
 	/*

@@ -165,7 +165,7 @@ static int load_one(const void *key, size_t klen, const void *val,
 
 static int load(void)
 {
-	struct vol_pages pages;
+	struct vol_pages pages = { 0 };
 	struct kvt_store s = { .write = no_write, .sync = no_sync };
 	struct kvtree *t;
 	int ret;

@@ -296,7 +296,7 @@ static int apply(struct kvtree *t, const struct s3reg_req *r)
 int s3reg_work(struct request *req)
 {
 	struct s3reg_req r;
-	struct vol_pages pages;
+	struct vol_pages pages = { 0 };
 	struct kvt_store store;
 	struct kvtree *t;
 	int ret;

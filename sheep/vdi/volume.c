@@ -4,6 +4,7 @@
  * a read or write is one object request through the gateway, blocking.
  */
 #include <pthread.h>
+#include <stdlib.h>
 #include <stdbool.h>
 #include <string.h>
 #include "inode.h"
@@ -74,7 +75,72 @@ static int create_obj(uint32_t vid, uint32_t idx, const void *p, uint32_t n,
 			    SD_FLAG_CMD_WRITE);
 }
 
-int vol_write(uint32_t vid, uint64_t off, const void *buf, uint32_t len)
+/* ---- which objects the inode names ---- */
+
+static pthread_mutex_t named_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool is_named(struct vol_named *nm, uint32_t idx)
+{
+	uint8_t *pg;
+	bool ret;
+
+	if (!nm)
+		return false;
+	pthread_mutex_lock(&named_lock);
+	pg = nm->page[idx / VOL_NAMED_BITS];
+	ret = pg && (pg[idx % VOL_NAMED_BITS / 8] >> (idx % 8) & 1);
+	pthread_mutex_unlock(&named_lock);
+	return ret;
+}
+
+static void set_named(struct vol_named *nm, uint32_t idx)
+{
+	uint8_t **pg;
+
+	if (!nm)
+		return;
+	pthread_mutex_lock(&named_lock);
+	pg = &nm->page[idx / VOL_NAMED_BITS];
+	if (!*pg)
+		*pg = xzalloc(VOL_NAMED_BITS / 8);
+	(*pg)[idx % VOL_NAMED_BITS / 8] |= (uint8_t)(1u << (idx % 8));
+	pthread_mutex_unlock(&named_lock);
+}
+
+void vol_named_free(struct vol_named *nm)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(nm->page); i++) {
+		free(nm->page[i]);
+		nm->page[i] = NULL;
+	}
+}
+
+/*
+ * Object @idx of @vid, written, entered in the inode's index if it is
+ * not: the entry is @vid either way, so writers that race write the same
+ */
+static int name_obj(uint32_t vid, uint32_t idx, struct vol_named *nm)
+{
+	uint8_t entry[4];
+	int ret;
+
+	if (is_named(nm, idx))
+		return SD_RES_SUCCESS;
+	ret = gw_exec_sync(SD_OP_READ_OBJ, vid_to_vdi_oid(vid), entry,
+			   sizeof(entry), inode_index_offset(idx), 0, 0);
+	if (ret == SD_RES_SUCCESS && get_le32(entry) != vid) {
+		put_le32(entry, vid);
+		ret = gw_exec_sync(SD_OP_WRITE_OBJ, vid_to_vdi_oid(vid), entry,
+				   sizeof(entry), inode_index_offset(idx), 0,
+				   SD_FLAG_CMD_WRITE);
+	}
+	if (ret == SD_RES_SUCCESS)
+		set_named(nm, idx);
+	return ret;
+}
+
+int vol_write(uint32_t vid, uint64_t off, const void *buf, uint32_t len,
+	      struct vol_named *nm)
 {
 	const uint8_t *p = buf;
 
@@ -92,10 +158,16 @@ int vol_write(uint32_t vid, uint64_t off, const void *buf, uint32_t len)
 			ret = gw_exec_sync(SD_OP_WRITE_OBJ,
 					   vid_to_data_oid(vid, idx), (void *)p,
 					   n, in, 0, SD_FLAG_CMD_WRITE);
-			if (ret == SD_RES_NO_OBJ)
+			if (ret == SD_RES_NO_OBJ) {
 				ret = create_obj(vid, idx, p, n, in);
+				if (ret == SD_RES_SUCCESS)
+					set_named(nm, idx);
+			}
 			pthread_mutex_unlock(&create_lock);
 		}
+		/* a coded object the write made: the gateway did not say */
+		if (ret == SD_RES_SUCCESS)
+			ret = name_obj(vid, idx, nm);
 		if (ret != SD_RES_SUCCESS)
 			return ret;
 		p += n;
@@ -117,7 +189,7 @@ static int page_write(void *arg, uint64_t page, const void *buf)
 {
 	const struct vol_pages *v = arg;
 
-	return vol_write(v->vid, page * KVT_PAGE, buf, KVT_PAGE) ==
+	return vol_write(v->vid, page * KVT_PAGE, buf, KVT_PAGE, v->named) ==
 	       SD_RES_SUCCESS ? 0 : -1;
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The S3 checks of tests 191, 193 and 195, with boto3 (Debian's python3-boto3).
+"""The S3 checks of tests 191, 193, 195 and 200, with boto3
+(Debian's python3-boto3).
 
 s3_check.py STEP OWNER_PORT READER_PORT KEYFILE [ARGS...]
 
@@ -1635,6 +1636,109 @@ def step_unopened():
                      client(port).list_buckets)
 
 
+# ---- test 200: data volumes of 8 MiB (KELPIE_S3_VOLUME_SIZE), so that
+# objects and uploads cross from one to the next
+
+VOL = 8 << 20
+VOL_OBJS = {"small": 3000, "a": 20 * 1024 * 1024 + 7,
+            "m": 13 * 1024 * 1024 + 1, "b": 12 * 1024 * 1024 + 3}
+# "b" is written by vols-more; the steps after it are given "b"
+VOL_KEYS = ["small", "a", "m"] + ARGS[:1]
+VOL_PARTS = (5 << 20, 5 << 20, (3 << 20) + 1)
+VOL_BUCKETS = ("vols", "vcoded")
+
+
+def vol_data(bucket, key, size):
+    """the bytes of @key in @bucket: the same for every step"""
+    return random.Random(f"{bucket}/{key}").randbytes(size)
+
+
+def step_vols_put():
+    """a plain and a 2:1 bucket: an object of 20 MiB through the gateway
+    that relays, and a multipart one whose parts go through both"""
+    client(OWNER).create_bucket(Bucket="vols")
+    with_redundancy(client(OWNER), "2:1").create_bucket(Bucket="vcoded")
+    for b in VOL_BUCKETS:
+        client(OWNER).put_object(Bucket=b, Key="small",
+                                 Body=vol_data(b, "small", 3000))
+        client(READER).put_object(Bucket=b, Key="a",
+                                  Body=vol_data(b, "a", VOL_OBJS["a"]))
+        data = vol_data(b, "m", VOL_OBJS["m"])
+        up = client(OWNER).create_multipart_upload(Bucket=b, Key="m")
+        parts, at = [], 0
+        for i, n in enumerate(VOL_PARTS):
+            c = client((OWNER, READER)[i % 2])
+            r = c.upload_part(Bucket=b, Key="m", UploadId=up["UploadId"],
+                              PartNumber=i + 1, Body=data[at:at + n])
+            parts.append({"PartNumber": i + 1, "ETag": r["ETag"]})
+            at += n
+        client(READER).complete_multipart_upload(
+            Bucket=b, Key="m", UploadId=up["UploadId"],
+            MultipartUpload={"Parts": parts})
+        print(f"{b}: 3000 B, 20 MiB and a 13 MiB upload in 3 parts stored")
+
+
+def vols_read(bucket, keys, ports):
+    for key in keys:
+        want = vol_data(bucket, key, VOL_OBJS[key])
+        for port in ports:
+            got = client(port).get_object(Bucket=bucket, Key=key)
+            check(got["Body"].read() == want,
+                  f"{bucket}/{key} reads right through {port}")
+            if len(want) < VOL:
+                continue
+            for k in range(1, len(want) // VOL + 1):
+                for at in (k * VOL - 4096, k * VOL):
+                    lo, hi = at - 5000, min(at + 5000, len(want) - 1)
+                    got = client(port).get_object(
+                        Bucket=bucket, Key=key, Range=f"bytes={lo}-{hi}")
+                    check(got["Body"].read() == want[lo:hi + 1],
+                          f"{bucket}/{key} bytes {lo}-{hi} read right "
+                          f"through {port}")
+
+
+def step_vols_read():
+    """every object whole and across the volumes' ends, both gateways"""
+    for b in VOL_BUCKETS:
+        vols_read(b, VOL_KEYS, (OWNER, READER))
+
+
+def step_vols_more():
+    """the owner gone: a 12 MiB object through READER, which takes the
+    bucket over, finds the volumes the owner made and makes more"""
+    for b in VOL_BUCKETS:
+        client(READER).put_object(Bucket=b, Key="b",
+                                  Body=vol_data(b, "b", VOL_OBJS["b"]))
+        vols_read(b, list(VOL_OBJS), (READER,))
+
+
+def step_vols_empty():
+    """every object of both buckets deleted"""
+    for b in VOL_BUCKETS:
+        for key in VOL_KEYS:
+            client(OWNER).delete_object(Bucket=b, Key=key)
+        r = client(READER).list_objects_v2(Bucket=b)
+        check(r["KeyCount"] == 0, f"{b}: every object deleted")
+
+
+def step_vols_drop():
+    """both buckets deleted"""
+    for b in VOL_BUCKETS:
+        client(OWNER).delete_bucket(Bucket=b)
+    names = [b["Name"] for b in client(READER).list_buckets()["Buckets"]]
+    check(not set(VOL_BUCKETS) & set(names), "both buckets deleted")
+
+
+def step_vols_again():
+    """a bucket made again under the name: empty, and it stores"""
+    client(OWNER).create_bucket(Bucket="vols")
+    r = client(READER).list_objects_v2(Bucket="vols")
+    check(r["KeyCount"] == 0, "vols made again is empty")
+    client(OWNER).put_object(Bucket="vols", Key="a",
+                             Body=vol_data("vols", "a", VOL_OBJS["a"]))
+    vols_read("vols", ["a"], (OWNER, READER))
+
+
 {"basic": step_basic, "sealed": step_sealed, "unopened": step_unopened, "list": step_list, "auth": step_auth,
  "multipart": step_multipart,
  "refused": step_refused, "reread": step_reread, "put-atom": step_put_atom,
@@ -1652,4 +1756,7 @@ def step_unopened():
  "kill-after": step_kill_after,
  "fo-setup": step_fo_setup,
  "fo-member": step_fo_member, "fo-takeover": step_fo_takeover,
- "fo-after": step_fo_after, "fo-race": step_fo_race}[STEP]()
+ "fo-after": step_fo_after, "fo-race": step_fo_race,
+ "vols-put": step_vols_put, "vols-read": step_vols_read,
+ "vols-more": step_vols_more, "vols-empty": step_vols_empty,
+ "vols-drop": step_vols_drop, "vols-again": step_vols_again}[STEP]()
