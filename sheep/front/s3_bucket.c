@@ -1309,11 +1309,45 @@ unlock:
 	return ret;
 }
 
+static bool mine_before(const struct s3_bucket_rec *r, const void *arg)
+{
+	(void)arg;
+	return !strcmp(r->gateway, self_id) && r->boot != self_boot;
+}
+
+/*
+ * The buckets this gateway owned in an earlier life (it restarted) taken
+ * back and opened, as a write for them would: else the room their
+ * deletes queued would wait for the next request that comes
+ */
+static void take_back_mine(void)
+{
+	struct s3_bucket_rec *recs;
+	struct s3_bucket *b;
+	int n = s3reg_buckets(mine_before, NULL, &recs);
+
+	for (int i = 0; i < n; i++) {
+		if (s3b_get(recs[i].name, &b))
+			continue;
+		if (s3b_owner_is_me_before(b) && !s3b_take_over(b))
+			sd_notice("S3: bucket %s taken back after this "
+				  "gateway's restart (its room reclaimed)",
+				  recs[i].name);
+		s3b_put(b);
+		/* the record moved: opened afresh, as its owner */
+		if (!s3b_get(recs[i].name, &b))
+			s3b_put(b);
+	}
+	free(recs);
+}
+
 /* every bucket this gateway owns and has open, a step each while due */
 static void reclaim_pass(void)
 {
 	struct s3_bucket **mine = NULL;
 	size_t n = 0, cap = 0;
+
+	take_back_mine();
 
 	/* every one, however many: a bucket left out would never be */
 	pthread_mutex_lock(&cache_lock);

@@ -255,7 +255,9 @@ int s3reg_find_bucket(const char *name, struct s3_bucket_rec *b)
 	return ret;
 }
 
-int s3reg_buckets_of(const char *user, struct s3_bucket_rec **out)
+int s3reg_buckets(bool (*keep)(const struct s3_bucket_rec *b,
+			       const void *arg),
+		  const void *arg, struct s3_bucket_rec **out)
 {
 	int ret;
 
@@ -266,11 +268,21 @@ int s3reg_buckets_of(const char *user, struct s3_bucket_rec **out)
 		/* the scan read them in key order: name order */
 		*out = xzalloc((nr_buckets + 1) * sizeof(**out));
 		for (size_t i = 0; i < nr_buckets; i++)
-			if (!strcmp(buckets[i].user, user))
+			if (keep(&buckets[i], arg))
 				(*out)[ret++] = buckets[i];
 	}
 	pthread_mutex_unlock(&reg_lock);
 	return ret;
+}
+
+static bool of_user(const struct s3_bucket_rec *b, const void *user)
+{
+	return !strcmp(b->user, user);
+}
+
+int s3reg_buckets_of(const char *user, struct s3_bucket_rec **out)
+{
+	return s3reg_buckets(of_user, user, out);
 }
 
 int s3reg_change(struct s3reg_req *r)

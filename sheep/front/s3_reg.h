@@ -7,6 +7,7 @@
 #ifndef SHEEP_FRONT_S3_REG_H
 #define SHEEP_FRONT_S3_REG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include "internal_proto.h"
 
@@ -34,6 +35,10 @@ int s3reg_find_bucket(const char *name, struct s3_bucket_rec *b);
  * how many, or -2
  */
 int s3reg_buckets_of(const char *user, struct s3_bucket_rec **out);
+/* the same, of the buckets @keep keeps */
+int s3reg_buckets(bool (*keep)(const struct s3_bucket_rec *b,
+			       const void *arg),
+		  const void *arg, struct s3_bucket_rec **out);
 /* an S3_REGISTRY change (r->vid filled in here): the SD_RES result */
 int s3reg_change(struct s3reg_req *r);
 
