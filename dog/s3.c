@@ -14,6 +14,7 @@
 #include "kvtree.h"
 #include "net.h"
 #include "proto.h"
+#include "s3.h"
 #include "s3names.h"
 #include "util.h"
 #include "vdi.h"
@@ -177,34 +178,55 @@ static int print_user(const void *key, size_t klen, const void *val,
 	return 0;
 }
 
-static int user_list(int argc, char **argv)
+int s3_open_tree(uint32_t *vid, struct kvtree **t)
 {
-	struct kvt_store s = { page_read, no_write, no_sync, NULL };
-	struct kvtree *t;
-	uint32_t vid;
-	int ret = system_volume(false, &vid);
+	struct kvt_store s = { page_read, no_write, no_sync, vid };
+
+	return kvt_open(&s, t);
+}
+
+int s3_open_registry(uint32_t *vid, struct kvtree **t)
+{
+	int ret = system_volume(false, vid);
 
 	if (ret == SD_RES_NO_VDI)
-		return EXIT_SUCCESS;	/* no user yet */
+		return 1;	/* no user yet */
 	if (ret != SD_RES_SUCCESS) {
 		fprintf(stderr, "Failed to read the S3 registry: %s\n",
 			sd_strerror((uint32_t)ret));
-		return EXIT_FAILURE;
+		return -1;
 	}
-	s.arg = &vid;
-	if (kvt_open(&s, &t)) {
+	if (s3_open_tree(vid, t)) {
 		fprintf(stderr, "Failed to read the S3 registry\n");
-		return EXIT_FAILURE;
+		return -1;
 	}
-	if (!raw_output)
-		printf("  %-32s %s\n", "User", "Access key");
-	ret = kvt_scan(t, "u/", 2, print_user, NULL);
+	return 0;
+}
+
+int s3_scan_registry(const char *prefix,
+		     int (*fn)(const void *key, size_t klen, const void *val,
+			       size_t vlen, void *arg))
+{
+	struct kvtree *t;
+	uint32_t vid;
+	int ret = s3_open_registry(&vid, &t);
+
+	if (ret)
+		return ret > 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	ret = kvt_scan(t, prefix, strlen(prefix), fn, NULL);
 	kvt_close(t);
 	if (ret) {
 		fprintf(stderr, "Failed to read the S3 registry\n");
 		return EXIT_FAILURE;
 	}
 	return EXIT_SUCCESS;
+}
+
+static int user_list(int argc, char **argv)
+{
+	if (!raw_output)
+		printf("  %-32s %s\n", "User", "Access key");
+	return s3_scan_registry("u/", print_user);
 }
 
 static const struct subcommand user_cmds[] = {
@@ -220,6 +242,8 @@ static const struct subcommand user_cmds[] = {
 static const struct subcommand s3_cmds[] = {
 	{ "user", NULL, "aphrT", "the users of object storage (S3)", user_cmds,
 	  0, 0, NULL },
+	{ "bucket", NULL, "aphrT", "the buckets of object storage (S3)",
+	  s3_bucket_cmds, 0, 0, NULL },
 	{ NULL },
 };
 
