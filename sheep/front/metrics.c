@@ -17,6 +17,7 @@
 #include "metrics.h"
 #include "front.h"
 #include "nbd.h"
+#include "front/s3.h"
 #include "util.h"
 #include "core/core.h"
 #include "ops/ops.h"
@@ -166,6 +167,9 @@ static void take_snapshot(struct metrics_snap *m)
 	vdi_for_each(count_vdi, m);
 	m->nr_top = stat_top_vdis(m->top, METRICS_TOP_VDIS);
 	rdma_get_stats(&m->rdma);
+	m->s3 = s3_enabled();
+	if (m->s3)
+		s3_stats_read(&m->s3_stats);
 }
 
 static void snap_tick(struct timer *t)
@@ -568,6 +572,49 @@ static void format_vdis(struct out *o, const struct metrics_snap *m)
 	}
 }
 
+/* series of the operations and results there were only: bounded */
+static void format_s3(struct out *o, const struct s3_stats *s)
+{
+	family(o, "kelpie_s3_requests_total", "counter",
+	       "S3 and Swift requests answered, by operation and HTTP status "
+	       "(relayed: to the bucket's owner; none: the client went "
+	       "first).");
+	for (int op = 0; op < S3_OP_NR; op++)
+		for (int r = 0; r < S3_RES_NR; r++)
+			if (s->results[op][r])
+				emit(o, "kelpie_s3_requests_total{op=\"%s\","
+				     "code=\"%s\"} %llu\n", s3_op_names[op],
+				     s3_res_names[r],
+				     (unsigned long long)s->results[op][r]);
+	family(o, "kelpie_s3_request_duration_seconds", "histogram",
+	       "Time from a request's head read to its answer's end, by "
+	       "operation.");
+	for (int op = 0; op < S3_OP_NR; op++) {
+		uint64_t cum = 0;
+
+		for (int b = 0; b <= S3_STATS_BUCKETS; b++)
+			cum += s->buckets[op][b];
+		if (!cum)
+			continue;
+		cum = 0;
+		for (int b = 0; b < S3_STATS_BUCKETS; b++) {
+			cum += s->buckets[op][b];
+			emit(o, "kelpie_s3_request_duration_seconds_bucket{"
+			     "op=\"%s\",le=\"%g\"} %llu\n", s3_op_names[op],
+			     (double)s3_stats_bucket_ns[b] / 1e9,
+			     (unsigned long long)cum);
+		}
+		cum += s->buckets[op][S3_STATS_BUCKETS];
+		emit(o, "kelpie_s3_request_duration_seconds_bucket{op=\"%s\","
+		     "le=\"+Inf\"} %llu\n", s3_op_names[op],
+		     (unsigned long long)cum);
+		emit(o, "kelpie_s3_request_duration_seconds_sum{op=\"%s\"} "
+		     "%.9f\n", s3_op_names[op], (double)s->sum_ns[op] / 1e9);
+		emit(o, "kelpie_s3_request_duration_seconds_count{op=\"%s\"} "
+		     "%llu\n", s3_op_names[op], (unsigned long long)cum);
+	}
+}
+
 int metrics_format(const struct metrics_snap *m, char *buf, size_t len)
 {
 	struct out o = { .buf = buf, .len = len };
@@ -582,6 +629,8 @@ int metrics_format(const struct metrics_snap *m, char *buf, size_t len)
 	format_cluster(&o, m);
 	format_store(&o, m);
 	format_vdis(&o, m);
+	if (m->s3)
+		format_s3(&o, &m->s3_stats);
 	return o.full ? -1 : (int)o.pos;
 }
 

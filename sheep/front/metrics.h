@@ -17,6 +17,7 @@
 #include "net/rdma.h"
 #include "core/request.h"
 #include "recovery/scrub.h"
+#include "front/s3_stats.h"
 
 /* stored objects by kind (kelpie_objects) */
 enum {
@@ -62,6 +63,8 @@ struct metrics_snap {
 	size_t nr_top;
 	char store_dir[256];
 	struct rdma_stats rdma;
+	bool s3;			/* sheep --s3: s3_stats kept */
+	struct s3_stats s3_stats;
 };
 
 /* metrics.c: snapshots from now on, once a second (http_init) */

@@ -379,9 +379,72 @@ static void route(struct s3_ctx *x)
 		bucket_request(x);
 }
 
+/* a bucket's operation, as bucket_request() routes it */
+static enum s3_op bucket_op(const struct s3_ctx *x)
+{
+	if (is(x, "PUT"))
+		return S3_OP_CREATE_BUCKET;
+	if (is(x, "DELETE"))
+		return S3_OP_DELETE_BUCKET;
+	if (is(x, "HEAD"))
+		return S3_OP_HEAD_BUCKET;
+	if (is(x, "POST"))
+		return S3_OP_DELETE_OBJECTS;
+	if (!is(x, "GET"))
+		return S3_OP_OTHER;
+	if (s3_param_get(x, "uploads"))
+		return S3_OP_LIST_UPLOADS;
+	if (s3_param_get(x, "location"))
+		return S3_OP_GET_BUCKET_LOCATION;
+	if (s3_param_get(x, "list-type"))
+		return S3_OP_LIST_OBJECTS_V2;
+	return S3_OP_LIST_OBJECTS;
+}
+
+/* an object's operation, as object_request() and s3_multipart() route */
+static enum s3_op object_op(const struct s3_ctx *x)
+{
+	bool id = s3_param_get(x, "uploadId");
+	bool copy = http_header(x->r, "x-amz-copy-source");
+
+	if (is(x, "GET"))
+		return id ? S3_OP_LIST_PARTS : S3_OP_GET_OBJECT;
+	if (is(x, "HEAD"))
+		return S3_OP_HEAD_OBJECT;
+	if (is(x, "PUT") && id)
+		return copy ? S3_OP_UPLOAD_PART_COPY : S3_OP_UPLOAD_PART;
+	if (is(x, "PUT"))
+		return copy ? S3_OP_COPY_OBJECT : S3_OP_PUT_OBJECT;
+	if (is(x, "POST") && s3_param_get(x, "uploads"))
+		return S3_OP_CREATE_UPLOAD;
+	if (is(x, "POST"))
+		return id ? S3_OP_COMPLETE_UPLOAD : S3_OP_OTHER;
+	if (is(x, "DELETE"))
+		return id ? S3_OP_ABORT_UPLOAD : S3_OP_DELETE_OBJECT;
+	return S3_OP_OTHER;
+}
+
+static enum s3_op op_of(const struct s3_ctx *x)
+{
+	if (x->has_key)
+		return object_op(x);
+	if (x->has_bucket)
+		return bucket_op(x);
+	return is(x, "GET") ? S3_OP_LIST_BUCKETS : S3_OP_OTHER;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+}
+
 /* answer the request of @c (its head parsed) */
 static void s3_serve(struct s3_conn *c)
 {
+	uint64_t start = mono_ns();
 	struct s3_ctx *x;
 
 	/* what the request holds, against --budget: it waits if spent */
@@ -404,6 +467,7 @@ static void s3_serve(struct s3_conn *c)
 		s3_error(x, 400, "InvalidURI", "Couldn't parse the specified URI.");
 		goto out;
 	}
+	x->op = op_of(x);
 	if (x->has_key && !x->klen) {
 		s3_error(x, 400, "InvalidArgument", "An object key is empty");
 		goto out;
@@ -412,6 +476,7 @@ static void s3_serve(struct s3_conn *c)
 		goto out;
 	route(x);
 out:
+	s3_stats_done(x->op, x->status, x->relayed, mono_ns() - start);
 	if (x->nr_params > 0)
 		s3_params_free(x->params, x->nr_params);
 	s3b_release_reservations();

@@ -57,8 +57,10 @@ int s3_need_owner(struct s3_ctx *x, struct s3_bucket **b)
 		if (s3b_is_owner(*b))
 			return 0;
 		if (!s3b_owner_is_me_before(*b) &&
-		    !s3_forward(x->c, s3b_owner(*b)))
-			goto put;	/* relayed */
+		    !s3_forward(x->c, s3b_owner(*b))) {
+			x->relayed = true;
+			goto put;
+		}
 		snprintf(owner, sizeof(owner), "%s", s3b_owner(*b));
 		again = s3b_owner_is_me_before(*b);
 		ret = s3b_take_over(*b);

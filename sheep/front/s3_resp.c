@@ -176,6 +176,7 @@ int s3_send_head(struct s3_ctx *x, int status, const char *extra,
 	int n;
 
 	s3_answering(x->c);
+	x->status = status;
 	s3_http_date((uint64_t)time(NULL), date, sizeof(date));
 	n = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\nDate: %s\r\n"
 		     "Server: Kelpie\r\nx-amz-request-id: %" PRIx64 "\r\n"

@@ -16,6 +16,7 @@
 #include "sigv4.h"
 #include "front/s3.h"
 #include "front/s3_bucket.h"
+#include "front/s3_stats.h"
 #include "front/s3_reg.h"
 
 /* a growable text buffer */
@@ -52,6 +53,10 @@ struct s3_ctx {
 	/* the body's x-amz-checksum-*, checked (s3_body.c): answered back */
 	enum s3_sum_algo sum_algo;
 	char sum[S3_SUM_B64];
+	/* for /metrics (s3_stats.h): what it is, how it was answered */
+	enum s3_op op;
+	int status;			/* the answer's, 0: none yet */
+	bool relayed;			/* to the bucket's owner */
 };
 
 void sb_add(struct sbuf *s, const char *p, size_t len);

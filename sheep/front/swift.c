@@ -625,6 +625,7 @@ bool swift_request(struct s3_ctx *x)
 	    (r->path_len == 10 || (r->path_len == 11 && r->path[10] == '/')) &&
 	    !http_header(r, "authorization")) {
 		x->swift = true;
+		x->op = S3_OP_SWIFT_AUTH;
 		if (is(x, "GET"))
 			auth(x);
 		else
@@ -637,6 +638,8 @@ bool swift_request(struct s3_ctx *x)
 	snprintf(x->payload_hash, sizeof(x->payload_hash), "UNSIGNED-PAYLOAD");
 	if (token_check(x) || parse_target(x))
 		return true;
+	x->op = x->has_key ? S3_OP_SWIFT_OBJECT : x->has_bucket ?
+		S3_OP_SWIFT_CONTAINER : S3_OP_SWIFT_ACCOUNT;
 	if (x->has_key)
 		object_request(x);
 	else if (x->has_bucket)
