@@ -297,6 +297,11 @@ int vdi_alter_copy(int argc, char **argv)
 		ret = EXIT_SUCCESS;
 		goto out;
 	}
+	/* a change interrupted after its switch is finished first */
+	if (!in.h.store_policy && finish_interrupted(&in, name) < 0) {
+		ret = EXIT_FAILURE;
+		goto out;
+	}
 	ret = convert ? convert_vdi(&in, name, copies, policy) :
 			alter_copies(&in, name, copies);
 	if (ret == EXIT_SUCCESS)
