@@ -653,6 +653,9 @@ static void list_one(uint32_t vid, const struct sd_inode_header *h,
 	inode_tag(h, tag);
 	if (f->name && strcmp(f->name, name))
 		return;
+	/* object storage's own (reserved_name): listed only when named */
+	if (!f->name && !strncmp(name, ".kelpie/", 8))
+		return;
 	for (uint32_t i = 0; i < nr; i++)
 		count_entry(&u, i, index[i]);
 	if (h->store_policy && hyper_usage(h, &u))
