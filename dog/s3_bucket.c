@@ -276,7 +276,9 @@ static int bucket_stat(int argc, char **argv)
 		fprintf(stderr, "No such bucket: %s\n", bucket);
 		return EXIT_MISSING;
 	}
-	if (n < 0 || !rec_decode(key, klen, val, (size_t)n, &b)) {
+	/* n is the value's whole length: only sizeof(val) were copied */
+	if (n < 0 || n > (int)sizeof(val) ||
+	    !rec_decode(key, klen, val, (size_t)n, &b)) {
 		fprintf(stderr, "Failed to read the S3 registry\n");
 		return EXIT_FAILURE;
 	}

@@ -120,7 +120,9 @@ char *node_to_str(const struct sd_node *n, char *buf, size_t len);
 
 /* objects.md §5: (sec << 32) | (usec * 1000) */
 uint64_t sd_time_now(void);
+/* the monotonic clock */
 uint64_t now_msec(void);
+uint64_t now_nsec(void);
 
 bool is_zero(const void *buf, size_t len);
 int mkdir_p(const char *path);

@@ -272,10 +272,15 @@ uint64_t sd_time_now(void)
 
 uint64_t now_msec(void)
 {
+	return now_nsec() / 1000000;
+}
+
+uint64_t now_nsec(void)
+{
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
 }
 
 bool is_zero(const void *buf, size_t len)

@@ -7,6 +7,7 @@
  * loop only.
  */
 #include <time.h>
+#include "util.h"
 #include "core/request.h"
 
 static struct sd_stat stat;
@@ -29,14 +30,6 @@ const uint64_t stat_bucket_ns[STAT_NR_BUCKETS] = {
 	100000000, 250000000, 500000000,
 	1000000000, 2500000000, 5000000000, 10000000000,
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
-}
 
 static int class_of(const struct request *req)
 {
@@ -150,7 +143,7 @@ static void count_result(const struct request *req)
 {
 	int cls = class_of(req), b = 0;
 	struct stat_class_metrics *c = &metrics.cls[cls];
-	uint64_t ns = mono_ns() - req->stat_start_ns;
+	uint64_t ns = now_nsec() - req->stat_start_ns;
 
 	c->results[result_kind(req->rp.result)]++;
 	count_vdi(req, cls);
@@ -194,7 +187,7 @@ void stat_request_start(struct request *req)
 {
 	bool wr = req->rq.flags & SD_FLAG_CMD_WRITE;
 
-	req->stat_start_ns = mono_ns();
+	req->stat_start_ns = now_nsec();
 	switch (req->op->type) {
 	case OP_GATEWAY:
 		stat.gway_active++;

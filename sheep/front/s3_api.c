@@ -433,18 +433,10 @@ static enum s3_op op_of(const struct s3_ctx *x)
 	return is(x, "GET") ? S3_OP_LIST_BUCKETS : S3_OP_OTHER;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
-}
-
 /* answer the request of @c (its head parsed) */
 static void s3_serve(struct s3_conn *c)
 {
-	uint64_t start = mono_ns();
+	uint64_t start = now_nsec();
 	struct s3_ctx *x;
 
 	/* what the request holds, against --budget: it waits if spent */
@@ -476,7 +468,7 @@ static void s3_serve(struct s3_conn *c)
 		goto out;
 	route(x);
 out:
-	s3_stats_done(x->op, x->status, x->relayed, mono_ns() - start);
+	s3_stats_done(x->op, x->status, x->relayed, now_nsec() - start);
 	if (x->nr_params > 0)
 		s3_params_free(x->params, x->nr_params);
 	s3b_release_reservations();

@@ -1309,10 +1309,12 @@ unlock:
 	return ret;
 }
 
+/* this endpoint on this sheep in an earlier life: only a restart of it */
 static bool mine_before(const struct s3_bucket_rec *r, const void *arg)
 {
 	(void)arg;
-	return !strcmp(r->gateway, self_id) && r->boot != self_boot;
+	return !strcmp(r->gateway, self_id) && !strcmp(r->node, self_node) &&
+	       r->boot != self_boot;
 }
 
 /*
