@@ -59,8 +59,13 @@ struct cluster_handlers {
 	void (*accept)(const struct sd_node *joined,
 		       const struct sd_node *members, size_t nr_members,
 		       const void *opaque, size_t len);
-	/* @members no longer contains @left */
-	void (*leave)(const struct sd_node *left,
+	/*
+	 * The @nr_left nodes @left (at least one) left in one change: a
+	 * driver that learns of several losses at once (a host or a rack
+	 * gone) gives them together, in the same groups on every member.
+	 * @members no longer contains any of them.
+	 */
+	void (*leave)(const struct sd_node *left, size_t nr_left,
 		      const struct sd_node *members, size_t nr_members);
 	void (*notify)(const struct sd_node *sender, const void *msg,
 		       size_t len);

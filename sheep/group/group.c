@@ -575,15 +575,20 @@ static void sd_accept_handler(const struct sd_node *joined,
 	start_pending_recovery();
 }
 
-static void sd_leave_handler(const struct sd_node *left,
-		      const struct sd_node *members, size_t nr_members)
+/* the nodes that left in one change make one epoch together */
+static void sd_leave_handler(const struct sd_node *left, size_t nr_left,
+			     const struct sd_node *members, size_t nr_members)
 {
 	char name[128];
 
-	sd_info("%s left", node_to_str(left, name, sizeof(name)));
+	sd_assert(nr_left > 0);
 	take_members(members, nr_members);
-	peer_drop(&left->nid);
-	vdi_release_node_locks(&left->nid);
+	for (size_t i = 0; i < nr_left; i++) {
+		sd_info("%s left%s", node_to_str(&left[i], name, sizeof(name)),
+			nr_left > 1 ? " (with others, one epoch)" : "");
+		peer_drop(&left[i].nid);
+		vdi_release_node_locks(&left[i].nid);
+	}
 	if (cs->status == SD_STATUS_OK)
 		new_epoch();
 	publish_view();

@@ -824,7 +824,7 @@ static void on_leave(const struct rec *r)
 		return;
 	sd_info("%s left, %zu members", nstr(&node), st.nr_members);
 	nodes = members_copy(&nr);
-	handlers->leave(&node, nodes, nr);
+	handlers->leave(&node, 1, nodes, nr);
 	free(nodes);
 }
 

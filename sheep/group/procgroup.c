@@ -261,7 +261,8 @@ static uint8_t *dup_buf(const void *src, size_t len)
 {
 	uint8_t *p = xmalloc(MAX(len, (size_t)1));
 
-	memcpy(p, src, len);
+	if (len)
+		memcpy(p, src, len);
 	return p;
 }
 
@@ -812,34 +813,54 @@ static void check_merge(const struct pg_event *e)
 		"ignored until they leave", theirs);
 }
 
-static void proc_left(struct pg_id id)
+/* drop a process the transport lost; true (and *@node) if it was a member */
+static bool proc_left(struct pg_id id, struct sd_node *node)
 {
 	long i = proc_index(id);
 	struct proc *p;
-	struct sd_node node, *nodes;
 	bool member;
-	size_t nr;
 
 	if (i < 0)
-		return;
-	if (is_me(id))
-		pg_fatal("the %s dropped this process", st.tr->name);
+		return false;
+	sd_assert(!is_me(id));	/* procs_left stopped for that */
 	p = st.procs[i];
 	member = st.synced && p->state == PS_MEMBER;
-	node = p->node;
+	*node = p->node;
 	if (st.joined && st.synced && p->state == PS_PENDING)
 		sd_info("join of %u/%u dropped: it left the group", id.nodeid,
 			id.pid);
 	blks_drop_proc(id);
 	proc_remove((size_t)i);
-	if (!member)
-		return;
-	sd_info("%s left, %zu members", nstr(&node), nr_members());
-	if (!st.joined)
-		return;
-	nodes = member_nodes(&nr);
-	handlers->leave(&node, nodes, nr);
-	free(nodes);
+	if (member)
+		sd_info("%s left, %zu members", nstr(node), nr_members());
+	return member;
+}
+
+/*
+ * The members one configuration change took away leave together: one
+ * callback, so one epoch for a host or a rack lost at once instead of one
+ * per member (issue 38).  Every process sees the same change, so every
+ * process makes the same epochs.
+ */
+static void procs_left(const struct pg_addr *l, size_t nr_left)
+{
+	struct sd_node *gone, *nodes;
+	size_t nr_gone = 0, nr;
+
+	for (size_t i = 0; i < nr_left; i++)
+		if (is_me(addr_id(&l[i])))
+			pg_fatal("the %s dropped this process", st.tr->name);
+	gone = xzalloc((nr_left + 1) * sizeof(*gone));
+	for (size_t i = 0; i < nr_left; i++)
+		if (proc_left(addr_id(&l[i]), &gone[nr_gone]))
+			nr_gone++;
+	if (nr_gone && st.joined) {
+		nodes_sort(gone, nr_gone);
+		nodes = member_nodes(&nr);
+		handlers->leave(gone, nr_gone, nodes, nr);
+		free(nodes);
+	}
+	free(gone);
 }
 
 static void on_confchg(const struct pg_event *e)
@@ -855,8 +876,7 @@ static void on_confchg(const struct pg_event *e)
 	}
 	check_split(e);
 	check_merge(e);
-	for (size_t i = 0; i < e->nr_left; i++)
-		proc_left(addr_id(&l[i]));
+	procs_left(l, e->nr_left);
 	for (size_t i = 0; i < e->nr_joined; i++)
 		if (!proc_find(addr_id(&j[i])))
 			proc_add(addr_id(&j[i]),
@@ -1028,7 +1048,7 @@ static void on_leave(struct proc *p)
 	if (!st.joined)
 		return;
 	nodes = member_nodes(&nr);
-	handlers->leave(&p->node, nodes, nr);
+	handlers->leave(&p->node, 1, nodes, nr);
 	free(nodes);
 }
 

@@ -16,14 +16,19 @@
  *                    changed only in one multi-op with the queue event that
  *                    says so, so the list at version V is exactly the group
  *                    before the event written with V
- *   ROOT/queue/e-N   the events: JOIN(ID), LEFT(ID), MSG(ID, n, bytes)
+ *   ROOT/queue/e-N   the events: JOIN(ID), LEFT(ID), LEFT_SET(n, IDs),
+ *                    MSG(ID, n, bytes)
  *
  * Joining: create live/ID, then in one multi-op check procs' version, add
  * ID to it and append JOIN(ID).  The list read before is the group at our
  * arrival: the first configuration change.  From then on every event after
  * ours is read in sequence order.  Leaving: any process that sees an ID in
  * procs without live/ID (its session ended) removes it with LEFT(ID) in
- * the same way; the version check makes concurrent removals one.
+ * the same way; the version check makes concurrent removals one.  All the
+ * processes found gone in one look go in one event, LEFT_SET when there
+ * are several: one configuration change, so one epoch for sheep that died
+ * together (a host, a rack) rather than one each.  LEFT stays the event of
+ * a single loss, which members of releases before LEFT_SET read too.
  *
  * A message whose create was cut by a connection loss may have been
  * written; it is sent again, and readers drop MSG(ID, n) when they saw
@@ -71,17 +76,25 @@
 #define ROUND_MS		500	/* between rounds without a watch */
 #define RETRY_MS		200	/* after a connection loss */
 #define POS_EVERY_MS		2000	/* publishing our position, GC */
+/*
+ * How long a process found gone waits for others before it is removed:
+ * sessions that died together (a host, a rack cut off) expire over a
+ * second or two, as their last pings were spread, and are meant to leave
+ * in one event, so one epoch.  Small beside a session's timeout.
+ */
+#define LEAVE_SETTLE_MS		1000
 
 enum ev_kind {
 	EV_JOIN = 1,
 	EV_LEFT,
 	EV_MSG,
+	EV_LEFT_SET,	/* n = how many; the IDs follow the header */
 };
 
 /* what the thread hands to the event loop */
 enum item_kind {
 	IT_JOINED,	/* we are in the group */
-	IT_CONFCHG,	/* members after; one process joined or left */
+	IT_CONFCHG,	/* members after; one joined, or data: pg_addrs left */
 	IT_MSG,
 	IT_FATAL,
 };
@@ -144,6 +157,7 @@ static struct zk_state {
 	uint64_t out_counter;
 	uint8_t *buf;		/* MAX_EVENT bytes */
 	uint64_t pos_published_at;
+	uint64_t gone_seen_at;	/* monotonic ms a loss was first seen, or 0 */
 } zs = {
 	.efd = -1,
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -190,11 +204,14 @@ static void post_fatal(const char *why)
 	post(item_new(IT_FATAL, 0, why, strlen(why) + 1));
 }
 
-static void post_confchg(uint64_t id, bool left)
+/* @id joined, or the @nr_left processes @left left */
+static void post_confchg(uint64_t id, const struct pg_addr *left,
+			 size_t nr_left)
 {
-	struct item *it = item_new(IT_CONFCHG, id, NULL, 0);
+	struct item *it = item_new(IT_CONFCHG, id, left,
+				   nr_left * sizeof(*left));
 
-	it->left = left;
+	it->left = nr_left > 0;
 	it->nr_members = zs.nr_members;
 	it->members = xzalloc((zs.nr_members + 1) * sizeof(*it->members));
 	for (size_t i = 0; i < zs.nr_members; i++)
@@ -214,9 +231,14 @@ static void deliver_item(struct item *it)
 		pg_transport_joined();
 		break;
 	case IT_CONFCHG:
-		who.reason = it->left ? PG_REASON_PROCDOWN : PG_REASON_JOIN;
-		pg_confchg(it->members, it->nr_members, &who, it->left,
-			   &who, !it->left);
+		if (it->left) {
+			pg_confchg(it->members, it->nr_members,
+				   (struct pg_addr *)it->data,
+				   it->len / sizeof(struct pg_addr), NULL, 0);
+			break;
+		}
+		who.reason = PG_REASON_JOIN;
+		pg_confchg(it->members, it->nr_members, NULL, 0, &who, 1);
 		break;
 	case IT_MSG:
 		pg_deliver(it->id, it->data, it->len);
@@ -381,13 +403,13 @@ static size_t procs_encode(uint8_t *b, const uint64_t *ids, size_t nr)
 }
 
 /*
- * One multi-op: procs at @version becomes @ids[@nr], and the event
- * @kind(@id) is appended to the queue.  *@seq gets its sequence.
+ * One multi-op: procs at @version becomes @ids[@nr], and the event @ev
+ * (@evlen bytes) is appended to the queue.  *@seq gets its sequence.
  */
-static int procs_change(int version, const uint64_t *ids, size_t nr,
-			int kind, uint64_t id, uint64_t *seq)
+static int procs_change_ev(int version, const uint64_t *ids, size_t nr,
+			   const uint8_t *ev, size_t evlen, uint64_t *seq)
 {
-	uint8_t ev[EV_HDR], pbuf[8 + MAX_PROCS * 8];
+	uint8_t pbuf[8 + MAX_PROCS * 8];
 	char ppath[256], qpath[256], created[256];
 	zoo_op_result_t res[3];
 	zoo_op_t ops[3];
@@ -397,12 +419,11 @@ static int procs_change(int version, const uint64_t *ids, size_t nr,
 
 	zpath(ppath, sizeof(ppath), "/procs");
 	zpath(qpath, sizeof(qpath), "/queue/e-");
-	encode_event(ev, kind, id, 0);
 	created[0] = 0;
 	zoo_check_op_init(&ops[0], ppath, version);
 	zoo_set_op_init(&ops[1], ppath, (const char *)pbuf, (int)plen, version,
 			NULL);
-	zoo_create_op_init(&ops[2], qpath, (const char *)ev, EV_HDR,
+	zoo_create_op_init(&ops[2], qpath, (const char *)ev, (int)evlen,
 			   &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT_SEQUENTIAL,
 			   created, sizeof(created));
 	rc = zoo_multi(zs.zh, 3, ops, res);
@@ -411,6 +432,31 @@ static int procs_change(int version, const uint64_t *ids, size_t nr,
 	dash = strrchr(created, '-');
 	*seq = dash ? strtoull(dash + 1, NULL, 10) : 0;
 	return ZOK;
+}
+
+/* the same with the event @kind(@id) */
+static int procs_change(int version, const uint64_t *ids, size_t nr,
+			int kind, uint64_t id, uint64_t *seq)
+{
+	uint8_t ev[EV_HDR];
+
+	encode_event(ev, kind, id, 0);
+	return procs_change_ev(version, ids, nr, ev, EV_HDR, seq);
+}
+
+/* @left (@nr_left of them) out of the group in one event */
+static int procs_remove(int version, const uint64_t *ids, size_t nr,
+			const uint64_t *left, size_t nr_left, uint64_t *seq)
+{
+	uint8_t ev[EV_HDR + MAX_PROCS * 8];
+
+	if (nr_left == 1)
+		return procs_change(version, ids, nr, EV_LEFT, left[0], seq);
+	encode_event(ev, EV_LEFT_SET, left[0], nr_left);
+	for (size_t i = 0; i < nr_left; i++)
+		put_le64(ev + EV_HDR + 8 * i, left[i]);
+	return procs_change_ev(version, ids, nr, ev, EV_HDR + 8 * nr_left,
+			       seq);
 }
 
 static bool id_in(const uint64_t *ids, size_t nr, uint64_t id)
@@ -537,7 +583,7 @@ static int join_group(void)
 	zs.nr_members = nr;
 	zs.pos = seq;
 	post(item_new(IT_JOINED, 0, NULL, 0));
-	post_confchg(zs.me, false);
+	post_confchg(zs.me, NULL, 0);
 	return 0;
 }
 
@@ -565,23 +611,44 @@ static void member_add(uint64_t id)
 	zs.members = xrealloc(zs.members,
 			      (zs.nr_members + 1) * sizeof(*zs.members));
 	zs.members[zs.nr_members++] = id;
-	post_confchg(id, false);
+	post_confchg(id, NULL, 0);
 }
 
-static void member_del(uint64_t id)
+/* take @id out of the members; false if it was none */
+static bool member_drop(uint64_t id)
 {
 	struct sender *s = sender_find(id);
 	size_t j = 0;
 
 	if (!id_in(zs.members, zs.nr_members, id))
-		return;
+		return false;
 	for (size_t i = 0; i < zs.nr_members; i++)
 		if (zs.members[i] != id)
 			zs.members[j++] = zs.members[i];
 	zs.nr_members = j;
 	if (s)		/* a session id is never used again */
 		*s = zs.senders[--zs.nr_senders];
-	post_confchg(id, true);
+	return true;
+}
+
+/* the @nr processes @ids (LE64 each) left: one configuration change */
+static void members_del(const uint8_t *ids, size_t nr)
+{
+	struct pg_addr *left = xzalloc((nr + 1) * sizeof(*left));
+	size_t nr_left = 0;
+
+	for (size_t i = 0; i < nr; i++) {
+		uint64_t id = get_le64(ids + 8 * i);
+
+		if (!member_drop(id))
+			continue;
+		left[nr_left++] = (struct pg_addr){
+			.id = to_pg(id), .reason = PG_REASON_PROCDOWN,
+		};
+	}
+	if (nr_left)
+		post_confchg(0, left, nr_left);
+	free(left);
 }
 
 static void on_msg(uint64_t id, uint64_t counter, const uint8_t *data,
@@ -618,7 +685,17 @@ static void on_event(const uint8_t *b, size_t len)
 		member_add(id);
 		break;
 	case EV_LEFT:
-		member_del(id);
+		members_del(b + 8, 1);
+		break;
+	case EV_LEFT_SET:
+		/* n IDs after the header, nothing else */
+		if (!get_le64(b + 16) || get_le64(b + 16) > MAX_PROCS ||
+		    len - EV_HDR != get_le64(b + 16) * 8) {
+			sd_err("ZooKeeper: malformed LEFT_SET of %zu bytes "
+			       "ignored", len);
+			break;
+		}
+		members_del(b + EV_HDR, (size_t)get_le64(b + 16));
 		break;
 	case EV_MSG:
 		on_msg(id, get_le64(b + 16), b + EV_HDR, len - EV_HDR);
@@ -695,12 +772,15 @@ static int send_outbox(void)
 	}
 }
 
-/* processes in procs whose session has ended get a LEFT */
+/*
+ * Processes in procs whose session has ended leave: all that a look finds
+ * LEAVE_SETTLE_MS after the first was seen gone, in one event.
+ */
 static int check_live(void)
 {
 	struct String_vector sv = { 0 };
-	uint64_t ids[MAX_PROCS], *live, seq;
-	size_t nr, nr_live = 0;
+	uint64_t ids[MAX_PROCS], gone[MAX_PROCS], *live, seq;
+	size_t nr, nr_live = 0, nr_gone = 0, j = 0;
 	char path[256];
 	int version, rc;
 
@@ -716,22 +796,25 @@ static int check_live(void)
 	for (int i = 0; i < sv.count; i++)
 		live[nr_live++] = strtoull(sv.data[i], NULL, 16);
 	deallocate_String_vector(&sv);
-	rc = ZOK;
 	for (size_t i = 0; i < nr; i++) {
-		uint64_t gone = ids[i];
-
-		if (id_in(live, nr_live, gone))
-			continue;
-		memmove(&ids[i], &ids[i + 1], (nr - i - 1) * sizeof(*ids));
-		nr--;
-		rc = procs_change(version, ids, nr, EV_LEFT, gone, &seq);
-		/* another process was faster: the next round sees it */
-		if (rc == ZBADVERSION)
-			rc = ZOK;
-		break;
+		if (id_in(live, nr_live, ids[i]))
+			ids[j++] = ids[i];
+		else
+			gone[nr_gone++] = ids[i];
 	}
 	free(live);
-	return rc;
+	if (!nr_gone) {
+		zs.gone_seen_at = 0;
+		return ZOK;
+	}
+	if (!zs.gone_seen_at)
+		zs.gone_seen_at = now_msec();
+	if (now_msec() - zs.gone_seen_at < LEAVE_SETTLE_MS)
+		return ZOK;
+	zs.gone_seen_at = 0;
+	rc = procs_remove(version, ids, j, gone, nr_gone, &seq);
+	/* another process was faster: the next round sees it */
+	return rc == ZBADVERSION ? ZOK : rc;
 }
 
 /* our position in live/ID; the oldest process drops what all have read */
@@ -830,6 +913,16 @@ static int one_round(void)
 	return rc;
 }
 
+/* @ms, or less when a loss waiting to settle is due sooner */
+static uint64_t round_wait(uint64_t ms)
+{
+	uint64_t due = zs.gone_seen_at + LEAVE_SETTLE_MS, now = now_msec();
+
+	if (!zs.gone_seen_at)
+		return ms;
+	return MIN(ms, due > now ? due - now : 1);
+}
+
 static void *zk_thread(void *arg)
 {
 	uint64_t pause = 0;
@@ -839,7 +932,8 @@ static void *zk_thread(void *arg)
 	for (;;) {
 		int rc;
 
-		if (!wait_round(pause ? pause : ROUND_MS) || !session_ok())
+		if (!wait_round(round_wait(pause ? pause : ROUND_MS)) ||
+		    !session_ok())
 			break;
 		rc = one_round();
 		if (classify(rc) < 0) {

@@ -72,7 +72,7 @@ start_corosync()
 		-Wno-unused-parameter -fsanitize=address,undefined -g \
 		-Dcdrv_local=cdrv_corosync -o "$BIN" \
 		tests/unit/local_driver_harness.c sheep/group/corosync.c \
-		sheep/group/procgroup.c lib/event.c lib/util.c lib/log.c \
+		sheep/group/procgroup.c lib/event.c lib/util.c lib/log.c lib/assert.c \
 		lib/hash.c lib/proto.c -lcpg -lquorum -lpthread -lm
 }
 
@@ -99,7 +99,7 @@ start_zookeeper()
 		-Wno-unused-parameter -fsanitize=address,undefined -g \
 		-Dcdrv_local=cdrv_zookeeper -o "$BIN" \
 		tests/unit/local_driver_harness.c sheep/group/zookeeper.c \
-		sheep/group/procgroup.c lib/event.c lib/util.c lib/log.c \
+		sheep/group/procgroup.c lib/event.c lib/util.c lib/log.c lib/assert.c \
 		lib/hash.c lib/proto.c -lzookeeper_mt -lpthread -lm
 }
 
@@ -322,6 +322,33 @@ reap c.7000 c.7001 c.7002
 check "c: exactly one LEAVE 7001 each" \
 	test "$(count c.7000 '^LEAVE 7001 ')$(count c.7002 '^LEAVE 7001 ')" = 11
 check "c: all event sequences agree" all_agree c.7000 c.7001 c.7002
+
+# ------------------------------------------------------------------------
+# ZooKeeper: sessions that die together expire within a tick or two of each
+# other, and the driver waits a second after the first before it removes
+# what it finds gone, so both leave in one change (one epoch in sheep).
+# corosync reports each dead process of its own host separately; there the
+# scenario checks that both left, everywhere the same.
+echo "== c2: two members SIGKILLed at once [$(elapsed)]"
+for p in 7000 7001 7002 7003; do start c2 $p -t $LIFE_MS; done
+if wait_for $FORM_MS all_have '\[7000,7001,7002,7003\]' \
+	c2.7000 c2.7001 c2.7002 c2.7003; then
+	kill -9 "${PID[c2.7001]}" "${PID[c2.7002]}"
+	check "c2: the others saw both leave" \
+		wait_for $((LEAVE_MS * 3)) all_have '\[7000,7003\]$' \
+		c2.7000 c2.7003
+else
+	not_formed c2
+fi
+stop c2.7000 c2.7003
+reap c2.7000 c2.7001 c2.7002 c2.7003
+if [ "$DRV" = zookeeper ]; then
+	first_leave() { grep -m1 '^LEAVE' "$T/$1.out"; }
+	check "c2: both in one change: LEAVE 7001,7002 first, on both" \
+		test "$(first_leave c2.7000)|$(first_leave c2.7003)" = \
+		"LEAVE 7001,7002 [7000,7003]|LEAVE 7001,7002 [7000,7003]"
+fi
+check "c2: all event sequences agree" all_agree c2.7000 c2.7003
 
 # ------------------------------------------------------------------------
 echo "== d: the decider dies while deciding a join [$(elapsed)]"

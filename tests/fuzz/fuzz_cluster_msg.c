@@ -173,9 +173,11 @@ static void rec_accept(const struct sd_node *joined,
 {
 }
 
-static void rec_leave(const struct sd_node *left,
+static void rec_leave(const struct sd_node *left, size_t nr_left,
 		      const struct sd_node *members, size_t nr_members)
 {
+	if (!nr_left)	/* a change takes at least one node */
+		abort();
 }
 
 static void rec_notify(const struct sd_node *sender, const void *msg,

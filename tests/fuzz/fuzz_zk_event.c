@@ -3,7 +3,7 @@
  * libFuzzer harness: the readers of the ZooKeeper driver
  * (sheep/group/zookeeper.c) over what the ensemble hands back: the
  * queue's child names (read_queue: sequence numbers), its events (JOIN,
- * LEFT, MSG with per-sender counters, in the KZQ1 format) and the procs
+ * LEFT, LEFT_SET, MSG with per-sender counters, in the KZQ1 format) and the procs
  * list (KZP1), as a broken or hostile client of the same ensemble could
  * have written them.  The items the readers post for the event loop are
  * delivered to stubs of the membership protocol, which check what they
@@ -41,11 +41,18 @@ void pg_confchg(const struct pg_addr *members, size_t nr_members,
 		const struct pg_addr *left, size_t nr_left,
 		const struct pg_addr *joined, size_t nr_joined)
 {
-	if (nr_members > MAX_PROCS || nr_left + nr_joined != 1)
+	/* one joined, or one or more (LEFT_SET) left, none still a member */
+	if (nr_members > MAX_PROCS || nr_joined > 1 || !(nr_left + nr_joined) ||
+	    (nr_joined && nr_left))
 		abort();
-	for (size_t i = 0; i < nr_members; i++)
+	for (size_t i = 0; i < nr_members; i++) {
 		if (members[i].reason != PG_REASON_JOIN)
 			abort();
+		for (size_t k = 0; k < nr_left; k++)
+			if (!memcmp(&members[i].id, &left[k].id,
+				    sizeof(left[k].id)))
+				abort();
+	}
 }
 
 void pg_deliver(struct pg_id from, const void *msg, size_t len)
@@ -114,6 +121,7 @@ static uint16_t procs_len;
 static void take_child(struct child *c)
 {
 	uint8_t how = take_u8(&in);
+	int kind;
 
 	if (how & 1)
 		snprintf(c->name, sizeof(c->name), "e-%010u",
@@ -131,8 +139,19 @@ static void take_child(struct child *c)
 		return;
 	}
 	/* well-formed: kind, sender, counter, payload */
-	encode_event(c->data, 1 + take_u8(&in) % 3, take_u8(&in) % POOL,
-		     take_u8(&in));
+	kind = 1 + take_u8(&in) % 4;
+	if (kind == EV_LEFT_SET) {
+		/* n = 1..8 senders of the pool */
+		size_t n = 1 + take_u8(&in) % 8;
+
+		encode_event(c->data, kind, 0, n);
+		for (size_t i = 0; i < n; i++)
+			put_le64(c->data + EV_HDR + 8 * i,
+				 take_u8(&in) % POOL);
+		c->len = EV_HDR + 8 * n;
+		return;
+	}
+	encode_event(c->data, kind, take_u8(&in) % POOL, take_u8(&in));
 	c->len = EV_HDR + take_u8(&in) % 64;
 	take_bytes(&in, c->data + EV_HDR, c->len - EV_HDR);
 }

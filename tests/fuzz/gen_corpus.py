@@ -545,6 +545,11 @@ def gen_zk_event():
           bytes([0x01]) + struct.pack("<H", len(procs)) + procs)
     write("zk_event", "find-my-join",
           bytes([0x03, 2]) + child(7, 1, 5, 0) + child(8, 1, 3, 0))
+    # three join, then two of them leave in one LEFT_SET (kind 4: n, ids)
+    left_set = bytes([0x01]) + struct.pack("<H", 4) + bytes([3, 1, 3, 5])
+    write("zk_event", "left-set",
+          bytes([0x00, 4]) + child(1, 1, 3, 0) + child(2, 1, 5, 0) +
+          child(3, 1, 7, 0) + left_set + bytes([0x02]))
     bad = struct.pack("<IBBBBQQ", 0x31515a4b, 9, 0, 0, 0, 5, 1)
     write("zk_event", "malformed",
           bytes([0x00, 3]) + child(1, 1, 5, 0) + raw_child(2, bad) +

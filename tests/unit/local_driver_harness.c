@@ -184,16 +184,23 @@ static void sd_accept_handler(const struct sd_node *joined,
 	maybe_start_work(nr_members);
 }
 
-static void sd_leave_handler(const struct sd_node *left,
-		      const struct sd_node *members, size_t nr_members)
+/* LEAVE P[,P...] MEMBERS: the ports that left in one change */
+static void sd_leave_handler(const struct sd_node *left, size_t nr_left,
+			     const struct sd_node *members, size_t nr_members)
 {
-	char buf[1024];
+	char buf[1024], gone[256];
+	size_t o = 0;
 
-	out("LEAVE %u %s", left->nid.port,
-	    ports(members, nr_members, buf, sizeof(buf)));
-	if (!sorted(members, nr_members) ||
-	    contains(members, nr_members, left))
+	gone[0] = 0;
+	for (size_t i = 0; i < nr_left && o < sizeof(gone); i++)
+		o += (size_t)snprintf(gone + o, sizeof(gone) - o, "%s%u",
+				      i ? "," : "", left[i].nid.port);
+	out("LEAVE %s %s", gone, ports(members, nr_members, buf, sizeof(buf)));
+	if (!nr_left || !sorted(members, nr_members))
 		out("#BUG bad member list on leave");
+	for (size_t i = 0; i < nr_left; i++)
+		if (contains(members, nr_members, &left[i]))
+			out("#BUG bad member list on leave");
 }
 
 static void sd_notify_handler(const struct sd_node *sender, const void *msg,
