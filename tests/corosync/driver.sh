@@ -94,7 +94,9 @@ start_zookeeper()
 	fi
 	ZK_PREFIX=127.0.0.1:$port/
 	ZK_SUFFIX=,timeout=1
-	LEAVE_MS=3000
+	# the session (1 s), ZooKeeper's expiry tick, and the second the
+	# driver waits for more deaths after the first (LEAVE_SETTLE_MS)
+	LEAVE_MS=4000
 	$CC -std=gnu11 -D_GNU_SOURCE -Iinclude -Isheep -Wall -Wextra -Werror \
 		-Wno-unused-parameter -fsanitize=address,undefined -g \
 		-Dcdrv_local=cdrv_zookeeper -o "$BIN" \
