@@ -811,9 +811,13 @@ static int check_live(void)
 		zs.gone_seen_at = now_msec();
 	if (now_msec() - zs.gone_seen_at < LEAVE_SETTLE_MS)
 		return ZOK;
-	zs.gone_seen_at = 0;
 	rc = procs_remove(version, ids, j, gone, nr_gone, &seq);
-	/* another process was faster: the next round sees it */
+	if (rc == ZOK)
+		zs.gone_seen_at = 0;
+	/*
+	 * procs changed under us (another process was faster, or a join):
+	 * the next round looks again, without a second wait
+	 */
 	return rc == ZBADVERSION ? ZOK : rc;
 }
 
