@@ -37,6 +37,11 @@
  * Failure detection: every process probes the live files of all members and
  * pending joiners every PROBE_MS.  A dead one gets a LEAVE, appended under
  * the lock after checking that the unread part of the log holds none yet.
+ * What one probe finds dead, one probe round after it first found a death
+ * (so that processes killed together are all gone), is appended in one
+ * go: every LEAVE but the last carries REC_F_MORE, and readers deliver
+ * the run as one leave, so one epoch.  Any other record ends a run that a
+ * writer killed halfway left open, the same for every reader.
  */
 #include <endian.h>
 #include <errno.h>
@@ -92,6 +97,7 @@ enum rec_type {
 };
 
 #define REC_F_REJECTED		0x0001	/* LEAVE of a join that was refused */
+#define REC_F_MORE		0x0002	/* LEAVE: the next is one of the same run */
 
 struct log_hdr {
 	uint64_t gen;
@@ -171,6 +177,9 @@ static struct local_state {
 	size_t nr_blks, cap_blks;
 	int holding;		/* own grants not yet unblocked */
 	unsigned int nr_probes;
+	bool death_seen;	/* the last probe found a process dead */
+	struct sd_node *gone;	/* members of a run of LEAVEs not delivered */
+	size_t nr_gone, cap_gone;
 } st = {
 	.log_fd = -1,
 	.live_fd = -1,
@@ -787,12 +796,28 @@ static void refused_exit(void)
 		exit(1);
 }
 
-static void on_leave(const struct rec *r)
+/* deliver the run of leaves read so far, if any, as one */
+static void leave_flush(void)
+{
+	struct sd_node *gone = st.gone, *nodes;
+	size_t nr_gone = st.nr_gone, nr;
+
+	if (!nr_gone)
+		return;
+	st.gone = NULL;
+	st.nr_gone = st.cap_gone = 0;
+	nodes_sort(gone, nr_gone);
+	nodes = members_copy(&nr);
+	handlers->leave(gone, nr_gone, nodes, nr);
+	free(nodes);
+	free(gone);
+}
+
+static void leave_one(const struct rec *r)
 {
 	struct member *m = find_member(r->subject);
 	struct pending_join *p;
-	struct sd_node node, *nodes;
-	size_t nr;
+	struct sd_node node;
 
 	if (!m) {
 		p = find_pending(r->subject);
@@ -823,9 +848,16 @@ static void on_leave(const struct rec *r)
 	if (!st.joined)
 		return;
 	sd_info("%s left, %zu members", nstr(&node), st.nr_members);
-	nodes = members_copy(&nr);
-	handlers->leave(&node, 1, nodes, nr);
-	free(nodes);
+	st.gone = grow(st.gone, &st.cap_gone, st.nr_gone + 1,
+		       sizeof(*st.gone));
+	st.gone[st.nr_gone++] = node;
+}
+
+static void on_leave(const struct rec *r)
+{
+	leave_one(r);
+	if (!(r->flags & REC_F_MORE))
+		leave_flush();
 }
 
 static int on_message(const struct rec *r)
@@ -855,6 +887,9 @@ static void on_block(const struct rec *r)
 
 static int apply(const struct rec *r)
 {
+	/* a run of LEAVEs ends at any other record */
+	if (r->type != REC_LEAVE)
+		leave_flush();
 	switch (r->type) {
 	case REC_JOIN:
 		on_join(r);
@@ -890,23 +925,13 @@ static void check_grant(void)
 	handlers->block(&st.me);
 }
 
-/* record that @token is gone: append its LEAVE unless one is on the way */
-static void report_dead(uint64_t token, const struct sd_node *node)
+/* the bookkeeping once @token's LEAVE is in the log */
+static void dead_reported(uint64_t token, const struct sd_node *node)
 {
 	struct member *m;
 	struct pending_join *p;
 	char *path;
-	int found;
 
-	if (log_lock(LOCK_EX) < 0)
-		return;
-	found = scan_ahead(match_leave, &token);
-	if (found == 0)
-		found = append_locked(REC_LEAVE, 0, token, node, 0, NULL,
-				      0) ? -1 : 1;
-	log_unlock();
-	if (found < 0)
-		return;
 	sd_info("%s is gone", nstr(node));
 	path = live_path(token);
 	if (path)
@@ -918,7 +943,48 @@ static void report_dead(uint64_t token, const struct sd_node *node)
 	p = find_pending(token);
 	if (p)
 		p->leave_sent = true;
+}
+
+/*
+ * Record that the @nr processes @tokens are gone: the LEAVEs not on the
+ * way yet, appended as one run (REC_F_MORE on all but the last).
+ */
+static void report_dead_set(const uint64_t *tokens,
+			    const struct sd_node *nodes, size_t nr)
+{
+	int *found = xzalloc((nr + 1) * sizeof(*found));
+	size_t i, last = nr;
+
+	if (log_lock(LOCK_EX) < 0) {
+		free(found);
+		return;
+	}
+	for (i = 0; i < nr; i++) {
+		found[i] = scan_ahead(match_leave, &tokens[i]);
+		if (found[i] == 0)
+			last = i;
+	}
+	for (i = 0; i < nr; i++) {
+		if (found[i] != 0)
+			continue;
+		found[i] = append_locked(REC_LEAVE, i < last ? REC_F_MORE : 0,
+					 tokens[i], &nodes[i], 0, NULL, 0) ?
+			   -1 : 1;
+		if (found[i] < 0)
+			break;	/* the next probe round tries again */
+	}
+	log_unlock();
+	for (i = 0; i < nr; i++)
+		if (found[i] > 0)
+			dead_reported(tokens[i], &nodes[i]);
+	free(found);
 	kick();
+}
+
+/* record that @token is gone: append its LEAVE unless one is on the way */
+static void report_dead(uint64_t token, const struct sd_node *node)
+{
+	report_dead_set(&token, node, 1);
 }
 
 static bool is_decider(const struct pending_join *p)
@@ -1045,22 +1111,42 @@ static void decide_joins(void)
 	}
 }
 
+/*
+ * Members and pending joiners whose live file is no longer locked: on the
+ * probe after the one that first found one, all of them in one run.
+ */
 static void probe_all(void)
 {
-	for (size_t i = 0; i < st.nr_members && !st.broken; i++) {
-		struct member m = st.members[i];
+	size_t cap = st.nr_members + st.nr_pend + 1, nr = 0;
+	uint64_t *tokens = xzalloc(cap * sizeof(*tokens));
+	struct sd_node *nodes = xzalloc(cap * sizeof(*nodes));
 
-		if (m.token != st.token && !m.leave_sent &&
-		    token_alive(m.token) == 0)
-			report_dead(m.token, &m.node);
+	for (size_t i = 0; i < st.nr_members && !st.broken; i++) {
+		struct member *m = &st.members[i];
+
+		if (m->token != st.token && !m->leave_sent &&
+		    token_alive(m->token) == 0) {
+			tokens[nr] = m->token;
+			nodes[nr++] = m->node;
+		}
 	}
 	for (size_t i = 0; i < st.nr_pend && !st.broken; i++) {
-		struct pending_join p = st.pend[i];
+		struct pending_join *p = &st.pend[i];
 
-		if (p.token != st.token && !p.leave_sent &&
-		    token_alive(p.token) == 0)
-			report_dead(p.token, &p.node);
+		if (p->token != st.token && !p->leave_sent &&
+		    token_alive(p->token) == 0) {
+			tokens[nr] = p->token;
+			nodes[nr++] = p->node;
+		}
 	}
+	if (nr && st.death_seen) {
+		st.death_seen = false;
+		report_dead_set(tokens, nodes, nr);
+	} else {
+		st.death_seen = nr > 0;
+	}
+	free(tokens);
+	free(nodes);
 }
 
 /* ------------------------------------------------------------------ */

@@ -207,6 +207,7 @@ static void fz_reset_local(void)
 	free(st.members);
 	free(st.pend);
 	free(st.blks);
+	free(st.gone);
 	memset(&st, 0, sizeof(st));
 	st.log_fd = st.live_fd = st.ino_fd = -1;
 	st.inited = st.started = true;

@@ -239,6 +239,27 @@ check "c: exactly one LEAVE 7001 each" \
 check "c: all event sequences agree" all_agree c.7000 c.7001 c.7002
 
 # ------------------------------------------------------------------------
+# a prober appends what it finds dead one probe round after the first
+# death, as one run of LEAVEs: one change, one epoch in sheep
+echo "== c2: two members SIGKILLed at once [$(($(now_ms) - T0)) ms]"
+for p in 7000 7001 7002 7003; do start c2 c2 $p -t 6000; done
+if wait_for 4000 all_have '\[7000,7001,7002,7003\]' \
+	c2.7000 c2.7001 c2.7002 c2.7003; then
+	kill -9 "${PID[c2.7001]}" "${PID[c2.7002]}"
+	check "c2: the others saw both leave" \
+		wait_for 3000 all_have '\[7000,7003\]$' c2.7000 c2.7003
+else
+	bad "c2: cluster did not form"
+fi
+stop c2.7000 c2.7003
+reap c2.7000 c2.7001 c2.7002 c2.7003
+first_leave() { grep -m1 '^LEAVE' "$T/$1.out"; }
+check "c2: both in one change: LEAVE 7001,7002 first, on both" \
+	test "$(first_leave c2.7000)|$(first_leave c2.7003)" = \
+	"LEAVE 7001,7002 [7000,7003]|LEAVE 7001,7002 [7000,7003]"
+check "c2: all event sequences agree" all_agree c2.7000 c2.7003
+
+# ------------------------------------------------------------------------
 echo "== d: the decider dies while deciding a join [$(($(now_ms) - T0)) ms]"
 start d d 7000 -t 6000 -D 7001
 start d d 7002 -t 6000
