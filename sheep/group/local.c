@@ -1154,6 +1154,13 @@ static void probe_all(void)
 
 static void after_record(void)
 {
+	/*
+	 * Inside a run of LEAVEs the daemon has not been told of them yet:
+	 * no grant and no join decision on a view it does not share.  The
+	 * record that ends the run comes back here.
+	 */
+	if (st.nr_gone)
+		return;
 	check_grant();
 	decide_joins();
 }
@@ -1214,7 +1221,8 @@ static void probe_fn(struct timer *t)
 		if (st.pos >= st.seen_end)
 			probe_all();
 		st.dispatching = true;
-		decide_joins();
+		if (!st.nr_gone)	/* as after_record() */
+			decide_joins();
 		st.dispatching = false;
 	}
 	timer_add(st.loop, &st.probe_timer,
