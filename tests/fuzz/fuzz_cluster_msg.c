@@ -273,7 +273,9 @@ static size_t fz_put_record(int fd, struct fuzz_in *in, uint64_t off,
 	uint8_t t = take_u8(in), who = take_u8(in), hdr[REC_HDR_SIZE];
 	uint8_t pl[REC_MAX_PAYLOAD];
 	struct rec r = {
-		.type = t & 7, .flags = t & 8 ? REC_F_REJECTED : 0,
+		.type = t & 7,
+		.flags = (t & 8 ? REC_F_REJECTED : 0) |
+			 (who & 64 ? REC_F_MORE : 0),	/* runs, open ones too */
 		.seq = t & 64 ? seq + 1 : seq, .writer = fz_tokens[who & 7],
 		.subject = fz_tokens[who & 7], .node = fz_nodes[(who >> 3) & 7],
 	};
