@@ -37,9 +37,10 @@
  * Failure detection: every process probes the live files of all members and
  * pending joiners every PROBE_MS.  A dead one gets a LEAVE, appended under
  * the lock after checking that the unread part of the log holds none yet.
- * What one probe finds dead, one probe round after it first found a death
- * (so that processes killed together are all gone), is appended in one
- * go: every LEAVE but the last carries REC_F_MORE, and readers deliver
+ * What a probe finds dead is appended once a round finds no death the one
+ * before did not (processes killed together take a while to all be gone
+ * on a busy host), or SETTLE_ROUNDS_MAX rounds after the first find, in
+ * one go: every LEAVE but the last carries REC_F_MORE, and readers deliver
  * the run as one leave, so one epoch.  Any other record ends a run that a
  * writer killed halfway left open, the same for every reader.
  */
@@ -86,6 +87,7 @@ _Static_assert(REC_OFF_NODE + sizeof(struct sd_node) == REC_OFF_PCSUM,
 #define BATCH_RECORDS		256
 #define LIVE_TRIES		16
 #define SWEEP_EVERY		64	/* probe rounds between sweeps */
+#define SETTLE_ROUNDS_MAX	5	/* probe rounds a death waits at most */
 
 enum rec_type {
 	REC_JOIN = 1,
@@ -177,7 +179,8 @@ static struct local_state {
 	size_t nr_blks, cap_blks;
 	int holding;		/* own grants not yet unblocked */
 	unsigned int nr_probes;
-	bool death_seen;	/* the last probe found a process dead */
+	size_t nr_dead_seen;	/* how many the last probe found dead */
+	unsigned int settle_rounds;	/* rounds since the first of them */
 	struct sd_node *gone;	/* members of a run of LEAVEs not delivered */
 	size_t nr_gone, cap_gone;
 } st = {
@@ -1112,8 +1115,9 @@ static void decide_joins(void)
 }
 
 /*
- * Members and pending joiners whose live file is no longer locked: on the
- * probe after the one that first found one, all of them in one run.
+ * Members and pending joiners whose live file is no longer locked: all of
+ * them in one run, on the first probe that finds no more than the one
+ * before it (or after SETTLE_ROUNDS_MAX rounds of deaths still coming).
  */
 static void probe_all(void)
 {
@@ -1139,11 +1143,15 @@ static void probe_all(void)
 			nodes[nr++] = p->node;
 		}
 	}
-	if (nr && st.death_seen) {
-		st.death_seen = false;
-		report_dead_set(tokens, nodes, nr);
+	if (nr > st.nr_dead_seen && st.settle_rounds < SETTLE_ROUNDS_MAX) {
+		/* new deaths this round: more may be on their way */
+		st.nr_dead_seen = nr;
+		st.settle_rounds++;
 	} else {
-		st.death_seen = nr > 0;
+		if (nr)
+			report_dead_set(tokens, nodes, nr);
+		st.nr_dead_seen = 0;
+		st.settle_rounds = 0;
 	}
 	free(tokens);
 	free(nodes);

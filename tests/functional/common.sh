@@ -125,6 +125,10 @@ sheep_pid()
 	[ -n "$pid" ] && echo "$pid"
 }
 
+# kill_together PID...: SIGKILL them all from a real-time process, which the
+# processes it wakes cannot preempt between two kills on a busy host
+kill_together() { chrt -f 10 kill -9 "$@" 2>/dev/null || kill -9 "$@"; }
+
 # _sheep_running IDX
 _sheep_running()
 {
