@@ -55,10 +55,15 @@ struct cluster_handlers {
 	bool (*join)(const struct sd_node *joining,
 		     const struct sd_node *members, size_t nr_members,
 		     void *opaque, size_t *len, size_t max_len);
-	/* @members includes @joined; @opaque is what join produced */
+	/*
+	 * @members includes @joined; @opaque is what join produced.  @more:
+	 * joins decided together, delivered one after the other with the
+	 * same @members, every one but the last with @more (make one epoch
+	 * for them, at the last).
+	 */
 	void (*accept)(const struct sd_node *joined,
 		       const struct sd_node *members, size_t nr_members,
-		       const void *opaque, size_t len);
+		       const void *opaque, size_t len, bool more);
 	/*
 	 * The @nr_left nodes @left (at least one) left in one change: a
 	 * driver that learns of several losses at once (a host or a rack

@@ -523,7 +523,7 @@ static void joiner_accepted(const struct cluster_info_hdr *h,
 
 static void sd_accept_handler(const struct sd_node *joined,
 		       const struct sd_node *members, size_t nr_members,
-		       const void *opaque, size_t len)
+		       const void *opaque, size_t len, bool more)
 {
 	struct cluster_info_hdr h;
 	struct sd_node *nodes = NULL;
@@ -562,17 +562,20 @@ static void sd_accept_handler(const struct sd_node *joined,
 		recover_from = cs->epoch - 1;
 		recover_pending = true;
 	}
-	if (cs->status == SD_STATUS_OK &&
+	/* joins decided together make one epoch, at the last of them */
+	if (!more && cs->status == SD_STATUS_OK &&
 	    !same_nodes(cs->members, cs->nr_members, cs->epoch_nodes,
 			cs->nr_epoch_nodes))
 		new_epoch();
 	free(nodes);
-	publish_view();
+	if (!more)
+		publish_view();
 	/* a node that came back, or adopted a newer history, fills gaps */
 	if (cs->status == SD_STATUS_OK)
 		fetch_missing_epochs();
 	exchange_vdi_state(joined, me, h.status == SD_STATUS_OK);
-	start_pending_recovery();
+	if (!more)
+		start_pending_recovery();
 }
 
 /* the nodes that left in one change make one epoch together */

@@ -778,7 +778,7 @@ static int on_accept(const struct rec *r)
 		return -1;
 	sd_info("%s joined, %zu members", nstr(&node), st.nr_members);
 	nodes = members_copy(&nr);
-	handlers->accept(&node, nodes, nr, opaque, r->len);
+	handlers->accept(&node, nodes, nr, opaque, r->len, false);
 	free(nodes);
 	free(opaque);
 	return 0;

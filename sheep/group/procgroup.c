@@ -25,6 +25,15 @@
  * decider that never saw a pending process's JOIN (it arrived earlier)
  * asks for it again with RESEND.
  *
+ * Joins decided together.  When several joins are pending, the decider
+ * judges them in joining order, each against the members and the joiners
+ * before it, and multicasts one ACCEPT_SET (valid under the same rule,
+ * for every joiner in it); every process takes them all as members, then
+ * delivers one accept each, all but the last marked "more", so that the
+ * daemon makes one epoch for them (issue 38: ten joins made ten epochs,
+ * each a recovery).  Only when every member and pending process said in
+ * its JOIN that it reads ACCEPT_SET (CAP_ACCEPT_SET); else one at a time.
+ *
  * A new process does not know the state from before its arrival: the
  * processes already in the group ("older" ones) have an unknown status.  It
  * becomes "synced":
@@ -85,6 +94,24 @@ static const struct cluster_handlers *handlers;
 #define TICK_MS			250
 #define RESEND_MS		1000	/* between requests for a JOIN */
 #define JOIN_RESEND_MS		200	/* between our JOIN resends */
+#define SET_MAX			32	/* joiners one ACCEPT_SET takes at most */
+/*
+ * Joins that arrive together (a rack powered on, a burst of starts) reach
+ * the decider over some hundreds of milliseconds: it decides once no new
+ * JOIN came for JOIN_SETTLE_MS, or JOIN_SETTLE_MAX_MS after the oldest.
+ */
+#define JOIN_SETTLE_MS		200
+#define JOIN_SETTLE_MAX_MS	1000
+#define SET_ENTRY_HDR		(16 + NODE_WIRE)
+
+/*
+ * What a process understands beyond version 1's messages, sent in its
+ * JOIN's seq and kept in the snapshot (0 from releases before them): a
+ * decider sends ACCEPT_SET only when every member and every pending
+ * process reads one: an older process would ignore it and lose step.
+ */
+#define CAP_ACCEPT_SET		0x1u
+#define MY_CAPS			CAP_ACCEPT_SET
 
 enum msg_type {
 	M_JOIN = 1,	/* sender asks to join: node, payload */
@@ -95,6 +122,7 @@ enum msg_type {
 	M_BLOCK,	/* sender queues block request seq */
 	M_UNBLOCK,	/* sender releases block seq: payload as a notify */
 	M_RESEND,	/* subject: please send your JOIN again */
+	M_ACCEPT_SET,	/* several accepted: snapshot, joiners' entries */
 	M_MAX,
 };
 
@@ -133,6 +161,9 @@ struct proc {
 	struct sd_node node;
 	uint8_t *join;		/* payload of its latest JOIN */
 	uint32_t join_len;
+	uint32_t caps;		/* CAP_*: from its JOIN or a snapshot */
+	uint64_t join_at;	/* when its latest JOIN came (now_msec) */
+	uint64_t arrived_at;	/* when it came into the group */
 	uint64_t resend_at;
 };
 
@@ -296,6 +327,7 @@ static struct proc *proc_add(struct pg_id id, uint8_t state)
 
 	p->id = id;
 	p->state = state;
+	p->arrived_at = now_msec();
 	st.procs = grow(st.procs, &st.cap_procs, st.nr_procs + 1,
 			sizeof(*st.procs));
 	st.procs[st.nr_procs++] = p;
@@ -428,11 +460,15 @@ static void released_add(struct pg_id id, uint64_t seq)
  *   header  0 u32 magic, 4 u16 version, 6 u16 type, 8 u32 aux_len,
  *          12 u32 payload length, 16 u64 seq, 24 u32 subject nodeid,
  *          28 u32 subject pid, 32 sd_node (80 bytes)
- *   aux     ACCEPT only: the snapshot
+ *   aux     ACCEPT and ACCEPT_SET only: the snapshot
  *           u32 nr_procs, u32 nr_blocks,
- *           nr_procs x { u32 nodeid, u32 pid, u32 state, u32 0, sd_node },
+ *           nr_procs x { u32 nodeid, u32 pid, u32 state, u32 caps, sd_node },
  *           nr_blocks x { u32 nodeid, u32 pid, u64 seq }
- *   payload
+ *   payload ACCEPT_SET: u32 n (2..SET_MAX), u32 0, then n joiners in the
+ *           order they joined the group, each
+ *           { u32 nodeid, u32 pid, u32 len, u32 0, sd_node, len bytes };
+ *           the header's subject and node are the first joiner's
+ *   JOIN's seq is the sender's capabilities (CAP_*)
  */
 
 static int msg_parse(const uint8_t *buf, size_t len, struct msg *m)
@@ -489,6 +525,11 @@ static void snap_proc(const struct snapshot *s, uint32_t i, struct pg_id *id,
 		sd_node_decode(node, p + 16);
 }
 
+static uint32_t snap_caps(const struct snapshot *s, uint32_t i)
+{
+	return get_le32(s->procs + (size_t)i * PROC_WIRE + 12);
+}
+
 static struct blk snap_blk(const struct snapshot *s, uint32_t i)
 {
 	const uint8_t *p = s->blocks + (size_t)i * BLOCK_WIRE;
@@ -518,7 +559,7 @@ static void snap_write(uint8_t *p)
 		put_le32(p, q->id.nodeid);
 		put_le32(p + 4, q->id.pid);
 		put_le32(p + 8, q->state);
-		put_le32(p + 12, 0);
+		put_le32(p + 12, q->caps);
 		sd_node_encode(&q->node, p + 16);
 	}
 	for (size_t i = 0; i < st.nr_blks; i++, p += BLOCK_WIRE) {
@@ -591,11 +632,13 @@ static void send_simple(uint16_t type, struct pg_id subject, uint64_t seq,
 static void send_join(void)
 {
 	st.join_sent_at = now_msec();
-	send_simple(M_JOIN, st.me, 0, st.my_join, st.my_join_len);
+	send_simple(M_JOIN, st.me, MY_CAPS, st.my_join, st.my_join_len);
 }
 
-static int send_accept(struct pg_id id, const struct sd_node *node,
-		       const void *payload, size_t len)
+/* ACCEPT or ACCEPT_SET, with a snapshot of the state at the decision */
+static int send_accept(uint16_t type, struct pg_id id,
+		       const struct sd_node *node, const void *payload,
+		       size_t len)
 {
 	size_t aux = snap_size();
 	struct out_msg *o;
@@ -605,7 +648,7 @@ static int send_accept(struct pg_id id, const struct sd_node *node,
 		       st.nr_procs, st.nr_blks, nstr(node));
 		return -1;
 	}
-	o = msg_new(M_ACCEPT, id, 0, node, aux, payload, len);
+	o = msg_new(type, id, 0, node, aux, payload, len);
 	snap_write(o->buf + MSG_HDR_SIZE);
 	send_out(o);
 	return 0;
@@ -666,6 +709,7 @@ static void sync_procs(const struct snapshot *s)
 			continue;
 		order[k] = st.procs[j];
 		st.procs[j] = NULL;
+		order[k]->caps |= snap_caps(s, i);
 		if (state == PS_MEMBER)
 			order[k]->node = node;
 		if (order[k]->left_msg)
@@ -897,18 +941,17 @@ static void on_join(struct proc *p, const struct msg *m)
 	p->join = dup_buf(m->payload, m->len);
 	p->join_len = m->len;
 	p->node = m->node;
+	p->caps = (uint32_t)m->seq;
+	p->join_at = now_msec();
 	if (st.joined && p->state == PS_PENDING)
 		sd_info("%s asks to join", nstr(&p->node));
 }
 
-/* members: the snapshot's members are exactly ours */
-static bool accept_valid_synced(const struct proc *j, const struct msg *m,
-				const struct snapshot *s)
+/* the members listed in @s are exactly ours */
+static bool snap_members_ours(const struct snapshot *s)
 {
 	size_t n = 0;
 
-	if (j->state != PS_PENDING || nid_is_member(&m->node))
-		return false;
 	for (uint32_t i = 0; i < s->nr_procs; i++) {
 		struct proc *q;
 		struct pg_id id;
@@ -925,15 +968,19 @@ static bool accept_valid_synced(const struct proc *j, const struct msg *m,
 	return n == nr_members();
 }
 
-/*
- * Not synced: only a decision taken after our arrival (on us or a younger
- * process) can be judged; it is stale iff a listed member has gone since.
- */
-static bool accept_valid_unsynced(const struct proc *j, const struct msg *m,
-				  const struct snapshot *s)
+/* members: the snapshot's members are exactly ours */
+static bool accept_valid_synced(const struct proc *j, const struct msg *m,
+				const struct snapshot *s)
 {
-	if (j->state != PS_PENDING)
+	if (j->state != PS_PENDING || nid_is_member(&m->node))
 		return false;
+	return snap_members_ours(s);
+}
+
+/* no member listed in @s has gone, and none is @joiner's node */
+static bool snap_members_alive(const struct snapshot *s,
+			       const struct sd_node *joiner)
+{
 	for (uint32_t i = 0; i < s->nr_procs; i++) {
 		struct sd_node node;
 		struct proc *q;
@@ -947,10 +994,20 @@ static bool accept_valid_unsynced(const struct proc *j, const struct msg *m,
 		if (!q || q->left_msg || q->state == PS_GONE ||
 		    q->state == PS_REFUSED)
 			return false;
-		if (node_id_eq(&node.nid, &m->node.nid))
+		if (node_id_eq(&node.nid, &joiner->nid))
 			return false;
 	}
 	return true;
+}
+
+/*
+ * Not synced: only a decision taken after our arrival (on us or a younger
+ * process) can be judged; it is stale iff a listed member has gone since.
+ */
+static bool accept_valid_unsynced(const struct proc *j, const struct msg *m,
+				  const struct snapshot *s)
+{
+	return j->state == PS_PENDING && snap_members_alive(s, &m->node);
 }
 
 static void apply_accept(struct proc *j, const struct msg *m)
@@ -970,7 +1027,7 @@ static void apply_accept(struct proc *j, const struct msg *m)
 		return;
 	sd_info("%s joined, %zu members", nstr(&j->node), nr_members());
 	nodes = member_nodes(&nr);
-	handlers->accept(&j->node, nodes, nr, m->payload, m->len);
+	handlers->accept(&j->node, nodes, nr, m->payload, m->len, false);
 	free(nodes);
 }
 
@@ -1007,6 +1064,174 @@ static void on_accept(const struct proc *sender, const struct msg *m)
 		sync_snapshot(&s);
 	}
 	apply_accept(j, m);
+}
+
+/* ---- ACCEPT_SET: several joins decided at once, one epoch for them ---- */
+
+struct set_entry {
+	struct pg_id id;
+	struct sd_node node;
+	const uint8_t *payload;
+	uint32_t len;
+};
+
+/* the joiners of an ACCEPT_SET into @e (SET_MAX of them); -1: malformed */
+static int set_parse(const struct msg *m, struct set_entry *e, uint32_t *nr)
+{
+	const uint8_t *p = m->payload, *end = m->payload + m->len;
+	uint32_t n;
+
+	if (m->len < 8)
+		return -1;
+	n = get_le32(p);
+	if (n < 2 || n > SET_MAX || get_le32(p + 4))
+		return -1;
+	p += 8;
+	for (uint32_t i = 0; i < n; i++) {
+		if ((size_t)(end - p) < SET_ENTRY_HDR)
+			return -1;
+		e[i].id.nodeid = get_le32(p);
+		e[i].id.pid = get_le32(p + 4);
+		e[i].len = get_le32(p + 8);
+		if (get_le32(p + 12))
+			return -1;
+		sd_node_decode(&e[i].node, p + 16);
+		p += SET_ENTRY_HDR;
+		if ((size_t)(end - p) < e[i].len)
+			return -1;
+		e[i].payload = p;
+		p += e[i].len;
+		for (uint32_t k = 0; k < i; k++)
+			if (id_eq(e[k].id, e[i].id) ||
+			    node_id_eq(&e[k].node.nid, &e[i].node.nid))
+				return -1;
+	}
+	if (p != end || !id_eq(e[0].id, m->subject))
+		return -1;
+	*nr = n;
+	return 0;
+}
+
+/* synced: every joiner still pending, the snapshot's members ours */
+static bool set_valid_synced(const struct set_entry *e, uint32_t n,
+			     const struct snapshot *s)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		struct proc *j = proc_find(e[i].id);
+
+		if (!j || j->state != PS_PENDING || nid_is_member(&e[i].node))
+			return false;
+	}
+	return snap_members_ours(s);
+}
+
+/* was @id a pending process when @s was taken? */
+static bool snap_pending(const struct snapshot *s, struct pg_id id)
+{
+	for (uint32_t i = 0; i < s->nr_procs; i++) {
+		struct pg_id q;
+		uint8_t state;
+
+		snap_proc(s, i, &q, &state, NULL);
+		if (id_eq(q, id))
+			return state == PS_PENDING;
+	}
+	return false;
+}
+
+/*
+ * Not synced: as for one ACCEPT, the set must hold us or a process younger
+ * than us (pending to us), so that it was decided after our arrival.  A
+ * joiner older than us (unknown to us) counts as pending if the snapshot
+ * says so and nothing since settled it: we judge a set holding us and an
+ * older joiner as the members do.
+ */
+static bool set_valid_unsynced(const struct set_entry *e, uint32_t n,
+			       const struct snapshot *s)
+{
+	bool after_us = false;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct proc *j = proc_find(e[i].id);
+
+		if (!j || !snap_members_alive(s, &e[i].node))
+			return false;
+		if (j->state == PS_PENDING) {
+			after_us = true;
+			continue;
+		}
+		if (j->state != PS_UNKNOWN || j->left_msg || j->refused_seen ||
+		    !snap_pending(s, e[i].id))
+			return false;
+	}
+	return after_us;
+}
+
+/*
+ * Every joiner becomes a member first; then one accept callback each, all
+ * with the final members, every one but the last marked as followed by
+ * another, so that the daemon makes one epoch.  A joiner's callbacks
+ * start with its own accept.
+ */
+static void apply_set(const struct set_entry *e, uint32_t n)
+{
+	bool was_joined = st.joined;
+	uint32_t first = 0;
+	struct sd_node *nodes;
+	size_t nr;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct proc *j = proc_find(e[i].id);
+
+		sd_assert(j);	/* set_valid_* found every one */
+		j->state = PS_MEMBER;
+		j->node = e[i].node;
+		proc_drop_join(j);
+		if (is_me(j->id)) {
+			st.joined = true;
+			first = i;
+			sd_info("joined the cluster in %s as %s (with %u "
+				"other(s), one epoch)", st.where,
+				nstr(&j->node), n - 1);
+		}
+	}
+	if (!st.joined)
+		return;
+	if (was_joined)
+		first = 0;
+	nodes = member_nodes(&nr);
+	for (uint32_t i = first; i < n; i++) {
+		sd_info("%s joined (with others, one epoch), %zu members",
+			nstr(&e[i].node), nr);
+		handlers->accept(&e[i].node, nodes, nr, e[i].payload, e[i].len,
+				 i + 1 < n);
+	}
+	free(nodes);
+}
+
+static void on_accept_set(const struct proc *sender, const struct msg *m)
+{
+	struct set_entry e[SET_MAX];
+	struct snapshot s;
+	uint32_t n;
+
+	decision_back(sender, m);
+	if (snap_parse(m, &s) || set_parse(m, e, &n)) {
+		sd_err("malformed accept set from %u/%u", sender->id.nodeid,
+		       sender->id.pid);
+		return;
+	}
+	if (st.synced) {
+		if (!set_valid_synced(e, n, &s)) {
+			sd_debug("stale or duplicate accept of %u joiners", n);
+			return;
+		}
+	} else {
+		if (!set_valid_unsynced(e, n, &s))
+			return;
+		sync_snapshot(&s);
+	}
+	apply_set(e, n);
 }
 
 static void on_refuse(const struct proc *sender, const struct msg *m)
@@ -1112,6 +1337,9 @@ static void on_message(const struct pg_event *e)
 	case M_ACCEPT:
 		on_accept(p, &m);
 		break;
+	case M_ACCEPT_SET:
+		on_accept_set(p, &m);
+		break;
 	case M_REFUSE:
 		on_refuse(p, &m);
 		break;
@@ -1151,31 +1379,112 @@ static void check_grant(void)
 	handlers->block(&st.my_node);
 }
 
+/* handlers->join on a copy of a JOIN's payload, into @buf (MAX_PAYLOAD) */
+static bool evaluate(const struct sd_node *node, const void *join,
+		     size_t join_len, const struct sd_node *nodes, size_t nr,
+		     uint8_t *buf, size_t *len)
+{
+	struct sd_node joiner = *node;
+	bool ok;
+
+	*len = MIN(join_len, (size_t)MAX_PAYLOAD);
+	memcpy(buf, join, *len);
+	ok = handlers->join(&joiner, nodes, nr, buf, len, MAX_PAYLOAD);
+	if (*len > MAX_PAYLOAD) {
+		sd_err("join handler returned %zu bytes", *len);
+		return false;
+	}
+	return ok;
+}
+
+static void decision_sent(struct pg_id id)
+{
+	st.deciding = true;
+	st.decide_for = id;
+}
+
 static void decide_one(struct pg_id id, const struct sd_node *node,
 		       const void *join, size_t join_len)
 {
 	uint8_t *buf = xmalloc(MAX_PAYLOAD);
-	size_t len = MIN(join_len, (size_t)MAX_PAYLOAD), nr;
+	size_t len, nr;
 	struct sd_node *nodes = member_nodes(&nr);
-	struct sd_node joiner = *node;
 	bool ok;
 
-	memcpy(buf, join, len);
-	ok = handlers->join(&joiner, nodes, nr, buf, &len, MAX_PAYLOAD);
+	ok = evaluate(node, join, join_len, nodes, nr, buf, &len);
 	free(nodes);
-	if (len > MAX_PAYLOAD) {
-		sd_err("join handler returned %zu bytes", len);
-		ok = false;
-	}
-	if (ok && send_accept(id, &joiner, buf, len))
+	if (ok && send_accept(M_ACCEPT, id, node, buf, len))
 		ok = false;
 	if (!ok)
 		send_simple(M_REFUSE, id, 0, NULL, 0);
-	sd_info("%s the join of %s", ok ? "accepted" : "refused",
-		nstr(&joiner));
+	sd_info("%s the join of %s", ok ? "accepted" : "refused", nstr(node));
 	free(buf);
-	st.deciding = true;
-	st.decide_for = id;
+	decision_sent(id);
+}
+
+/* append @p's entry to a set being built in @set at *@off; false if full */
+static bool set_put(uint8_t *set, size_t *off, const struct proc *p,
+		    const uint8_t *payload, size_t len)
+{
+	uint8_t *e = set + *off;
+
+	if (*off + SET_ENTRY_HDR + len > MAX_PAYLOAD)
+		return false;
+	put_le32(e, p->id.nodeid);
+	put_le32(e + 4, p->id.pid);
+	put_le32(e + 8, (uint32_t)len);
+	put_le32(e + 12, 0);
+	sd_node_encode(&p->node, e + 16);
+	memcpy(e + SET_ENTRY_HDR, payload, len);
+	*off += SET_ENTRY_HDR + len;
+	return true;
+}
+
+/*
+ * Several pending joiners decided in one ACCEPT_SET, so one epoch for
+ * them (issue 38): each is judged against the members and the joiners
+ * before it in the set, as one at a time would be.  The first one refused
+ * (or that the message has no room for) ends the set, to be decided on
+ * its own next.
+ */
+static void decide_set(struct proc *const *batch, size_t n)
+{
+	uint8_t *set = xmalloc(MAX_PAYLOAD), *buf = xmalloc(MAX_PAYLOAD);
+	size_t nr, k, len, off = 8;
+	struct sd_node *m = member_nodes(&nr);
+	struct sd_node *nodes = xmalloc((nr + n + 1) * sizeof(*nodes));
+
+	memcpy(nodes, m, nr * sizeof(*nodes));
+	free(m);
+	for (k = 0; k < n; k++) {
+		const struct proc *p = batch[k];
+
+		if (!evaluate(&p->node, p->join, p->join_len, nodes, nr, buf,
+			      &len) ||
+		    !set_put(set, &off, p, buf, len))
+			break;
+		nodes[nr++] = p->node;
+		nodes_sort(nodes, nr);
+	}
+	put_le32(set, (uint32_t)k);
+	put_le32(set + 4, 0);
+	if (k >= 2 && !send_accept(M_ACCEPT_SET, batch[0]->id,
+				   &batch[0]->node, set, off)) {
+		sd_info("accepted the joins of %zu processes at once, the "
+			"first %s", k, nstr(&batch[0]->node));
+	} else if (k >= 1 &&
+		   !send_accept(M_ACCEPT, batch[0]->id, &batch[0]->node,
+				set + 8 + SET_ENTRY_HDR,
+				get_le32(set + 8 + 8))) {
+		sd_info("accepted the join of %s", nstr(&batch[0]->node));
+	} else {
+		send_simple(M_REFUSE, batch[0]->id, 0, NULL, 0);
+		sd_info("refused the join of %s", nstr(&batch[0]->node));
+	}
+	free(nodes);
+	free(buf);
+	free(set);
+	decision_sent(batch[0]->id);
 }
 
 static void ask_resend(struct proc *p)
@@ -1188,9 +1497,70 @@ static void ask_resend(struct proc *p)
 	send_simple(M_RESEND, p->id, 0, NULL, 0);
 }
 
-static void decide_as_member(void)
+/* do all members and pending processes read ACCEPT_SET? */
+static bool group_reads_sets(void)
 {
 	for (size_t i = 0; i < st.nr_procs; i++) {
+		const struct proc *p = st.procs[i];
+
+		if ((p->state == PS_MEMBER || p->state == PS_PENDING) &&
+		    !(p->caps & CAP_ACCEPT_SET))
+			return false;
+	}
+	return true;
+}
+
+/* is @p's node none of the @n in @batch? */
+static bool set_takes(const struct proc *p, struct proc *const *batch,
+		      size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (node_id_eq(&batch[i]->node.nid, &p->node.nid))
+			return false;
+	return true;
+}
+
+/* the fuzzer sets 0: its inputs run in no time */
+static uint64_t join_settle_ms = JOIN_SETTLE_MS;
+
+/*
+ * Do more JOINs seem to be on their way to join the set @batch: one came
+ * less than join_settle_ms ago, or a process that just came into the
+ * group has not sent its own (until it does, its capabilities are not
+ * known, and a set would not be sent)?
+ */
+static bool joins_arriving(struct proc *const *batch, size_t n)
+{
+	uint64_t now = now_msec(), newest = 0, oldest = UINT64_MAX;
+
+	if (!join_settle_ms)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		newest = MAX(newest, batch[i]->join_at);
+		oldest = MIN(oldest, batch[i]->join_at);
+	}
+	if (now >= oldest + JOIN_SETTLE_MAX_MS)
+		return false;
+	if (now < newest + join_settle_ms)
+		return true;
+	for (size_t i = 0; i < st.nr_procs; i++) {
+		const struct proc *p = st.procs[i];
+
+		if (p->state == PS_PENDING && !p->join &&
+		    now < p->arrived_at + JOIN_SETTLE_MAX_MS)
+			return true;
+	}
+	return false;
+}
+
+/* the pending joins in joining order: the first alone, or a set */
+static void decide_as_member(void)
+{
+	struct proc *batch[SET_MAX];
+	bool sets = group_reads_sets();
+	size_t n = 0;
+
+	for (size_t i = 0; i < st.nr_procs && n < SET_MAX; i++) {
 		struct proc *p = st.procs[i];
 
 		if (p->state != PS_PENDING)
@@ -1202,9 +1572,20 @@ static void decide_as_member(void)
 		/* a restarted node waits for its old self to be gone */
 		if (nid_is_member(&p->node))
 			continue;
-		decide_one(p->id, &p->node, p->join, p->join_len);
-		return;
+		if (n && !set_takes(p, batch, n))
+			continue;
+		batch[n++] = p;
+		if (!sets)
+			break;
 	}
+	/* decided on a later tick (TICK_MS) */
+	if (n && joins_arriving(batch, n))
+		return;
+	if (n == 1)
+		decide_one(batch[0]->id, &batch[0]->node, batch[0]->join,
+			   batch[0]->join_len);
+	else if (n > 1)
+		decide_set(batch, n);
 }
 
 /* no members: the oldest pending process founds the cluster */

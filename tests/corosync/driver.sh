@@ -150,12 +150,12 @@ check()
 	if "$@"; then ok "$desc"; else bad "$desc"; fi
 }
 
-# start TAG PORT [harness options]: group $G-TAG, output $T/TAG.PORT.{out,err}
 # kill_together PID...: SIGKILL them all from a real-time process, which the
 # processes it wakes cannot preempt between two kills on a busy host (one
 # kill, a wait for a CPU, then the next made two deaths 200 ms apart)
 kill_together() { chrt -f 10 kill -9 "$@" 2>/dev/null || kill -9 "$@"; }
 
+# start TAG PORT [harness options]: group $G-TAG, output $T/TAG.PORT.{out,err}
 start()
 {
 	local tag=$1 port=$2
@@ -516,6 +516,47 @@ check "i: all event sequences agree" all_agree i.7000 i.7001 i.7002 i.7003 i.700
 check "i: never two blocks outstanding" exclusive i.7000
 check "i: every process saw all five members" \
 	all_have '\[7000,7001,7002,7003,7004\]' i.7000 i.7001 i.7002 i.7003 i.7004
+
+# ------------------------------------------------------------------------
+echo "== j: five join at once; those pending behind a decision are decided together [$(elapsed)]"
+# the decider's first decision is slow (-P), so the other joins pile up
+# behind it and are decided in one ACCEPT_SET: accept callbacks marked
+# " +" but for the last, one epoch in sheep
+JP="7001 7002 7003 7004 7005"
+start j 7000 -t $LIFE_MS -P 1500
+if wait_for $FORM_MS has j.7000 '^ACCEPT 7000 '; then
+	at=$(($(now_ms) + 300))
+	for p in $JP; do start j $p -t $LIFE_MS -T $at; done
+	check "j: every process saw all six members" wait_for $FORM_MS \
+		all_have '\[7000,7001,7002,7003,7004,7005\]' \
+		j.7000 j.7001 j.7002 j.7003 j.7004 j.7005
+else
+	not_formed j
+fi
+stop j.7000 j.7001 j.7002 j.7003 j.7004 j.7005
+reap j.7000 j.7001 j.7002 j.7003 j.7004 j.7005
+check "j: joins were decided together (an accept marked +)" \
+	test "$(count j.7000 '^ACCEPT 700[1-5] .* +$')" -ge 1
+# in a set, every accept but the last is followed by another accept with
+# the same members
+set_runs_ok() {
+	events "$1" | awk '
+		pend != "" { if ($1 != "ACCEPT" || $3 != pend) bad = 1; pend = "" }
+		$1 == "ACCEPT" && $NF == "+" { pend = $3 }
+		END { exit bad || pend != "" }'
+}
+check "j: a set's accepts follow each other, with the same members" \
+	set_runs_ok j.7000
+own_first() {
+	local p
+
+	for p in $JP; do
+		first_event j.$p | grep -q "^ACCEPT $p " || return 1
+	done
+}
+check "j: every joiner's events start with its own accept" own_first
+check "j: all event sequences agree" \
+	all_agree j.7000 j.7001 j.7002 j.7003 j.7004 j.7005
 
 check "no #BUG or #VIOLATION in any output" no_bugs
 # CI keeps no files: a report's first lines go out as WHY lines

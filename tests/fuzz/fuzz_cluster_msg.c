@@ -169,8 +169,10 @@ static bool rec_join(const struct sd_node *joining,
 
 static void rec_accept(const struct sd_node *joined,
 		       const struct sd_node *members, size_t nr_members,
-		       const void *opaque, size_t len)
+		       const void *opaque, size_t len, bool more)
 {
+	if (more)	/* the local driver decides one join at a time */
+		abort();
 }
 
 static void rec_leave(const struct sd_node *left, size_t nr_left,

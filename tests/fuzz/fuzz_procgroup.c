@@ -65,13 +65,17 @@ static bool fz_join(const struct sd_node *joining,
 	return fz_join_ok;
 }
 
+/* an accept with "more" was delivered: the next callback is an accept */
+static bool fz_more_open;
+
 static void fz_accept(const struct sd_node *joined,
 		      const struct sd_node *members, size_t nr_members,
-		      const void *opaque, size_t len)
+		      const void *opaque, size_t len, bool more)
 {
 	/* read everything the protocol hands over */
 	volatile uint8_t sum = 0;
 
+	fz_more_open = more;
 	for (size_t i = 0; i < len; i++)
 		sum += ((const uint8_t *)opaque)[i];
 	for (size_t i = 0; i < nr_members; i++)
@@ -84,7 +88,7 @@ static void fz_leave(const struct sd_node *left, size_t nr_left,
 {
 	/* a change takes at least one node (hostile input may give two
 	 * processes one node, so a node that left may still be listed) */
-	if (!nr_left)
+	if (!nr_left || fz_more_open)
 		abort();
 }
 
@@ -93,6 +97,7 @@ static void fz_notify(const struct sd_node *sender, const void *msg,
 {
 	volatile uint8_t sum = 0;
 
+	sd_assert(!fz_more_open);
 	for (size_t i = 0; i < len; i++)
 		sum += ((const uint8_t *)msg)[i];
 	(void)sum;
@@ -102,6 +107,7 @@ static void fz_block(const struct sd_node *sender)
 {
 	/* a process that called leave can no longer notify or unblock */
 	sd_assert(!st.leave_called);
+	sd_assert(!fz_more_open);
 }
 
 static const struct cluster_handlers fz_handlers = {
@@ -202,15 +208,57 @@ static void op_raw(uint8_t arg)
 	free(buf);
 }
 
+/*
+ * An ACCEPT_SET's joiners, well-formed but for what the input says: the
+ * count, then per joiner a pool index and a payload length.  set_len()
+ * reads them and gives the payload's size; put_set() writes it, its first
+ * joiner the header's subject @who.
+ */
+static uint8_t set_n, set_who[SET_MAX], set_plen[SET_MAX];
+
+static size_t set_len(void)
+{
+	size_t len = 8;
+
+	set_n = 2 + take_u8(&in) % 4;
+	for (uint8_t i = 0; i < set_n; i++) {
+		set_who[i] = take_u8(&in);
+		set_plen[i] = take_u8(&in) % 32;
+		len += SET_ENTRY_HDR + set_plen[i];
+	}
+	return len;
+}
+
+static void put_set(uint8_t *p, size_t len, uint8_t who)
+{
+	struct sd_node node;
+
+	put_le32(p, set_n);
+	put_le32(p + 4, 0);
+	p += 8;
+	set_who[0] = who;
+	for (uint8_t i = 0; i < set_n; i++) {
+		put_le32(p, pool_id(set_who[i]).nodeid);
+		put_le32(p + 4, pool_id(set_who[i]).pid);
+		put_le32(p + 8, set_plen[i]);
+		put_le32(p + 12, 0);
+		pool_node(set_who[i] >> 3, &node);
+		sd_node_encode(&node, p + 16);
+		p += SET_ENTRY_HDR;
+		take_bytes(&in, p, set_plen[i]);
+		p += set_plen[i];
+	}
+}
+
 static void op_message(uint8_t arg)
 {
 	uint8_t type = take_u8(&in) % M_MAX;
 	uint8_t who = take_u8(&in);
 	uint8_t nr_procs = take_u8(&in) % 5, nr_blocks = take_u8(&in) % 5;
-	size_t aux = type == M_ACCEPT ?
-		     SNAP_HDR_SIZE + nr_procs * PROC_WIRE +
-		     nr_blocks * BLOCK_WIRE : 0;
-	size_t len = take_u8(&in);
+	bool snap = type == M_ACCEPT || type == M_ACCEPT_SET;
+	size_t aux = snap ? SNAP_HDR_SIZE + nr_procs * PROC_WIRE +
+			    nr_blocks * BLOCK_WIRE : 0;
+	size_t len = type == M_ACCEPT_SET ? set_len() : take_u8(&in);
 	uint8_t *b = xzalloc(MSG_HDR_SIZE + aux + len);
 	struct sd_node node;
 	uint8_t *p;
@@ -236,6 +284,7 @@ static void op_message(uint8_t arg)
 			put_le32(p, pool_id(x).nodeid);
 			put_le32(p + 4, pool_id(x).pid);
 			put_le32(p + 8, (x >> 3) % (PS_MAX + 1));
+			put_le32(p + 12, x >> 7);	/* caps */
 			pool_node(x, &node);
 			sd_node_encode(&node, p + 16);
 		}
@@ -247,7 +296,10 @@ static void op_message(uint8_t arg)
 			put_le64(p + 8, x >> 3);
 		}
 	}
-	take_bytes(&in, p, len);
+	if (type == M_ACCEPT_SET)
+		put_set(p, len, who);
+	else
+		take_bytes(&in, p, len);
 	pg_deliver(pool_id(arg), b, MSG_HDR_SIZE + aux + len);
 	free(b);
 }
@@ -349,6 +401,8 @@ static void reset(void)
 	INIT_LIST_HEAD(&st.events);
 	INIT_LIST_HEAD(&st.sendq);
 	fz_join_ok = true;
+	fz_more_open = false;
+	join_settle_ms = 0;
 	fz_join_len = 0;
 	pg_init(&fz_transport, fz_loop, &fz_handlers, pool_id(0), "fuzz");
 }

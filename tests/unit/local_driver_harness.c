@@ -6,7 +6,8 @@
  *
  * Every totally ordered event goes to OUT as one line:
  *
- *   ACCEPT <port> [<member ports>] <opaque>
+ *   ACCEPT <port> [<member ports>] <opaque>[ +]  (+: joins decided
+ *                together, another ACCEPT follows: one epoch)
  *   LEAVE <port> [<member ports>]
  *   NOTIFY <sender port> <message>
  *
@@ -31,6 +32,7 @@
  *                anywhere prints #VIOLATION
  *   -D PORT      SIGKILL ourselves when asked to decide PORT's join
  *   -S MS        sleep MS in the join handler for other nodes' joins
+ *   -P MS        the same for the first other node's join only
  *   -F MS        sleep MS in the join handler for our own join (founding
  *                a cluster), so that concurrent founders collide
  *   -T MS        call join() at this CLOCK_REALTIME millisecond, so that
@@ -67,6 +69,7 @@ static struct {
 	int hold_ms;
 	int die_on_join_of;
 	int slow_join_ms;
+	int slow_first_ms;
 	int slow_found_ms;
 	bool block_from_notify;
 	long long join_at_ms;
@@ -152,6 +155,11 @@ static bool sd_join_handler(const struct sd_node *joining,
 	/* a slow decider: the joiner may die meanwhile */
 	if (opt.slow_join_ms && !node_id_eq(&joining->nid, &me.nid))
 		usleep((useconds_t)opt.slow_join_ms * 1000);
+	/* one slow decision: the joins that arrive meanwhile pile up */
+	if (opt.slow_first_ms && !node_id_eq(&joining->nid, &me.nid)) {
+		usleep((useconds_t)opt.slow_first_ms * 1000);
+		opt.slow_first_ms = 0;
+	}
 	if (opt.slow_found_ms && node_id_eq(&joining->nid, &me.nid))
 		usleep((useconds_t)opt.slow_found_ms * 1000);
 	if (*len >= sizeof(buf) / 2 || max_len < sizeof(buf)) {
@@ -168,15 +176,16 @@ static bool sd_join_handler(const struct sd_node *joining,
 static void maybe_start_work(size_t nr_members);
 static void maybe_start_life(size_t nr_members);
 
+/* ACCEPT PORT MEMBERS OPAQUE, " +" after it when another one follows */
 static void sd_accept_handler(const struct sd_node *joined,
 		       const struct sd_node *members, size_t nr_members,
-		       const void *opaque, size_t len)
+		       const void *opaque, size_t len, bool more)
 {
 	char buf[1024];
 
-	out("ACCEPT %u %s %.*s", joined->nid.port,
+	out("ACCEPT %u %s %.*s%s", joined->nid.port,
 	    ports(members, nr_members, buf, sizeof(buf)), (int)len,
-	    (const char *)opaque);
+	    (const char *)opaque, more ? " +" : "");
 	if (!sorted(members, nr_members) ||
 	    !contains(members, nr_members, joined))
 		out("#BUG bad member list on accept");
@@ -353,7 +362,7 @@ static void parse(int argc, char **argv)
 	const char *outp = NULL;
 	int c;
 
-	while ((c = getopt(argc, argv, "p:n:o:t:l:w:W:N:EB:H:C:D:S:F:KT:")) != -1) {
+	while ((c = getopt(argc, argv, "p:n:o:t:l:w:W:N:EB:H:C:D:S:P:F:KT:")) != -1) {
 		switch (c) {
 		case 'p': opt.path = optarg; break;
 		case 'n': opt.port = atoi(optarg); break;
@@ -369,6 +378,7 @@ static void parse(int argc, char **argv)
 		case 'C': opt.check_path = optarg; break;
 		case 'D': opt.die_on_join_of = atoi(optarg); break;
 		case 'S': opt.slow_join_ms = atoi(optarg); break;
+		case 'P': opt.slow_first_ms = atoi(optarg); break;
 		case 'F': opt.slow_found_ms = atoi(optarg); break;
 		case 'K': opt.block_from_notify = true; break;
 		case 'T': opt.join_at_ms = atoll(optarg); break;
