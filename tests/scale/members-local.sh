@@ -4,7 +4,7 @@
 # A by-hand measurement (doc/scale.md), not a test: N sheep on this host
 # (copies 3, two I/O threads each, the local driver or, with
 # KELPIE_DRIVER=zookeeper, ZooKeeper), MB of data written; then K nodes
-# join one right after the other, and later the same K are killed with
+# are started at once, and later the same K are killed with
 # one SIGKILL each at the same moment.  For each change: when the members
 # logged the epoch with the new member count (first and last, from the
 # start of the change) and when recovery was done everywhere.
@@ -81,8 +81,15 @@ fi
 
 all=$(seq 0 $((N + K - 1)))
 t0=$(date +%s.%N)
+# side by side (a rack powered on): a sheep's start waits a while for
+# its join, so one after the other would space the joins out
+starters=()
 for ((i = N; i < N + K; i++)); do
-	start_sheep "$i" -w io=2
+	start_sheep "$i" -w io=2 &
+	starters+=($!)
+done
+for p in "${starters[@]}"; do
+	wait "$p" || _fail "a sheep did not start"
 done
 # shellcheck disable=SC2086
 wait_epoch_everywhere "$t0" $((N + K)) $all
