@@ -302,6 +302,8 @@ static int know_volume(struct s3_vols *v, uint64_t n, bool make)
 			v->named = xrealloc(v->named,
 					    v->cap * sizeof(*v->named));
 		}
+		/* data.0 .. data.<nr - 1>, each a VDI of its own */
+		sd_assert(v->nr < v->cap && vid && vid != v->vid[v->nr - 1]);
 		v->named[v->nr] = xzalloc(sizeof(**v->named));
 		v->vid[v->nr++] = vid;
 	}
@@ -318,9 +320,12 @@ static int volume_of(struct s3_vols *v, uint64_t off, bool make,
 
 	if (off >= S3V_END)
 		return SD_RES_INVALID_PARMS;
+	/* s3v_open() took data.0's size only if it was one of these */
+	sd_assert(v->size && v->size % OBJ == 0 && v->size <= S3V_SIZE);
 	pthread_mutex_lock(&v->lock);
 	ret = know_volume(v, n, make);
 	if (ret == SD_RES_SUCCESS) {
+		sd_assert(n < v->nr);
 		*vid = v->vid[n];
 		*named = v->named[n];
 	}
