@@ -75,6 +75,12 @@ struct cluster_handlers {
 	void (*notify)(const struct sd_node *sender, const void *msg,
 		       size_t len);
 	void (*block)(const struct sd_node *sender);
+	/*
+	 * May the pending joins be judged one after the other and decided
+	 * together (one accept each, @more on all but the last)?  Only if
+	 * judging one changes nothing the next is judged on.  NULL: yes.
+	 */
+	bool (*joins_together)(void);
 };
 
 extern struct cluster_driver cdrv_local;

@@ -578,6 +578,19 @@ static void sd_accept_handler(const struct sd_node *joined,
 		start_pending_recovery();
 }
 
+/*
+ * Joins are judged one after the other against this node's state before
+ * any of them is taken in: only a running cluster's judging changes
+ * nothing.  While it waits for its nodes (a whole-cluster restart), a
+ * joiner with a newer history makes the judge adopt it, and the joiners
+ * judged before would have been told the older one (test 013: two epoch
+ * histories).
+ */
+static bool sd_joins_together(void)
+{
+	return cs->status == SD_STATUS_OK;
+}
+
 /* the nodes that left in one change make one epoch together */
 static void sd_leave_handler(const struct sd_node *left, size_t nr_left,
 			     const struct sd_node *members, size_t nr_members)
@@ -913,6 +926,7 @@ static const struct cluster_handlers handlers = {
 	.leave = sd_leave_handler,
 	.notify = sd_notify_handler,
 	.block = sd_block_handler,
+	.joins_together = sd_joins_together,
 };
 
 static struct cluster_driver *find_driver(const char *driver,

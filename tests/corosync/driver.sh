@@ -68,12 +68,26 @@ start_corosync()
 		echo "0 passed, 0 failed, 1 skipped"
 		exit 0
 	fi
-	$CC -std=gnu11 -D_GNU_SOURCE -Iinclude -Isheep -Wall -Wextra -Werror \
-		-Wno-unused-parameter -fsanitize=address,undefined -g \
-		-Dcdrv_local=cdrv_corosync -o "$BIN" \
-		tests/unit/local_driver_harness.c sheep/group/corosync.c \
-		sheep/group/procgroup.c lib/event.c lib/util.c lib/log.c lib/assert.c \
-		lib/hash.c lib/proto.c -lcpg -lquorum -lpthread -lm
+	build_harness corosync -lcpg -lquorum
+}
+
+# build_harness DRIVER LIBS...: $BIN, and $BIN-old that plays a release
+# before ACCEPT_SET (its JOIN does not say it reads one)
+build_harness()
+{
+	local drv=$1 d
+
+	shift
+	for d in "" -DMY_CAPS=0; do
+		$CC -std=gnu11 -D_GNU_SOURCE -Iinclude -Isheep -Wall -Wextra \
+			-Werror -Wno-unused-parameter \
+			-fsanitize=address,undefined -g $d \
+			-Dcdrv_local=cdrv_$drv -o "$BIN${d:+-old}" \
+			tests/unit/local_driver_harness.c sheep/group/$drv.c \
+			sheep/group/procgroup.c lib/event.c lib/util.c \
+			lib/log.c lib/assert.c lib/hash.c lib/proto.c "$@" \
+			-lpthread -lm || return 1
+	done
 }
 
 start_zookeeper()
@@ -97,12 +111,7 @@ start_zookeeper()
 	# the session (1 s), ZooKeeper's expiry tick, and the second the
 	# driver waits for more deaths after the first (LEAVE_SETTLE_MS)
 	LEAVE_MS=4000
-	$CC -std=gnu11 -D_GNU_SOURCE -Iinclude -Isheep -Wall -Wextra -Werror \
-		-Wno-unused-parameter -fsanitize=address,undefined -g \
-		-Dcdrv_local=cdrv_zookeeper -o "$BIN" \
-		tests/unit/local_driver_harness.c sheep/group/zookeeper.c \
-		sheep/group/procgroup.c lib/event.c lib/util.c lib/log.c lib/assert.c \
-		lib/hash.c lib/proto.c -lzookeeper_mt -lpthread -lm
+	build_harness zookeeper -lzookeeper_mt
 }
 
 ZK_PREFIX=
@@ -156,12 +165,13 @@ check()
 kill_together() { chrt -f 10 kill -9 "$@" 2>/dev/null || kill -9 "$@"; }
 
 # start TAG PORT [harness options]: group $G-TAG, output $T/TAG.PORT.{out,err}
+# ($HBIN instead of $BIN if set)
 start()
 {
 	local tag=$1 port=$2
 
 	shift 2
-	"$BIN" -p "$ZK_PREFIX$G-$tag$ZK_SUFFIX" -n "$port" -o "$T/$tag.$port.out" "$@" \
+	"${HBIN:-$BIN}" -p "$ZK_PREFIX$G-$tag$ZK_SUFFIX" -n "$port" -o "$T/$tag.$port.out" "$@" \
 		2>"$T/$tag.$port.err" &
 	PID[$tag.$port]=$!
 }
@@ -557,6 +567,39 @@ own_first() {
 check "j: every joiner's events start with its own accept" own_first
 check "j: all event sequences agree" \
 	all_agree j.7000 j.7001 j.7002 j.7003 j.7004 j.7005
+
+# ------------------------------------------------------------------------
+echo "== k: a member of an older release: joins one at a time, then sets again [$(elapsed)]"
+K1="7002 7003 7004 7005"
+start k 7000 -t $LIFE_MS -P 1500
+if wait_for $FORM_MS has k.7000 '^ACCEPT 7000 ' &&
+	HBIN=$BIN-old start k 7001 -t $LIFE_MS &&
+	wait_for $FORM_MS has k.7000 '^ACCEPT 7001 '; then
+	at=$(($(now_ms) + 300))
+	for p in $K1; do start k $p -t $LIFE_MS -T $at; done
+	check "k: every process saw all six members" wait_for $FORM_MS \
+		all_have '\[7000,7001,7002,7003,7004,7005\]' \
+		k.7000 k.7001 k.7002 k.7003 k.7004 k.7005
+	check "k: no set while the older member was there" \
+		test "$(count k.7000 ' +$')" -eq 0
+	stop k.7001
+	wait_for $FORM_MS has k.7000 '^LEAVE 7001 '
+	at=$(($(now_ms) + 300))
+	for p in 7006 7007; do start k $p -t $LIFE_MS -T $at; done
+	check "k: once it left, two joining at once were decided together" \
+		wait_for $FORM_MS has k.7000 '^ACCEPT 700[67] .* +$'
+	wait_for $FORM_MS all_have '\[7000,7002,7003,7004,7005,7006,7007\]' \
+		k.7000 k.7007
+else
+	not_formed k
+fi
+stop k.7000 k.7002 k.7003 k.7004 k.7005 k.7006 k.7007
+reap k.7000 k.7001 k.7002 k.7003 k.7004 k.7005 k.7006 k.7007
+# 7001 left before 7006 and 7007 came: they share no event to start from
+check "k: all event sequences agree, the older member's too" \
+	all_agree k.7000 k.7001 k.7002 k.7003 k.7004 k.7005
+check "k: ... and the later joiners'" \
+	all_agree k.7000 k.7002 k.7003 k.7004 k.7005 k.7006 k.7007
 
 check "no #BUG or #VIOLATION in any output" no_bugs
 # CI keeps no files: a report's first lines go out as WHY lines

@@ -37,6 +37,7 @@ static struct fuzz_in in;
 static struct event_loop *fz_loop;
 static jmp_buf fz_out;
 static bool fz_join_ok = true;
+static bool fz_together = true;	/* what joins_together answers */
 static uint8_t fz_join_len;
 
 struct sent {
@@ -110,12 +111,18 @@ static void fz_block(const struct sd_node *sender)
 	sd_assert(!fz_more_open);
 }
 
+static bool fz_joins_together(void)
+{
+	return fz_together;
+}
+
 static const struct cluster_handlers fz_handlers = {
 	.join = fz_join,
 	.accept = fz_accept,
 	.leave = fz_leave,
 	.notify = fz_notify,
 	.block = fz_block,
+	.joins_together = fz_joins_together,
 };
 
 /* ---- the transport side ---- */
@@ -358,7 +365,8 @@ static void run_ops(void)
 			break;
 		case 6:
 			fz_join_ok = arg & 1;
-			fz_join_len = (uint8_t)(arg >> 1);
+			fz_join_len = (uint8_t)((arg >> 1) & 7);
+			fz_together = !(arg & 16);
 			break;
 		case 7:
 			drop_sent();
@@ -401,6 +409,7 @@ static void reset(void)
 	INIT_LIST_HEAD(&st.events);
 	INIT_LIST_HEAD(&st.sendq);
 	fz_join_ok = true;
+	fz_together = true;
 	fz_more_open = false;
 	join_settle_ms = 0;
 	fz_join_len = 0;
