@@ -535,6 +535,14 @@ static void sd_accept_handler(const struct sd_node *joined,
 		sd_err("malformed accept message");
 		return;
 	}
+	/* joins are decided together only in a running cluster */
+	if (more && h.status != SD_STATUS_OK) {
+		sd_err("malformed accept message: one of several joins "
+		       "decided together, in a cluster not running (%u)",
+		       h.status);
+		free(nodes);
+		return;
+	}
 	sd_info("%s joined", node_to_str(joined, name, sizeof(name)));
 	if (me)
 		joiner_accepted(&h, nodes);

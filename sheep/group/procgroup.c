@@ -1111,7 +1111,9 @@ static int set_parse(const struct msg *m, struct set_entry *e, uint32_t *nr)
 			    node_id_eq(&e[k].node.nid, &e[i].node.nid))
 				return -1;
 	}
-	if (p != end || !id_eq(e[0].id, m->subject))
+	/* the header names the first joiner, as an ACCEPT names its one */
+	if (p != end || !id_eq(e[0].id, m->subject) ||
+	    !node_id_eq(&e[0].node.nid, &m->node.nid))
 		return -1;
 	*nr = n;
 	return 0;
@@ -1502,12 +1504,18 @@ static void ask_resend(struct proc *p)
 	send_simple(M_RESEND, p->id, 0, NULL, 0);
 }
 
-/* do all members and pending processes read ACCEPT_SET? */
-static bool group_reads_sets(void)
+/*
+ * Do all members and pending processes read ACCEPT_SET?  With
+ * @unsent_may, a pending process that has not sent its JOIN yet (whose
+ * capabilities are not known) counts as one that may.
+ */
+static bool group_reads_sets(bool unsent_may)
 {
 	for (size_t i = 0; i < st.nr_procs; i++) {
 		const struct proc *p = st.procs[i];
 
+		if (p->state == PS_PENDING && !p->join && unsent_may)
+			continue;
 		if ((p->state == PS_MEMBER || p->state == PS_PENDING) &&
 		    !(p->caps & CAP_ACCEPT_SET))
 			return false;
@@ -1558,12 +1566,18 @@ static bool joins_arriving(struct proc *const *batch, size_t n)
 	return false;
 }
 
-/* the pending joins in joining order: the first alone, or a set */
+/*
+ * The pending joins in joining order: the first alone, or a set.  While
+ * sets may come of it (the daemon takes joins together, and every process
+ * reads sets or has yet to say whether it does), the decision waits for
+ * the JOINs still arriving; when they cannot, the first is decided now.
+ */
 static void decide_as_member(void)
 {
 	struct proc *batch[SET_MAX];
-	bool sets = group_reads_sets() &&
-		    (!handlers->joins_together || handlers->joins_together());
+	bool together = !handlers->joins_together ||
+			handlers->joins_together();
+	bool sets = together && group_reads_sets(false);
 	size_t n = 0;
 
 	for (size_t i = 0; i < st.nr_procs && n < SET_MAX; i++) {
@@ -1585,7 +1599,8 @@ static void decide_as_member(void)
 			break;
 	}
 	/* decided on a later tick (TICK_MS) */
-	if (n && joins_arriving(batch, n))
+	if (n && together && group_reads_sets(true) &&
+	    joins_arriving(batch, n))
 		return;
 	if (n == 1)
 		decide_one(batch[0]->id, &batch[0]->node, batch[0]->join,

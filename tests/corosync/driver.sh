@@ -569,6 +569,43 @@ check "j: all event sequences agree" \
 	all_agree j.7000 j.7001 j.7002 j.7003 j.7004 j.7005
 
 # ------------------------------------------------------------------------
+echo "== j2: a member dies while a set is decided: decided again after the leave [$(elapsed)]"
+# every decision of 7000 outlasts the time a death takes to be seen (-S);
+# 7001 dies while 7000 judges the second joiner of a set: the set, sent
+# after the leave, goes stale (its snapshot holds 7001), and the two are
+# decided again, together, against the members left
+st=$((LEAVE_MS + 200))
+start j2 7000 -t $LIFE_MS -S $st
+if wait_for $FORM_MS has j2.7000 '^ACCEPT 7000 ' &&
+	start j2 7001 -t $LIFE_MS &&
+	wait_for $((FORM_MS + st)) has j2.7001 '^ACCEPT 7001 '; then
+	at=$(($(now_ms) + 300))
+	for p in 7002 7003; do start j2 $p -t $LIFE_MS -T $at; done
+	# the second JOINREQ of the two: the set's second judging, or (if
+	# they came too far apart for a set) the second decision
+	second_judged() {
+		[ "$(grep -c '^#JOINREQ 700[23] ' "$T/j2.7000.out")" -ge 2 ]
+	}
+	wait_for $((FORM_MS + 2 * st)) second_judged
+	kill -9 "${PID[j2.7001]}"
+	check "j2: both joiners saw the two of them and 7000" \
+		wait_for $((FORM_MS + 4 * st)) all_have '\[7000,7002,7003\]' \
+		j2.7002 j2.7003
+	check "j2: decided together (an accept marked +)" \
+		has j2.7000 '^ACCEPT 700[23] \[7000,7002,7003\] .* +$'
+	check "j2: the leave, then the two accepts, each once" test \
+		"$(events j2.7000 | grep -A2 '^LEAVE 7001 ' | cut -d' ' -f1 |
+			paste -sd' ')|$(count j2.7000 '^ACCEPT 7002 ')$(count \
+			j2.7000 '^ACCEPT 7003 ')" = "LEAVE ACCEPT ACCEPT|11"
+else
+	not_formed j2
+fi
+stop j2.7000 j2.7002 j2.7003
+reap j2.7000 j2.7001 j2.7002 j2.7003
+check "j2: all event sequences agree" all_agree j2.7000 j2.7002 j2.7003
+check "j2: ... also with the killed member" agree j2.7000 j2.7001
+
+# ------------------------------------------------------------------------
 echo "== k: a member of an older release: joins one at a time, then sets again [$(elapsed)]"
 K1="7002 7003 7004 7005"
 start k 7000 -t $LIFE_MS -P 1500
