@@ -34,6 +34,17 @@
  * is stale (membership changed after the decision) or a duplicate, and is
  * ignored.  After any membership change, the new decider decides again.
  *
+ * Joins together: when every member and pending joiner reads runs (its
+ * JOIN carries REC_F_RUNS) and the daemon takes joins together (a running
+ * cluster), the decider decides all pending joins in one run of ACCEPTs
+ * (mver, mver + 1, ...; REC_F_MORE on all but the last), each judged
+ * against the members and the joiners before it, once no live process it
+ * does not know yet is about to append its JOIN (at most
+ * JOIN_SETTLE_MAX_MS).  An ACCEPT that continues a run counts only if the
+ * ones before it did; readers call accept once per joiner at the run's
+ * end, all but the last with `more`, so the daemon makes one epoch.
+ * LEAVE runs, too, are written only when everyone reads them.
+ *
  * Failure detection: every process probes the live files of all members and
  * pending joiners every PROBE_MS.  A dead one gets a LEAVE, appended under
  * the lock after checking that the unread part of the log holds none yet.
@@ -99,7 +110,16 @@ enum rec_type {
 };
 
 #define REC_F_REJECTED		0x0001	/* LEAVE of a join that was refused */
-#define REC_F_MORE		0x0002	/* LEAVE: the next is one of the same run */
+#define REC_F_MORE		0x0002	/* LEAVE, ACCEPT: the next is of its run */
+#define REC_F_RUNS		0x0004	/* JOIN: the joiner reads runs */
+
+/* what our JOIN says we read; a test builds an older release with 0 */
+#ifndef MY_CAPS
+#define MY_CAPS			REC_F_RUNS
+#endif
+
+#define RUN_MAX			32	/* joins decided in one run at most */
+#define JOIN_SETTLE_MAX_MS	1000	/* a join waits for others at most */
 
 struct log_hdr {
 	uint64_t gen;
@@ -125,16 +145,26 @@ struct rec {
 struct member {
 	uint64_t token;
 	struct sd_node node;
+	uint16_t caps;		/* its JOIN's REC_F_RUNS */
 	bool leave_sent;	/* we appended (or saw) its LEAVE */
 };
 
 struct pending_join {
 	uint64_t token;
 	struct sd_node node;
+	uint16_t caps;
 	uint64_t off;		/* offset of the JOIN record */
+	uint64_t read_at;	/* when we read it (now_msec) */
 	bool decided;		/* we decided it at decided_mver */
 	uint64_t decided_mver;
 	bool leave_sent;
+};
+
+/* an accepted joiner whose accept callback waits for the end of its run */
+struct came {
+	struct sd_node node;
+	void *opaque;
+	size_t len;
 };
 
 struct block_req {
@@ -183,6 +213,10 @@ static struct local_state {
 	unsigned int settle_rounds;	/* rounds since the first of them */
 	struct sd_node *gone;	/* members of a run of LEAVEs not delivered */
 	size_t nr_gone, cap_gone;
+	struct came *came;	/* joiners of a run of ACCEPTs not delivered */
+	size_t nr_came, cap_came;
+	bool in_accept_run;	/* the last record was an ACCEPT with MORE */
+	bool accept_run_stale;	/* ... and one of its run did not count */
 } st = {
 	.log_fd = -1,
 	.live_fd = -1,
@@ -683,12 +717,13 @@ static int member_cmp(const void *a, const void *b)
 	return x->token < y->token ? -1 : x->token > y->token;
 }
 
-static void member_add(uint64_t token, const struct sd_node *node)
+static void member_add(uint64_t token, const struct sd_node *node,
+		       uint16_t caps)
 {
 	st.members = grow(st.members, &st.cap_members, st.nr_members + 1,
 			  sizeof(*st.members));
 	st.members[st.nr_members++] = (struct member){
-		.token = token, .node = *node,
+		.token = token, .node = *node, .caps = caps,
 	};
 	qsort(st.members, st.nr_members, sizeof(*st.members), member_cmp);
 }
@@ -747,24 +782,61 @@ static void on_join(const struct rec *r)
 		       sizeof(*st.pend));
 	st.pend[st.nr_pend++] = (struct pending_join){
 		.token = r->subject, .node = r->node, .off = r->off,
+		.caps = r->flags & REC_F_RUNS, .read_at = now_msec(),
 	};
 	if (st.joined)
 		sd_info("%s asks to join", nstr(&r->node));
 }
 
+/* deliver the run of accepts read so far, if any: one epoch in sheep */
+static void accept_flush(void)
+{
+	struct came *c = st.came;
+	size_t n = st.nr_came, nr;
+	struct sd_node *nodes;
+
+	if (!n)
+		return;
+	st.came = NULL;
+	st.nr_came = st.cap_came = 0;
+	nodes = members_copy(&nr);
+	for (size_t i = 0; i < n; i++) {
+		sd_info("%s joined%s, %zu members", nstr(&c[i].node),
+			n > 1 ? " (with others, one epoch)" : "", nr);
+		handlers->accept(&c[i].node, nodes, nr, c[i].opaque, c[i].len,
+				 i + 1 < n);
+		free(c[i].opaque);
+	}
+	free(nodes);
+	free(c);
+}
+
+/*
+ * An ACCEPT counts if it was decided at our mver and its joiner is still
+ * pending; one that continues a run (the record before was an ACCEPT with
+ * MORE) counts only if every one before it in the run did, as it was
+ * judged with them as members.  Accept callbacks wait for the run's end.
+ */
 static int on_accept(const struct rec *r)
 {
 	struct pending_join *p = find_pending(r->subject);
-	struct sd_node node, *nodes;
-	size_t nr;
+	bool cont = st.in_accept_run;
+	struct sd_node node;
+	uint16_t caps;
 	void *opaque;
 
-	if (!p || r->mver != st.mver || nid_is_member(&p->node)) {
+	st.in_accept_run = r->flags & REC_F_MORE;
+	if (!cont)
+		st.accept_run_stale = false;
+	if (!p || r->mver != st.mver || nid_is_member(&p->node) ||
+	    (cont && st.accept_run_stale)) {
 		sd_debug("stale accept of %s", nstr(&r->node));
-		return 0;
+		st.accept_run_stale = true;
+		goto out;
 	}
 	node = p->node;
-	member_add(p->token, &node);
+	caps = p->caps;
+	member_add(p->token, &node, caps);
 	pending_del(p);
 	st.mver++;
 	if (r->subject == st.token) {
@@ -772,15 +844,18 @@ static int on_accept(const struct rec *r)
 		sd_info("joined the cluster at %s as %s", st.dir, nstr(&node));
 	}
 	if (!st.joined)
-		return 0;
+		goto out;
 	opaque = rec_payload(r);
 	if (!opaque)
 		return -1;
-	sd_info("%s joined, %zu members", nstr(&node), st.nr_members);
-	nodes = members_copy(&nr);
-	handlers->accept(&node, nodes, nr, opaque, r->len, false);
-	free(nodes);
-	free(opaque);
+	st.came = grow(st.came, &st.cap_came, st.nr_came + 1,
+		       sizeof(*st.came));
+	st.came[st.nr_came++] = (struct came){
+		.node = node, .opaque = opaque, .len = r->len,
+	};
+out:
+	if (!st.in_accept_run)
+		accept_flush();
 	return 0;
 }
 
@@ -890,9 +965,13 @@ static void on_block(const struct rec *r)
 
 static int apply(const struct rec *r)
 {
-	/* a run of LEAVEs ends at any other record */
+	/* a run of LEAVEs, or of ACCEPTs, ends at any other record */
 	if (r->type != REC_LEAVE)
 		leave_flush();
+	if (r->type != REC_ACCEPT) {
+		st.in_accept_run = false;
+		accept_flush();
+	}
 	switch (r->type) {
 	case REC_JOIN:
 		on_join(r);
@@ -948,6 +1027,18 @@ static void dead_reported(uint64_t token, const struct sd_node *node)
 		p->leave_sent = true;
 }
 
+/* do every member and pending joiner read runs (REC_F_MORE)? */
+static bool group_reads_runs(void)
+{
+	for (size_t i = 0; i < st.nr_members; i++)
+		if (!(st.members[i].caps & REC_F_RUNS))
+			return false;
+	for (size_t i = 0; i < st.nr_pend; i++)
+		if (!(st.pend[i].caps & REC_F_RUNS))
+			return false;
+	return true;
+}
+
 /*
  * Record that the @nr processes @tokens are gone: the LEAVEs not on the
  * way yet, appended as one run (REC_F_MORE on all but the last).
@@ -957,6 +1048,8 @@ static void report_dead_set(const uint64_t *tokens,
 {
 	int *found = xzalloc((nr + 1) * sizeof(*found));
 	size_t i, last = nr;
+	/* an older release would take each LEAVE as its own epoch */
+	bool runs = group_reads_runs();
 
 	if (log_lock(LOCK_EX) < 0) {
 		free(found);
@@ -970,8 +1063,9 @@ static void report_dead_set(const uint64_t *tokens,
 	for (i = 0; i < nr; i++) {
 		if (found[i] != 0)
 			continue;
-		found[i] = append_locked(REC_LEAVE, i < last ? REC_F_MORE : 0,
-					 tokens[i], &nodes[i], 0, NULL, 0) ?
+		found[i] = append_locked(REC_LEAVE, i < last && runs ?
+					 REC_F_MORE : 0, tokens[i], &nodes[i],
+					 0, NULL, 0) ?
 			   -1 : 1;
 		if (found[i] < 0)
 			break;	/* the next probe round tries again */
@@ -1000,15 +1094,14 @@ static bool is_decider(const struct pending_join *p)
 enum verdict { V_NONE, V_ACCEPTED, V_REFUSED, V_JOINER_DEAD, V_ERROR };
 
 /*
- * Append the decision on a join unless the unread log already settles it;
- * the joiner's liveness is checked under the lock, so that a joiner that
- * died while we evaluated it is dropped rather than accepted.
+ * Append the refusal of a join unless the unread log already settles it;
+ * a joiner that died meanwhile gets a plain LEAVE.
  */
-static enum verdict commit_decision(const struct accept_key *key,
-				    const struct sd_node *node, bool ok,
-				    const void *opaque, size_t len)
+static enum verdict commit_refusal(const struct accept_key *key,
+				   const struct sd_node *node)
 {
-	enum verdict v = V_ERROR;
+	enum verdict v = V_REFUSED;
+	uint16_t flags = REC_F_REJECTED;
 	int r;
 
 	if (log_lock(LOCK_EX) < 0)
@@ -1019,19 +1112,71 @@ static enum verdict commit_decision(const struct accept_key *key,
 		goto out;
 	}
 	if (key->token != st.token && token_alive(key->token) == 0) {
-		r = append_locked(REC_LEAVE, 0, key->token, node, 0, NULL, 0);
+		flags = 0;
 		v = V_JOINER_DEAD;
-	} else if (ok) {
-		r = append_locked(REC_ACCEPT, 0, key->token, node, key->mver,
-				  opaque, len);
-		v = V_ACCEPTED;
-	} else {
-		r = append_locked(REC_LEAVE, REC_F_REJECTED, key->token, node,
-				  0, NULL, 0);
-		v = V_REFUSED;
 	}
-	if (r < 0)
+	if (append_locked(REC_LEAVE, flags, key->token, node, 0, NULL, 0))
 		v = V_ERROR;
+out:
+	log_unlock();
+	return v;
+}
+
+/* a joiner judged acceptable, with the handler's answer */
+struct judged {
+	void *opaque;
+	size_t len;
+};
+
+/*
+ * Append the accepts of the @k joiners @b, judged at mver @mver, as one
+ * run unless the unread log already settles the first.  Liveness is
+ * checked under the lock: the run stops before the first joiner that died
+ * while we judged it (*dead: its index, or @k), whose LEAVE the caller
+ * appends; if that is the first, it gets its LEAVE here.
+ */
+static enum verdict commit_run(const struct pending_join *b,
+			       const struct judged *e, size_t k,
+			       uint64_t mver, size_t *dead)
+{
+	struct accept_key key = { .token = b[0].token, .mver = mver };
+	enum verdict v = V_ACCEPTED;
+	size_t n;
+	int r;
+
+	*dead = k;
+	if (log_lock(LOCK_EX) < 0)
+		return V_ERROR;
+	r = scan_ahead(match_decided, &key);
+	if (r != 0) {
+		v = r > 0 ? V_NONE : V_ERROR;
+		goto out;
+	}
+	for (n = 0; n < k; n++)
+		if (b[n].token != st.token && token_alive(b[n].token) == 0)
+			break;
+	if (!n) {
+		v = V_JOINER_DEAD;
+		if (append_locked(REC_LEAVE, 0, b[0].token, &b[0].node, 0,
+				  NULL, 0))
+			v = V_ERROR;
+		goto out;
+	}
+	*dead = n;
+	for (size_t i = 0; i < n; i++) {
+		/* a run cut short here is ended by the next record */
+		if (append_locked(REC_ACCEPT, i + 1 < n ? REC_F_MORE : 0,
+				  b[i].token, &b[i].node, mver + i,
+				  e[i].opaque, e[i].len)) {
+			v = i ? V_ACCEPTED : V_ERROR;
+			break;
+		}
+	}
+	if (v == V_ACCEPTED && n > 1)
+		sd_info("accepted the joins of %zu processes at once, the "
+			"first %s", n, nstr(&b[0].node));
+	else if (v == V_ACCEPTED)
+		sd_info("accepted the join of %s", nstr(&b[0].node));
 out:
 	log_unlock();
 	return v;
@@ -1043,63 +1188,164 @@ out:
  */
 static uint8_t join_buf[SD_MAX_EVENT_BUF_SIZE];
 
-static void decide(uint64_t token, const struct sd_node *node, uint64_t off)
-{
-	struct accept_key key = { .token = token, .mver = st.mver };
-	size_t len, nr;
-	struct sd_node *nodes;
-	struct pending_join *p;
-	void *opaque = NULL;
-	enum verdict v;
-	struct rec r;
-	bool ok;
+enum judgement { J_OK, J_REFUSED, J_DEAD, J_BROKEN };
 
-	if (token != st.token && token_alive(token) == 0) {
-		report_dead(token, node);
-		return;
-	}
-	if (rec_read(off, off + REC_HDR_SIZE + REC_MAX_PAYLOAD, &r) < 0 ||
-	    r.type != REC_JOIN || r.subject != token) {
-		st.broken = true;
-		return;
-	}
-	if (rec_payload_into(&r, join_buf)) {
-		st.broken = true;
-		return;
-	}
-	opaque = join_buf;
+/* ask the join handler about @p, against the @nr @nodes */
+static enum judgement judge(const struct pending_join *p,
+			    const struct sd_node *nodes, size_t nr,
+			    struct judged *e)
+{
+	struct rec r;
+	size_t len;
+
+	if (p->token != st.token && token_alive(p->token) == 0)
+		return J_DEAD;
+	if (rec_read(p->off, p->off + REC_HDR_SIZE + REC_MAX_PAYLOAD, &r) <
+		    0 || r.type != REC_JOIN || r.subject != p->token ||
+	    rec_payload_into(&r, join_buf))
+		return J_BROKEN;
 	len = r.len;
-	nodes = members_copy(&nr);
-	ok = handlers->join(node, nodes, nr, opaque, &len,
-			     SD_MAX_EVENT_BUF_SIZE);
-	free(nodes);
+	if (!handlers->join(&p->node, nodes, nr, join_buf, &len,
+			    SD_MAX_EVENT_BUF_SIZE))
+		return J_REFUSED;
 	if (len > SD_MAX_EVENT_BUF_SIZE) {
 		sd_err("join handler returned %zu bytes", len);
-		ok = false;
+		return J_REFUSED;
 	}
-	v = commit_decision(&key, node, ok, opaque, len);
+	e->opaque = xmalloc(MAX(len, (size_t)1));
+	memcpy(e->opaque, join_buf, len);
+	e->len = len;
+	return J_OK;
+}
+
+/*
+ * Decide the @n pending joins @b (distinct nodes, in log order): each is
+ * judged against the members and the joiners before it, as one at a time
+ * would be; the first refused (or dead) ends the run, to be decided on
+ * its own next.  One accepted or more: a run of ACCEPTs, so one epoch.
+ */
+static void decide(const struct pending_join *b, size_t n)
+{
+	struct judged e[RUN_MAX] = { { 0 } };
+	uint64_t mver = st.mver;
+	enum judgement j = J_OK;
+	enum verdict v;
+	size_t k, nr, dead = n;
+	struct sd_node *nodes = xmalloc((st.nr_members + n + 1) *
+					sizeof(*nodes));
+
+	sd_assert(n >= 1 && n <= RUN_MAX);
+	for (nr = 0; nr < st.nr_members; nr++)
+		nodes[nr] = st.members[nr].node;
+	for (k = 0; k < n; k++) {
+		j = judge(&b[k], nodes, nr, &e[k]);
+		if (j != J_OK)
+			break;
+		nodes[nr++] = b[k].node;
+		nodes_sort(nodes, nr);
+	}
+	if (j == J_BROKEN) {
+		st.broken = true;
+		v = V_ERROR;
+	} else if (k) {
+		v = commit_run(b, e, k, mver, &dead);
+	} else if (j == J_REFUSED) {
+		struct accept_key key = { .token = b[0].token, .mver = mver };
+
+		v = commit_refusal(&key, &b[0].node);
+		if (v == V_REFUSED)
+			sd_info("refused the join of %s", nstr(&b[0].node));
+	} else {
+		v = V_JOINER_DEAD;	/* J_DEAD */
+	}
+	for (size_t i = 0; i < k; i++)
+		free(e[i].opaque);
+	free(nodes);
 	if (v == V_ERROR)
 		return;		/* retried on the next probe round */
+	/* finds the LEAVE on its way, or appends it; cleans up */
 	if (v == V_JOINER_DEAD)
-		report_dead(token, node);	/* finds its LEAVE, cleans up */
-	else if (v != V_NONE)
-		sd_info("%s the join of %s", v == V_ACCEPTED ? "accepted" :
-			"refused", nstr(node));
-	p = find_pending(token);
-	if (p) {
-		p->decided = true;
-		p->decided_mver = key.mver;
+		report_dead(b[0].token, &b[0].node);
+	else if (dead < k)
+		report_dead(b[dead].token, &b[dead].node);
+	for (size_t i = 0; i < MAX(k, (size_t)1); i++) {
+		struct pending_join *p = find_pending(b[i].token);
+
+		if (p) {
+			p->decided = true;
+			p->decided_mver = mver;
+		}
 	}
 	kick();
 }
 
+/* is any live process neither a member nor a pending joiner (yet)? */
+static bool joiner_on_the_way(void)
+{
+	struct dirent *de;
+	bool found = false;
+	DIR *d = opendir(st.live_dir);
+
+	if (!d)
+		return false;
+	while (!found && (de = readdir(d))) {
+		char *end;
+		uint64_t t;
+
+		if (strlen(de->d_name) != 16)
+			continue;	/* ".", "..", a file being made */
+		errno = 0;
+		t = strtoull(de->d_name, &end, 16);
+		if (*end || errno || t == st.token || find_member(t) ||
+		    find_pending(t))
+			continue;
+		found = token_alive(t) == 1;
+	}
+	closedir(d);
+	return found;
+}
+
 /*
- * Decide the first pending join that is ours to decide, one at a time: the
- * next one is evaluated against a membership that includes this joiner.
+ * Do more joins seem to be on their way to join the run @b: a process
+ * that is in the live directory has not appended its JOIN yet (a sheep
+ * makes its live file at start, before it asks to join)?  At most
+ * JOIN_SETTLE_MAX_MS after we read the oldest JOIN of the run.
+ */
+static bool joins_coming(const struct pending_join *b, size_t n)
+{
+	uint64_t oldest = UINT64_MAX;
+
+	for (size_t i = 0; i < n; i++)
+		oldest = MIN(oldest, b[i].read_at);
+	if (now_msec() >= oldest + JOIN_SETTLE_MAX_MS)
+		return false;
+	return joiner_on_the_way();
+}
+
+/* is @p's node none of the @n in @b? */
+static bool run_takes(const struct pending_join *p,
+		      const struct pending_join *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (node_id_eq(&b[i].node.nid, &p->node.nid))
+			return false;
+	return true;
+}
+
+/*
+ * Decide the pending joins that are ours to decide: one at a time, or,
+ * where everyone reads runs and the daemon takes joins together (a
+ * running cluster), all of them in one run once no more seem to come.
+ * The next decision is made against a membership that includes these.
  */
 static void decide_joins(void)
 {
-	for (size_t i = 0; i < st.nr_pend && !st.broken; i++) {
+	struct pending_join b[RUN_MAX];
+	bool runs = group_reads_runs() &&
+		    (!handlers->joins_together || handlers->joins_together());
+	size_t n = 0;
+
+	for (size_t i = 0; i < st.nr_pend && !st.broken && n < RUN_MAX; i++) {
 		struct pending_join p = st.pend[i];
 
 		if (!is_decider(&p) || p.leave_sent)
@@ -1109,9 +1355,16 @@ static void decide_joins(void)
 		/* a restarted node waits for its old self to be gone */
 		if (nid_is_member(&p.node))
 			continue;
-		decide(p.token, &p.node, p.off);
-		return;
+		if (n && !run_takes(&p, b, n))
+			continue;
+		b[n++] = p;
+		if (!runs)
+			break;
 	}
+	/* else decided when the JOIN comes, or on a later probe round */
+	if (!n || (runs && joins_coming(b, n)))
+		return;
+	decide(b, n);
 }
 
 /*
@@ -1163,11 +1416,12 @@ static void probe_all(void)
 static void after_record(void)
 {
 	/*
-	 * Inside a run of LEAVEs the daemon has not been told of them yet:
+	 * Inside a run of LEAVEs (or ACCEPTs) the daemon has not been told of
+	 * them yet:
 	 * no grant and no join decision on a view it does not share.  The
 	 * record that ends the run comes back here.
 	 */
-	if (st.nr_gone)
+	if (st.nr_gone || st.nr_came)
 		return;
 	check_grant();
 	decide_joins();
@@ -1229,7 +1483,7 @@ static void probe_fn(struct timer *t)
 		if (st.pos >= st.seen_end)
 			probe_all();
 		st.dispatching = true;
-		if (!st.nr_gone)	/* as after_record() */
+		if (!st.nr_gone && !st.nr_came)	/* as after_record() */
 			decide_joins();
 		st.dispatching = false;
 	}
@@ -1380,8 +1634,8 @@ static int local_join(const struct sd_node *myself, const void *opaque,
 		return -1;
 	ret = prepare_log();
 	if (!ret)
-		ret = append_locked(REC_JOIN, 0, st.token, &st.me, 0, opaque,
-				    len);
+		ret = append_locked(REC_JOIN, MY_CAPS, st.token, &st.me, 0,
+				    opaque, len);
 	log_unlock();
 	if (ret)
 		return -1;

@@ -167,28 +167,48 @@ static bool rec_join(const struct sd_node *joining,
 	return *len == 0 || !(o[0] & 1);
 }
 
+/*
+ * An accept marked as followed by another (a run of ACCEPTs) is followed
+ * by an accept, with the same members, before any other callback.
+ */
+static bool fz_more_open;
+static uint64_t fz_run_members;
+
+static uint64_t fz_members_hash(const struct sd_node *m, size_t nr)
+{
+	return fnv_64a_buf(m, nr * sizeof(*m), FNV1A_64_INIT) ^ nr;
+}
+
 static void rec_accept(const struct sd_node *joined,
 		       const struct sd_node *members, size_t nr_members,
 		       const void *opaque, size_t len, bool more)
 {
-	if (more)	/* the local driver decides one join at a time */
+	uint64_t h = fz_members_hash(members, nr_members);
+
+	if (fz_more_open && h != fz_run_members)
 		abort();
+	fz_more_open = more;
+	fz_run_members = h;
 }
 
 static void rec_leave(const struct sd_node *left, size_t nr_left,
 		      const struct sd_node *members, size_t nr_members)
 {
-	if (!nr_left)	/* a change takes at least one node */
+	if (!nr_left || fz_more_open)	/* a change takes a node at least */
 		abort();
 }
 
 static void rec_notify(const struct sd_node *sender, const void *msg,
 		       size_t len)
 {
+	if (fz_more_open)
+		abort();
 }
 
 static void rec_block(const struct sd_node *sender)
 {
+	if (fz_more_open)
+		abort();
 	local_unblock("u", 1);
 }
 
@@ -210,6 +230,10 @@ static void fz_reset_local(void)
 	free(st.pend);
 	free(st.blks);
 	free(st.gone);
+	for (size_t i = 0; i < st.nr_came; i++)
+		free(st.came[i].opaque);
+	free(st.came);
+	fz_more_open = false;
 	memset(&st, 0, sizeof(st));
 	st.log_fd = st.live_fd = st.ino_fd = -1;
 	st.inited = st.started = true;
@@ -277,7 +301,8 @@ static size_t fz_put_record(int fd, struct fuzz_in *in, uint64_t off,
 	struct rec r = {
 		.type = t & 7,
 		.flags = (t & 8 ? REC_F_REJECTED : 0) |
-			 (who & 64 ? REC_F_MORE : 0),	/* runs, open ones too */
+			 (who & 64 ? REC_F_MORE : 0) |	/* runs, open ones too */
+			 (who & 128 ? REC_F_RUNS : 0),
 		.seq = t & 64 ? seq + 1 : seq, .writer = fz_tokens[who & 7],
 		.subject = fz_tokens[who & 7], .node = fz_nodes[(who >> 3) & 7],
 	};
@@ -361,6 +386,8 @@ static void fz_check_state(void)
 	}
 	if (st.joined && !st.left && !st.broken && !find_member(st.token))
 		die("joined, never left, and not a member\n");
+	if (st.nr_came && !st.in_accept_run)
+		die("accepts held back outside an open run\n");
 }
 
 static void fz_act(void)
@@ -459,6 +486,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fz_reset_local();
 	fz_build_log(&in);
 	fz_replay();
+	/* an open run's accepts wait for the record that ends it */
+	if (fz_more_open)
+		abort();
 	fz_check_state();
 	if (cfg.act)
 		fz_act();

@@ -38,14 +38,19 @@ cleanup()
 trap cleanup EXIT
 
 exec 3>&2
-$CC -std=gnu11 -D_GNU_SOURCE -Iinclude -Isheep -Wall -Wextra -Werror \
-	-Wno-unused-parameter -fsanitize=address,undefined -g -o "$BIN" \
-	tests/unit/local_driver_harness.c sheep/group/local.c lib/event.c \
-	lib/util.c lib/log.c lib/hash.c lib/proto.c -lpthread -lm || {
-	echo "build failed"
-	echo "0 passed, 1 failed"
-	exit 1
-}
+# $BIN, and $BIN-old that plays a release before runs of ACCEPTs (its JOIN
+# does not say it reads them)
+for d in "" -DMY_CAPS=0; do
+	$CC -std=gnu11 -D_GNU_SOURCE -Iinclude -Isheep -Wall -Wextra -Werror \
+		-Wno-unused-parameter -fsanitize=address,undefined -g $d \
+		-o "$BIN${d:+-old}" tests/unit/local_driver_harness.c \
+		sheep/group/local.c lib/event.c lib/util.c lib/log.c lib/assert.c \
+		lib/hash.c lib/proto.c -lpthread -lm || {
+		echo "build failed"
+		echo "0 passed, 1 failed"
+		exit 1
+	}
+done
 
 # bash reports each SIGKILLed job on stderr; keep that out of the results
 exec 2>>"$T/shell.err"
@@ -66,12 +71,13 @@ check()
 }
 
 # start TAG DIR PORT [harness options]: output in $T/TAG.PORT.{out,err}
+# ($HBIN instead of $BIN if set)
 start()
 {
 	local tag=$1 dir=$2 port=$3
 
 	shift 3
-	"$BIN" -p "$T/$dir" -n "$port" -o "$T/$tag.$port.out" "$@" \
+	"${HBIN:-$BIN}" -p "$T/$dir" -n "$port" -o "$T/$tag.$port.out" "$@" \
 		2>"$T/$tag.$port.err" &
 	PID[$tag.$port]=$!
 }
@@ -419,6 +425,115 @@ stop j.7000 j.7003
 reap j.7000 j.7001 j.7002 j.7003
 check "h: all event sequences agree" all_agree j.7000 j.7003
 check "h: ... also with the killed member" agree j.7000 j.7002
+
+# ------------------------------------------------------------------------
+echo "== i: five join a running cluster at once: one run of accepts [$(($(now_ms) - T0)) ms]"
+# the five make their live files at once and append their JOINs 300 ms
+# later: the decider waits for the JOINs of the live processes it does not
+# know yet, then decides them in one run (ACCEPTs marked + but the last)
+IP="7001 7002 7003 7004 7005"
+start i i 7000 -t 40000
+if wait_for 15000 has i.7000 '^ACCEPT 7000 '; then
+	at=$(($(now_ms) + 300))
+	for p in $IP; do start i i $p -t 40000 -T $at; done
+	check "i: every process saw all six members" wait_for 15000 \
+		all_have '\[7000,7001,7002,7003,7004,7005\]' \
+		i.7000 i.7001 i.7002 i.7003 i.7004 i.7005
+else
+	bad "i: cluster did not form"
+fi
+stop i.7000 i.7001 i.7002 i.7003 i.7004 i.7005
+reap i.7000 i.7001 i.7002 i.7003 i.7004 i.7005
+check "i: joins were decided together (an accept marked +)" \
+	test "$(count i.7000 '^ACCEPT 700[1-5] .* +$')" -ge 1
+# in a run, every accept but the last is followed by another accept with
+# the same members
+runs_ok() {
+	events "$1" | awk '
+		pend != "" { if ($1 != "ACCEPT" || $3 != pend) bad = 1; pend = "" }
+		$1 == "ACCEPT" && $NF == "+" { pend = $3 }
+		END { exit bad || pend != "" }'
+}
+check "i: a run's accepts follow each other, with the same members" \
+	runs_ok i.7000
+own_first() {
+	local p
+
+	for p in $IP; do
+		first_event i.$p | grep -q "^ACCEPT $p " || return 1
+	done
+}
+check "i: every joiner's events start with its own accept" own_first
+check "i: all event sequences agree" \
+	all_agree i.7000 i.7001 i.7002 i.7003 i.7004 i.7005
+
+# ------------------------------------------------------------------------
+echo "== i2: a member dies while a run is judged: decided again after the leave [$(($(now_ms) - T0)) ms]"
+# every decision of 7000 takes 2 s (-S); 7001 dies while 7000 judges the
+# second joiner of a run: the run, appended after 7001's LEAVE, is stale
+# from its first accept on (the second one's mver matches the log's by
+# then, but it was judged with the first as a member), and the two are
+# decided again, together, against the members left
+start i2 i2 7000 -t 40000 -S 2000
+if wait_for 15000 has i2.7000 '^ACCEPT 7000 ' &&
+	start i2 i2 7001 -t 40000 &&
+	wait_for 15000 has i2.7001 '^ACCEPT 7001 '; then
+	at=$(($(now_ms) + 300))
+	for p in 7002 7003; do start i2 i2 $p -t 40000 -T $at; done
+	second_judged() {
+		[ "$(grep -c '^#JOINREQ 700[23] ' "$T/i2.7000.out")" -ge 2 ]
+	}
+	wait_for 15000 second_judged
+	kill -9 "${PID[i2.7001]}"
+	check "i2: both joiners saw the two of them and 7000" \
+		wait_for 20000 all_have '\[7000,7002,7003\]' i2.7002 i2.7003
+	check "i2: the leave, then a run of the two, each accepted once" test \
+		"$(events i2.7000 | grep -A2 '^LEAVE 7001 ' | cut -d' ' -f1,3,5 |
+			paste -sd' ')|$(count i2.7000 '^ACCEPT 7002 ')$(count \
+			i2.7000 '^ACCEPT 7003 ')" = \
+		"LEAVE [7000] ACCEPT [7000,7002,7003] + ACCEPT [7000,7002,7003]|11"
+else
+	bad "i2: cluster did not form"
+fi
+stop i2.7000 i2.7002 i2.7003
+reap i2.7000 i2.7001 i2.7002 i2.7003
+check "i2: all event sequences agree" all_agree i2.7000 i2.7002 i2.7003
+check "i2: ... also with the killed member" agree i2.7000 i2.7001
+
+# ------------------------------------------------------------------------
+echo "== k: a member of an older release: joins one at a time, then runs again [$(($(now_ms) - T0)) ms]"
+K1="7002 7003 7004"
+start k k 7000 -t 40000
+if wait_for 15000 has k.7000 '^ACCEPT 7000 ' &&
+	HBIN=$BIN-old start k k 7001 -t 40000 &&
+	wait_for 15000 has k.7000 '^ACCEPT 7001 '; then
+	at=$(($(now_ms) + 300))
+	for p in $K1; do start k k $p -t 40000 -T $at; done
+	check "k: every process saw all five members" wait_for 15000 \
+		all_have '\[7000,7001,7002,7003,7004\]' \
+		k.7000 k.7001 k.7002 k.7003 k.7004
+	check "k: no run while the older member was there" \
+		test "$(count k.7000 ' +$')" -eq 0
+	kill_together "${PID[k.7002]}" "${PID[k.7003]}"
+	check "k: ... nor for two that died together" wait_for 15000 \
+		all_have '\[7000,7001,7004\]$' k.7000 k.7001 k.7004
+	check "k: ... (two LEAVEs, one each)" test \
+		"$(count k.7000 '^LEAVE 7002 ')$(count k.7000 '^LEAVE 7003 ')" = 11
+	stop k.7001
+	wait_for 15000 has k.7000 '^LEAVE 7001 '
+	at=$(($(now_ms) + 300))
+	for p in 7006 7007; do start k k $p -t 40000 -T $at; done
+	check "k: once it left, two joining at once were decided together" \
+		wait_for 15000 has k.7000 '^ACCEPT 700[67] .* +$'
+	wait_for 15000 all_have '\[7000,7004,7006,7007\]' k.7000 k.7007
+else
+	bad "k: cluster did not form"
+fi
+stop k.7000 k.7004 k.7006 k.7007
+reap k.7000 k.7001 k.7002 k.7003 k.7004 k.7006 k.7007
+check "k: all event sequences agree, the older member's too" \
+	all_agree k.7000 k.7001 k.7004
+check "k: ... and the later joiners'" all_agree k.7000 k.7004 k.7006 k.7007
 
 check "no #BUG or #VIOLATION in any output" no_bugs
 # CI keeps no files: a report's first lines go out as WHY lines
