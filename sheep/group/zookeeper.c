@@ -11,7 +11,9 @@
  * that clusters can share an ensemble):
  *
  *   ROOT/live/ID     ephemeral: exists while session ID lives; its data is
- *                    the last queue position the process has read
+ *                    the last queue position the process has read, then
+ *                    " L" if it reads LEFT_SET (releases before that
+ *                    mark write the number alone, and parse only it)
  *   ROOT/procs       the processes in the group, in joining order; it is
  *                    changed only in one multi-op with the queue event that
  *                    says so, so the list at version V is exactly the group
@@ -28,7 +30,9 @@
  * processes found gone in one look go in one event, LEFT_SET when there
  * are several: one configuration change, so one epoch for sheep that died
  * together (a host, a rack) rather than one each.  LEFT stays the event of
- * a single loss, which members of releases before LEFT_SET read too.
+ * a single loss, which members of releases before LEFT_SET read too; and
+ * while any live process has not said it reads LEFT_SET (live/ID's mark),
+ * those found gone together leave one LEFT each, one after the other.
  *
  * A message whose create was cut by a connection loss may have been
  * written; it is sent again, and readers drop MSG(ID, n) when they saw
@@ -83,6 +87,13 @@
  * in one event, so one epoch.  Small beside a session's timeout.
  */
 #define LEAVE_SETTLE_MS		1000
+
+/* live/ID's mark: we read LEFT_SET (a test builds an older release) */
+#if defined(MY_CAPS) && MY_CAPS == 0
+#define LIVE_MARK		""
+#else
+#define LIVE_MARK		" L"
+#endif
 
 enum ev_kind {
 	EV_JOIN = 1,
@@ -776,17 +787,47 @@ static int send_outbox(void)
  * Processes in procs whose session has ended leave: all that a look finds
  * LEAVE_SETTLE_MS after the first was seen gone, in one event.
  */
+/*
+ * Does every live process read LEFT_SET (its live/ID data ends with the
+ * mark)?  A newcomer that has not published its position yet does not
+ * say: no.  Asked only when several are gone at once.
+ */
+static bool all_read_left_set(void)
+{
+	struct String_vector sv = { 0 };
+	char path[256], child[512], val[32];
+	bool all = true;
+
+	zpath(path, sizeof(path), "/live");
+	if (zoo_get_children(zs.zh, path, 0, &sv) != ZOK)
+		return false;
+	for (int i = 0; i < sv.count && all; i++) {
+		int len = sizeof(val) - 1;
+
+		snprintf(child, sizeof(child), "%s/%s", path, sv.data[i]);
+		if (zoo_get(zs.zh, child, 0, val, &len, NULL) != ZOK ||
+		    len < 2)
+			all = false;
+		else
+			all = !memcmp(val + len - 2, " L", 2);
+	}
+	deallocate_String_vector(&sv);
+	return all;
+}
+
 static int check_live(void)
 {
 	struct String_vector sv = { 0 };
-	uint64_t ids[MAX_PROCS], gone[MAX_PROCS], *live, seq;
+	uint64_t ids[MAX_PROCS], gone[MAX_PROCS], all[MAX_PROCS], *live, seq;
 	size_t nr, nr_live = 0, nr_gone = 0, j = 0;
+	bool one_at_a_time = false;
 	char path[256];
 	int version, rc;
 
 	rc = procs_read(ids, &nr, &version);
 	if (rc != ZOK)
 		return rc;
+	memcpy(all, ids, nr * sizeof(*ids));
 	zpath(path, sizeof(path), "/live");
 	/* procs first, then live: a process in procs made live/ID before */
 	rc = zoo_wget_children(zs.zh, path, child_watcher, NULL, &sv);
@@ -811,8 +852,20 @@ static int check_live(void)
 		zs.gone_seen_at = now_msec();
 	if (now_msec() - zs.gone_seen_at < LEAVE_SETTLE_MS)
 		return ZOK;
+	/*
+	 * One at a time for an older release: the first one now, in the
+	 * group's order, the others on the next rounds, without a second wait
+	 */
+	if (nr_gone > 1 && !all_read_left_set()) {
+		one_at_a_time = true;
+		nr_gone = 1;
+		j = 0;
+		for (size_t i = 0; i < nr; i++)
+			if (all[i] != gone[0])
+				ids[j++] = all[i];
+	}
 	rc = procs_remove(version, ids, j, gone, nr_gone, &seq);
-	if (rc == ZOK)
+	if (rc == ZOK && !one_at_a_time)
 		zs.gone_seen_at = 0;
 	/*
 	 * procs changed under us (another process was faster, or a join):
@@ -830,7 +883,7 @@ static void publish_and_collect(void)
 	size_t nr;
 
 	snprintf(path, sizeof(path), "%s/live/%016" PRIx64, zs.root, zs.me);
-	snprintf(val, sizeof(val), "%" PRIu64, zs.pos);
+	snprintf(val, sizeof(val), "%" PRIu64 LIVE_MARK, zs.pos);
 	if (zoo_set(zs.zh, path, val, (int)strlen(val), -1) != ZOK)
 		return;
 	if (!zs.nr_members || zs.members[0] != zs.me)
