@@ -286,8 +286,9 @@ def gen_backup():
 
 # ---- fuzz_cluster_msg ----
 
-def rec(typ, who_token, who_node, mver=0, payload=b"", bad=0):
-    return bytes([typ | bad, who_token | (who_node << 3), mver]) + \
+def rec(typ, who_token, who_node, mver=0, payload=b"", bad=0, wflags=0):
+    """wflags: 64 REC_F_MORE (a run goes on), 128 REC_F_RUNS (JOIN)"""
+    return bytes([typ | bad, who_token | (who_node << 3) | wflags, mver]) + \
         le("H", len(payload)) + payload
 
 
@@ -325,6 +326,21 @@ def gen_cluster_msg():
               rec(ACCEPT, 1, 1, 7, two) + rec(LEAVE, 2, 2, 0, b"", 8) +
               rec(JOIN, 2, 2, 0, me) + rec(LEAVE, 2, 2, 0, b"", 8) +
               rec(7, 3, 3))
+        # joins decided together: a run of ACCEPTs (MORE on all but the
+        # last), then one whose first went stale (a member's LEAVE came
+        # before it): its second, whose mver matches by then, must not count
+        runs = (rec(JOIN, 0, 0, 0, me, 0, 128) +
+                rec(ACCEPT, 0, 0, 0, fresh) +
+                rec(JOIN, 1, 1, 0, me, 0, 128) +
+                rec(JOIN, 2, 2, 0, me, 0, 128) +
+                rec(ACCEPT, 1, 1, 1, two, 0, 64) + rec(ACCEPT, 2, 2, 2, two))
+        write("cluster_msg", "accept-run-%d" % mode, pre + runs +
+              rec(NOTIFY, 1, 1, 0, alter))
+        write("cluster_msg", "accept-run-stale-%d" % mode, pre + runs +
+              rec(JOIN, 3, 3, 0, me, 0, 128) +
+              rec(JOIN, 4, 4, 0, me, 0, 128) + rec(LEAVE, 2, 2) +
+              rec(ACCEPT, 3, 3, 3, two, 0, 64) + rec(ACCEPT, 4, 4, 4, two) +
+              rec(ACCEPT, 3, 3, 4, two, 0, 64))
         write("cluster_msg", "corrupt-%d" % mode, pre + joins +
               rec(NOTIFY, 0, 0, 0, alter, 32) + rec(NOTIFY, 0, 0))
     write("cluster_msg", "peer-vdi-state", bytes([1]) + le("H", len(peer)) +
@@ -520,6 +536,11 @@ def gen_procgroup():
     # must not be granted (seen once in tests/zookeeper/driver.sh)
     write("procgroup", "leave-with-block",
           founder + bytes([0x04 | 1 << 3, 0x04 | 3 << 3]) + loop * 3)
+    # an ACCEPT_SET that reaches decide_set and apply_set (found by hand
+    # with llvm-cov, f774d60)
+    write("procgroup", "accept-set", bytes.fromhex(
+        "00000100000100030300040001020300030102030a01090000000112011200"
+        "0000011a011b00000001030305"))
 
 
 def gen_zk_event():
