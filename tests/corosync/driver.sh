@@ -547,24 +547,10 @@ stop j.7000 j.7001 j.7002 j.7003 j.7004 j.7005
 reap j.7000 j.7001 j.7002 j.7003 j.7004 j.7005
 check "j: joins were decided together (an accept marked +)" \
 	test "$(count j.7000 '^ACCEPT 700[1-5] .* +$')" -ge 1
-# in a set, every accept but the last is followed by another accept with
-# the same members
-set_runs_ok() {
-	events "$1" | awk '
-		pend != "" { if ($1 != "ACCEPT" || $3 != pend) bad = 1; pend = "" }
-		$1 == "ACCEPT" && $NF == "+" { pend = $3 }
-		END { exit bad || pend != "" }'
-}
 check "j: a set's accepts follow each other, with the same members" \
-	set_runs_ok j.7000
-own_first() {
-	local p
-
-	for p in $JP; do
-		first_event j.$p | grep -q "^ACCEPT $p " || return 1
-	done
-}
-check "j: every joiner's events start with its own accept" own_first
+	accept_runs_ok j.7000
+# shellcheck disable=SC2086
+check "j: every joiner's events start with its own accept" own_first j $JP
 check "j: all event sequences agree" \
 	all_agree j.7000 j.7001 j.7002 j.7003 j.7004 j.7005
 

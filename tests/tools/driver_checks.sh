@@ -21,3 +21,25 @@ exclusive() {
 	     { ev[NR] = $0 }
 	     END { exit bad > 0 }' "$T/$1.out"
 }
+
+# accept_runs_ok TAG: in $T/TAG.out, every accept marked " +" (joins
+# decided together) is followed by another accept with the same members,
+# and the last one is not marked
+accept_runs_ok() {
+	grep -v '^#' "$T/$1.out" | awk '
+		pend != "" { if ($1 != "ACCEPT" || $3 != pend) bad = 1; pend = "" }
+		$1 == "ACCEPT" && $NF == "+" { pend = $3 }
+		END { exit bad || pend != "" }'
+}
+
+# own_first SCENARIO PORT...: each joiner's events start with its own
+# accept
+own_first() {
+	local tag=$1 p
+
+	shift
+	for p in "$@"; do
+		grep -v '^#' "$T/$tag.$p.out" | head -n 1 |
+			grep -q "^ACCEPT $p " || return 1
+	done
+}

@@ -446,24 +446,10 @@ stop i.7000 i.7001 i.7002 i.7003 i.7004 i.7005
 reap i.7000 i.7001 i.7002 i.7003 i.7004 i.7005
 check "i: joins were decided together (an accept marked +)" \
 	test "$(count i.7000 '^ACCEPT 700[1-5] .* +$')" -ge 1
-# in a run, every accept but the last is followed by another accept with
-# the same members
-runs_ok() {
-	events "$1" | awk '
-		pend != "" { if ($1 != "ACCEPT" || $3 != pend) bad = 1; pend = "" }
-		$1 == "ACCEPT" && $NF == "+" { pend = $3 }
-		END { exit bad || pend != "" }'
-}
 check "i: a run's accepts follow each other, with the same members" \
-	runs_ok i.7000
-own_first() {
-	local p
-
-	for p in $IP; do
-		first_event i.$p | grep -q "^ACCEPT $p " || return 1
-	done
-}
-check "i: every joiner's events start with its own accept" own_first
+	accept_runs_ok i.7000
+# shellcheck disable=SC2086
+check "i: every joiner's events start with its own accept" own_first i $IP
 check "i: all event sequences agree" \
 	all_agree i.7000 i.7001 i.7002 i.7003 i.7004 i.7005
 
