@@ -1235,6 +1235,8 @@ static void decide(const struct pending_join *b, size_t n)
 					sizeof(*nodes));
 
 	sd_assert(n >= 1 && n <= RUN_MAX);
+	/* never on a view the daemon has not been told of */
+	sd_assert(!st.nr_came && !st.nr_gone);
 	for (nr = 0; nr < st.nr_members; nr++)
 		nodes[nr] = st.members[nr].node;
 	for (k = 0; k < n; k++) {
@@ -1452,6 +1454,8 @@ static void process_log(void)
 		st.seq++;
 		if (apply(&r) < 0)
 			goto broken;
+		/* accepts are held back only while their run is open */
+		sd_assert(!st.nr_came || st.in_accept_run);
 		after_record();
 		if (st.broken)
 			goto broken;
