@@ -572,40 +572,66 @@ static void *rec_payload(const struct rec *r)
 	return buf;
 }
 
-/* append one record; the caller holds the exclusive lock */
-static int append_locked(uint16_t type, uint16_t flags, uint64_t subject,
-			 const struct sd_node *node, uint64_t mver,
-			 const void *payload, size_t len)
+/* one record to append */
+struct rec_out {
+	uint16_t type;
+	uint16_t flags;
+	uint64_t subject;
+	uint64_t mver;
+	const struct sd_node *node;
+	const void *payload;
+	size_t len;
+};
+
+/*
+ * Append the @n records @o with one write and one commit of the log's
+ * end: all of them or none.  A run (REC_F_MORE) cut short would stay open
+ * in every reader, its accepts or leaves held back until some unrelated
+ * record came.  The caller holds the exclusive lock.
+ */
+static int append_recs_locked(const struct rec_out *o, size_t n)
 {
-	struct rec r = {
-		.type = type, .flags = flags, .len = (uint32_t)len,
-		.writer = st.token, .subject = subject, .mver = mver,
-		.node = *node,
-	};
 	struct log_hdr h;
 	uint8_t tail[16], *buf;
+	size_t total = 0, off = 0;
 	int ret = -1;
 
-	if (len > REC_MAX_PAYLOAD || log_hdr_read(&h) != 0)
+	sd_assert(n >= 1);
+	for (size_t i = 0; i < n; i++) {
+		if (o[i].len > REC_MAX_PAYLOAD)
+			return -1;
+		total += REC_HDR_SIZE + o[i].len;
+	}
+	if (log_hdr_read(&h) != 0)
 		return -1;
 	if (h.gen != st.gen) {
 		sd_err("%s was reset by someone else", st.log_path);
 		st.broken = true;
 		return -1;
 	}
-	r.seq = h.nr;
-	r.pcsum = csum(payload, len);
-	buf = xmalloc(REC_HDR_SIZE + len);
-	rec_encode(&r, buf);
-	if (len)
-		memcpy(buf + REC_HDR_SIZE, payload, len);
+	buf = xmalloc(total);
+	for (size_t i = 0; i < n; i++) {
+		struct rec r = {
+			.type = o[i].type, .flags = o[i].flags,
+			.len = (uint32_t)o[i].len, .seq = h.nr + i,
+			.writer = st.token, .subject = o[i].subject,
+			.mver = o[i].mver, .node = *o[i].node,
+			.pcsum = csum(o[i].payload, o[i].len),
+		};
+
+		rec_encode(&r, buf + off);
+		if (o[i].len)
+			memcpy(buf + off + REC_HDR_SIZE, o[i].payload,
+			       o[i].len);
+		off += REC_HDR_SIZE + o[i].len;
+	}
 	/* one write; a torn one stays beyond the end and is overwritten */
-	if (xpwrite(st.log_fd, buf, REC_HDR_SIZE + len, (off_t)h.end) < 0) {
+	if (xpwrite(st.log_fd, buf, total, (off_t)h.end) < 0) {
 		sd_err("append to %s: %m", st.log_path);
 		goto out;
 	}
-	put64(tail, h.end + REC_HDR_SIZE + len);
-	put64(tail + 8, h.nr + 1);
+	put64(tail, h.end + total);
+	put64(tail + 8, h.nr + n);
 	if (xpwrite(st.log_fd, tail, sizeof(tail), LOG_OFF_END) < 0) {
 		sd_err("commit to %s: %m", st.log_path);
 		goto out;
@@ -614,6 +640,19 @@ static int append_locked(uint16_t type, uint16_t flags, uint64_t subject,
 out:
 	free(buf);
 	return ret;
+}
+
+/* append one record; the caller holds the exclusive lock */
+static int append_locked(uint16_t type, uint16_t flags, uint64_t subject,
+			 const struct sd_node *node, uint64_t mver,
+			 const void *payload, size_t len)
+{
+	struct rec_out o = {
+		.type = type, .flags = flags, .subject = subject,
+		.mver = mver, .node = node, .payload = payload, .len = len,
+	};
+
+	return append_recs_locked(&o, 1);
 }
 
 static void kick(void)
@@ -1047,12 +1086,15 @@ static void report_dead_set(const uint64_t *tokens,
 			    const struct sd_node *nodes, size_t nr)
 {
 	int *found = xzalloc((nr + 1) * sizeof(*found));
-	size_t i, last = nr;
+	struct rec_out *o = xzalloc((nr + 1) * sizeof(*o));
+	size_t i, k = 0, last = nr;
+	bool ok;
 	/* an older release would take each LEAVE as its own epoch */
 	bool runs = group_reads_runs();
 
 	if (log_lock(LOCK_EX) < 0) {
 		free(found);
+		free(o);
 		return;
 	}
 	for (i = 0; i < nr; i++) {
@@ -1063,18 +1105,23 @@ static void report_dead_set(const uint64_t *tokens,
 	for (i = 0; i < nr; i++) {
 		if (found[i] != 0)
 			continue;
-		found[i] = append_locked(REC_LEAVE, i < last && runs ?
-					 REC_F_MORE : 0, tokens[i], &nodes[i],
-					 0, NULL, 0) ?
-			   -1 : 1;
-		if (found[i] < 0)
-			break;	/* the next probe round tries again */
+		o[k++] = (struct rec_out){
+			.type = REC_LEAVE,
+			.flags = i < last && runs ? REC_F_MORE : 0,
+			.subject = tokens[i], .node = &nodes[i],
+		};
 	}
+	/* all or none; on failure the next probe round tries again */
+	ok = !k || append_recs_locked(o, k) == 0;
+	for (i = 0; i < nr; i++)
+		if (found[i] == 0)
+			found[i] = ok ? 1 : -1;
 	log_unlock();
 	for (i = 0; i < nr; i++)
 		if (found[i] > 0)
 			dead_reported(tokens[i], &nodes[i]);
 	free(found);
+	free(o);
 	kick();
 }
 
@@ -1140,10 +1187,12 @@ static enum verdict commit_run(const struct pending_join *b,
 			       uint64_t mver, size_t *dead)
 {
 	struct accept_key key = { .token = b[0].token, .mver = mver };
+	struct rec_out o[RUN_MAX];
 	enum verdict v = V_ACCEPTED;
 	size_t n;
 	int r;
 
+	sd_assert(k >= 1 && k <= RUN_MAX);
 	*dead = k;
 	if (log_lock(LOCK_EX) < 0)
 		return V_ERROR;
@@ -1163,19 +1212,20 @@ static enum verdict commit_run(const struct pending_join *b,
 		goto out;
 	}
 	*dead = n;
-	for (size_t i = 0; i < n; i++) {
-		/* a run cut short here is ended by the next record */
-		if (append_locked(REC_ACCEPT, i + 1 < n ? REC_F_MORE : 0,
-				  b[i].token, &b[i].node, mver + i,
-				  e[i].opaque, e[i].len)) {
-			v = i ? V_ACCEPTED : V_ERROR;
-			break;
-		}
-	}
-	if (v == V_ACCEPTED && n > 1)
+	for (size_t i = 0; i < n; i++)
+		o[i] = (struct rec_out){
+			.type = REC_ACCEPT,
+			.flags = i + 1 < n ? REC_F_MORE : 0,
+			.subject = b[i].token, .mver = mver + i,
+			.node = &b[i].node, .payload = e[i].opaque,
+			.len = e[i].len,
+		};
+	if (append_recs_locked(o, n))
+		v = V_ERROR;	/* none landed: decided again next round */
+	else if (n > 1)
 		sd_info("accepted the joins of %zu processes at once, the "
 			"first %s", n, nstr(&b[0].node));
-	else if (v == V_ACCEPTED)
+	else
 		sd_info("accepted the join of %s", nstr(&b[0].node));
 out:
 	log_unlock();

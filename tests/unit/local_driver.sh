@@ -487,6 +487,33 @@ check "i2: all event sequences agree" all_agree i2.7000 i2.7002 i2.7003
 check "i2: ... also with the killed member" agree i2.7000 i2.7001
 
 # ------------------------------------------------------------------------
+echo "== x: the log fills while a run is appended: all of it or none [$(($(now_ms) - T0)) ms]"
+# 7000's log may grow by one record only (-X), from its judging of a run's
+# second joiner on, for 500 ms: the run's append fails as a whole and is
+# decided again once there is room.  Appended one record at a time, its
+# first accept landed, marked as followed by more, and every reader held
+# it back (and the decider decided nothing) until some other record came.
+start x x 7000 -t 40000 -X 500
+if wait_for 15000 has x.7000 '^ACCEPT 7000 '; then
+	at=$(($(now_ms) + 300))
+	for p in 7001 7002 7003; do start x x $p -t 40000 -T $at; done
+	check "x: every process saw all four members" wait_for 15000 \
+		all_have '\[7000,7001,7002,7003\]' x.7000 x.7001 x.7002 x.7003
+	check "x: the log was full while a run of two or more was judged" \
+		has x.7000 '^#NOT-FULL'
+else
+	bad "x: cluster did not form"
+fi
+stop x.7000 x.7001 x.7002 x.7003
+reap x.7000 x.7001 x.7002 x.7003
+check "x: a run's accepts follow each other, with the same members" \
+	accept_runs_ok x.7000
+check "x: every joiner's events start with its own accept" \
+	own_first x 7001 7002 7003
+check "x: all event sequences agree" \
+	all_agree x.7000 x.7001 x.7002 x.7003
+
+# ------------------------------------------------------------------------
 echo "== k: a member of an older release: joins one at a time, then runs again [$(($(now_ms) - T0)) ms]"
 K1="7002 7003 7004"
 start k k 7000 -t 40000

@@ -37,6 +37,9 @@
  *                a cluster), so that concurrent founders collide
  *   -T MS        call join() at this CLOCK_REALTIME millisecond, so that
  *                several processes join at the same moment
+ *   -X MS        on judging the second joiner of a run, let the cluster's
+ *                log grow by one record at most (RLIMIT_FSIZE) for MS ms:
+ *                a disk that fills in the middle of a run's append
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -47,6 +50,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "group/driver.h"
@@ -73,6 +78,7 @@ static struct {
 	int slow_found_ms;
 	bool block_from_notify;
 	long long join_at_ms;
+	int full_ms;
 } opt = {
 	.lifetime_ms = 3000,
 	.hold_ms = 20,
@@ -85,7 +91,8 @@ static bool started_work, started_life, exiting;
 static int sent_notify, granted, check_fd = -1;
 static volatile sig_atomic_t got_term;
 static struct timer life_timer, work_timer, hold_timer, stop_timer,
-		    term_timer, delay_timer;
+		    term_timer, delay_timer, full_timer;
+static size_t nr_known;		/* members at our last ACCEPT or LEAVE */
 
 static void out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -138,6 +145,48 @@ static bool contains(const struct sd_node *n, size_t nr,
 	return false;
 }
 
+static void set_fsize(rlim_t cur)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_FSIZE, &rl) < 0)
+		abort();
+	rl.rlim_cur = cur;
+	if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
+		out("#BUG setrlimit: %s", strerror(errno));
+}
+
+static void full_fn(struct timer *t)
+{
+	set_fsize(RLIM_INFINITY);
+	out("#NOT-FULL");
+}
+
+/*
+ * -X: judging the second joiner of a run (the members given include one
+ * judged before it): room for one more record (the first accept) and
+ * not for the second, for opt.full_ms
+ */
+static void maybe_fill(const struct sd_node *joining, size_t nr_members)
+{
+	char path[4096];
+	struct stat sb;
+
+	if (!opt.full_ms || node_id_eq(&joining->nid, &me.nid) ||
+	    nr_members <= nr_known)
+		return;
+	snprintf(path, sizeof(path), "%s/log", opt.path);
+	if (stat(path, &sb) < 0) {
+		out("#BUG stat %s: %s", path, strerror(errno));
+		return;
+	}
+	/* a header of 144 bytes and a payload of at most 60 */
+	set_fsize((rlim_t)sb.st_size + 144 + 60);
+	out("#FULL at %lld", (long long)sb.st_size);
+	timer_add(loop, &full_timer, (uint64_t)opt.full_ms);
+	opt.full_ms = 0;
+}
+
 static bool sd_join_handler(const struct sd_node *joining,
 		     const struct sd_node *members, size_t nr_members,
 		     void *opaque, size_t *len, size_t max_len)
@@ -162,6 +211,7 @@ static bool sd_join_handler(const struct sd_node *joining,
 	}
 	if (opt.slow_found_ms && node_id_eq(&joining->nid, &me.nid))
 		usleep((useconds_t)opt.slow_found_ms * 1000);
+	maybe_fill(joining, nr_members);
 	if (*len >= sizeof(buf) / 2 || max_len < sizeof(buf)) {
 		out("#BUG join payload %zu max %zu", *len, max_len);
 		return false;
@@ -189,6 +239,7 @@ static void sd_accept_handler(const struct sd_node *joined,
 	if (!sorted(members, nr_members) ||
 	    !contains(members, nr_members, joined))
 		out("#BUG bad member list on accept");
+	nr_known = nr_members;
 	maybe_start_life(nr_members);
 	maybe_start_work(nr_members);
 }
@@ -205,6 +256,7 @@ static void sd_leave_handler(const struct sd_node *left, size_t nr_left,
 		o += (size_t)snprintf(gone + o, sizeof(gone) - o, "%s%u",
 				      i ? "," : "", left[i].nid.port);
 	out("LEAVE %s %s", gone, ports(members, nr_members, buf, sizeof(buf)));
+	nr_known = nr_members;
 	if (!nr_left || !sorted(members, nr_members))
 		out("#BUG bad member list on leave");
 	for (size_t i = 0; i < nr_left; i++)
@@ -353,7 +405,8 @@ static void usage(void)
 	fprintf(stderr, "usage: local_harness -p PATH -n PORT -o OUT "
 		"[-t LIFE_MS] [-l NR] [-w NR] [-W DELAY_MS] [-N NOTIFIES] [-E] "
 		"[-B BLOCKS] [-H HOLD_MS|-1] [-C CHECKFILE] [-D PORT] "
-		"[-S SLOW_JOIN_MS] [-F SLOW_FOUND_MS] [-K] [-T JOIN_AT_MS]\n");
+		"[-S SLOW_JOIN_MS] [-F SLOW_FOUND_MS] [-K] [-T JOIN_AT_MS] "
+		"[-X FULL_MS]\n");
 	exit(2);
 }
 
@@ -362,7 +415,7 @@ static void parse(int argc, char **argv)
 	const char *outp = NULL;
 	int c;
 
-	while ((c = getopt(argc, argv, "p:n:o:t:l:w:W:N:EB:H:C:D:S:P:F:KT:")) != -1) {
+	while ((c = getopt(argc, argv, "p:n:o:t:l:w:W:N:EB:H:C:D:S:P:F:KT:X:")) != -1) {
 		switch (c) {
 		case 'p': opt.path = optarg; break;
 		case 'n': opt.port = atoi(optarg); break;
@@ -382,6 +435,7 @@ static void parse(int argc, char **argv)
 		case 'F': opt.slow_found_ms = atoi(optarg); break;
 		case 'K': opt.block_from_notify = true; break;
 		case 'T': opt.join_at_ms = atoll(optarg); break;
+		case 'X': opt.full_ms = atoi(optarg); break;
 		default: usage();
 		}
 	}
@@ -415,6 +469,8 @@ int main(int argc, char **argv)
 	alarm((unsigned)(opt.lifetime_ms / 1000 + 10 +
 			 (opt.life_after_nr ? 15 : 0)));
 	signal(SIGTERM, on_term);
+	/* -X: a write past RLIMIT_FSIZE fails with EFBIG instead */
+	signal(SIGXFSZ, SIG_IGN);
 	log_open(NULL, LOG_L_INFO, true);
 	if (opt.check_path) {
 		check_fd = open(opt.check_path, O_RDWR | O_CREAT | O_CLOEXEC,
@@ -436,6 +492,7 @@ int main(int argc, char **argv)
 	stop_timer.fn = stop_fn;
 	term_timer.fn = term_fn;
 	delay_timer.fn = delay_fn;
+	full_timer.fn = full_fn;
 	n = snprintf(hello, sizeof(hello), "hello-%d", opt.port);
 	wait_until(opt.join_at_ms);
 	if (cdrv_local.join(&me, hello, (size_t)n)) {
