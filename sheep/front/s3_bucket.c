@@ -372,6 +372,11 @@ const char *s3b_self(void)
 	return self_id;
 }
 
+const char *s3b_self_node(void)
+{
+	return self_node;
+}
+
 const char *s3b_owner(const struct s3_bucket *b)
 {
 	return b->rec.gateway;
@@ -1429,9 +1434,21 @@ int s3b_take_over(struct s3_bucket *b)
 	}
 }
 
-bool s3b_owner_is_me_before(const struct s3_bucket *b)
+bool s3b_owner_is_my_address(const struct s3_bucket *b)
 {
 	return !b->owner && !strcmp(b->rec.gateway, self_id);
+}
+
+/* as bucket_move (s3reg.c) judges an earlier life */
+bool s3b_owner_is_me_before(const struct s3_bucket *b)
+{
+	return s3b_owner_is_my_address(b) &&
+	       (!*b->rec.node || !strcmp(b->rec.node, self_node));
+}
+
+const char *s3b_owner_node(const struct s3_bucket *b)
+{
+	return b->rec.node;
 }
 
 int s3b_create(const char *name, const char *user, uint8_t copies,

@@ -77,10 +77,16 @@ void s3b_put(struct s3_bucket *b);
 bool s3b_is_owner(const struct s3_bucket *b);
 /* this gateway's S3 endpoint */
 const char *s3b_self(void);
+/* this gateway's sheep, "ADDR:PORT" */
+const char *s3b_self_node(void);
 /* the owner's S3 endpoint, "ADDR:PORT" */
 const char *s3b_owner(const struct s3_bucket *b);
-/* is the owner this gateway's endpoint in an earlier life (a restart)? */
+/* is the owner, not this gateway, at this gateway's endpoint? */
+bool s3b_owner_is_my_address(const struct s3_bucket *b);
+/* ... and on this sheep: this gateway in an earlier life (a restart)? */
 bool s3b_owner_is_me_before(const struct s3_bucket *b);
+/* the owner's sheep, "ADDR:PORT" ("" in records of the first slice) */
+const char *s3b_owner_node(const struct s3_bucket *b);
 /*
  * The owner cannot be reached: @b moved to this gateway if its owner is
  * gone (its sheep no member, or this gateway's earlier life): 0 moved

@@ -39,6 +39,21 @@ int s3_open_bucket(struct s3_ctx *x, struct s3_bucket **b)
 }
 
 #define MOVE_TRIES	3
+#define SAME_ADDRESS_LOG_MS	60000
+
+/* when the misconfiguration below was last logged (ms): once a minute */
+static uint64_t same_address_logged;
+
+/* has a minute passed since *@at? (any thread; one of them wins) */
+static bool log_due(uint64_t *at)
+{
+	uint64_t now = now_msec(), last = __atomic_load_n(at, __ATOMIC_RELAXED);
+
+	if (last && now - last < SAME_ADDRESS_LOG_MS)
+		return false;
+	return __atomic_compare_exchange_n(at, &last, now, false,
+					   __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
 
 /*
  * A bucket is written by its owner: a write that arrives here is relayed
@@ -56,7 +71,8 @@ int s3_need_owner(struct s3_ctx *x, struct s3_bucket **b)
 	for (int i = 0; i < MOVE_TRIES; i++) {
 		if (s3b_is_owner(*b))
 			return 0;
-		if (!s3b_owner_is_me_before(*b) &&
+		/* at our own address, a relay would come back here */
+		if (!s3b_owner_is_my_address(*b) &&
 		    !s3_forward(x->c, s3b_owner(*b))) {
 			x->relayed = true;
 			goto put;
@@ -77,7 +93,18 @@ int s3_need_owner(struct s3_ctx *x, struct s3_bucket **b)
 		if (s3_open_bucket(x, b))
 			return -1;
 	}
-	if (ret == -1)
+	if (ret == -1 && s3b_owner_is_my_address(*b)) {
+		if (log_due(&same_address_logged))
+			sd_err("S3: bucket %s is written through gateway %s "
+			       "on sheep %s, a member of the cluster: this "
+			       "gateway (sheep %s) has the same address; give "
+			       "every gateway an address of its own (--s3)",
+			       x->bucket, s3b_owner(*b), s3b_owner_node(*b),
+			       s3b_self_node());
+		s3_error(x, 503, "ServiceUnavailable", "Bucket %s is written "
+			 "through another sheep's gateway at this gateway's "
+			 "address %s", x->bucket, s3b_owner(*b));
+	} else if (ret == -1)
 		s3_error(x, 503, "ServiceUnavailable", "Bucket %s is written "
 			 "through the gateway %s, which cannot be reached now "
 			 "but is a member of the cluster", x->bucket,

@@ -14,7 +14,7 @@
  *
  * A bucket moves to another gateway (BUCKET_MOVE) only from an owner
  * that is gone: its sheep no member of the cluster, or the gateway's own
- * earlier life.  A sheep that is no member cannot write (its peers refuse
+ * earlier life (its address and its sheep both the same).  A sheep that is no member cannot write (its peers refuse
  * its epoch), and a gateway that restarts is a new life (a new random
  * boot) that owns nothing until it moves its buckets to itself, so two
  * gateways never both write a bucket.
@@ -252,8 +252,15 @@ static int bucket_move(struct kvtree *t, const struct s3reg_req *r)
 	boot = strtoull(b.boot, NULL, 16);
 	if (strcmp(b.gateway, r->old_gateway) || boot != r->old_boot)
 		return SD_RES_AGAIN;	/* moved meanwhile: look again */
-	/* its earlier life, or a gateway whose sheep is gone */
-	if (strcmp(b.gateway, r->gateway) &&
+	/*
+	 * Its earlier life (the same gateway on the same sheep; records of
+	 * the first slice name no sheep), or a gateway whose sheep is gone.
+	 * The address alone is not the gateway: two sheep given one S3
+	 * address (each its own 127.0.0.1, one address behind a balancer)
+	 * would both write the bucket.
+	 */
+	if ((strcmp(b.gateway, r->gateway) ||
+	     (*b.node && strcmp(b.node, r->node))) &&
 	    (!*b.node || cluster_has_member(b.node)))
 		return SD_RES_VDI_LOCKED;
 	n = (int)bucket_value(val, b.user, r->gateway,

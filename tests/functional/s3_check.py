@@ -978,6 +978,13 @@ def step_fo_member():
           b"written by the owner", "reads go on")
 
 
+def step_fo_owner_writes():
+    s3 = client(OWNER)
+    s3.put_object(Bucket="fover", Key="owner", Body=b"still the owner")
+    check(s3.get_object(Bucket="fover", Key="owner")["Body"].read() ==
+          b"still the owner", "the owner writes and reads back")
+
+
 def step_fo_takeover():
     """the owner's sheep gone: a write through READER moves the bucket"""
     rd = client(READER)
@@ -1755,7 +1762,8 @@ def step_vols_again():
  "kill-put": step_kill_put, "kill-commit": step_kill_commit,
  "kill-after": step_kill_after,
  "fo-setup": step_fo_setup,
- "fo-member": step_fo_member, "fo-takeover": step_fo_takeover,
+ "fo-member": step_fo_member, "fo-owner-writes": step_fo_owner_writes,
+ "fo-takeover": step_fo_takeover,
  "fo-after": step_fo_after, "fo-race": step_fo_race,
  "vols-put": step_vols_put, "vols-read": step_vols_read,
  "vols-more": step_vols_more, "vols-empty": step_vols_empty,
