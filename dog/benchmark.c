@@ -27,6 +27,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,7 @@ static struct bench_opts {
 	bool json;
 	bool force;
 	const char *state;	/* -V: verification state file */
+	const char *lat_log;	/* -L: every request's time and latency */
 } bopt = {
 	.workload = WL_RANDWRITE,
 	.bs = 4096,
@@ -137,7 +139,9 @@ static struct bench {
 	/* results */
 	uint64_t issued, done, errors;
 	uint64_t *lat;		/* ns, one per completed operation */
+	uint64_t *at;		/* -L: ns from the start, when each completed */
 	size_t lat_cap;
+	uint64_t start_ns;
 	uint64_t verified_reads, verified_blocks, verify_errors;
 	bool fatal;
 } bench;
@@ -260,7 +264,12 @@ static void record_latency(uint64_t ns)
 	if (bench.done >= bench.lat_cap) {
 		bench.lat_cap = bench.lat_cap ? bench.lat_cap * 2 : 65536;
 		bench.lat = xrealloc(bench.lat, bench.lat_cap * sizeof(*bench.lat));
+		if (bopt.lat_log)
+			bench.at = xrealloc(bench.at,
+					    bench.lat_cap * sizeof(*bench.at));
 	}
+	if (bopt.lat_log)
+		bench.at[bench.done] = mono_ns() - bench.start_ns;
 	bench.lat[bench.done++] = ns;
 }
 
@@ -698,6 +707,19 @@ static int save_state(const char *path)
 	return 0;
 }
 
+/* -L: "COMPLETED_US LATENCY_US" per request, in completion order */
+static int save_lat_log(const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	for (size_t i = 0; i < bench.done; i++)
+		fprintf(f, "%" PRIu64 " %" PRIu64 "\n", bench.at[i] / 1000,
+			bench.lat[i] / 1000);
+	return fclose(f);
+}
+
 static int cmp_u64(const void *a, const void *c)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)c;
@@ -768,6 +790,15 @@ static void report(double secs)
 		       bench.verified_blocks, bench.verify_errors);
 }
 
+/* SIGINT, SIGTERM: stop issuing, as if the time were up */
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
 static int run_loop(void)
 {
 	uint64_t start = mono_ns(), limit_ns = 0;
@@ -780,7 +811,8 @@ static int run_loop(void)
 
 		if (!stop) {
 			if ((bopt.total && bench.issued >= bopt.total) ||
-			    (limit_ns && mono_ns() - start >= limit_ns))
+			    (limit_ns && mono_ns() - start >= limit_ns) ||
+			    interrupted)
 				stop = true;
 		}
 		for (int i = 0; !stop && i < bopt.depth; i++) {
@@ -872,12 +904,22 @@ static int benchmark_io(int argc, char **argv)
 	}
 	net_set_nonblock(bench.fd);
 
-	start = mono_ns();
+	signal(SIGINT, on_interrupt);
+	signal(SIGTERM, on_interrupt);
+	start = bench.start_ns = mono_ns();
 	ret = run_loop();
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
 	secs = (double)(mono_ns() - start) / 1e9;
 	close(bench.fd);
 	if (ret)
 		return EXIT_SYSFAIL;
+	/* before report(), which sorts the latencies */
+	if (bopt.lat_log && save_lat_log(bopt.lat_log)) {
+		fprintf(stderr, "cannot write %s: %s\n", bopt.lat_log,
+			strerror(errno));
+		bench.fatal = true;
+	}
 	report(secs);
 	if (bopt.state && save_state(bopt.state)) {
 		fprintf(stderr, "cannot save %s: %s\n", bopt.state,
@@ -890,6 +932,7 @@ static int benchmark_io(int argc, char **argv)
 	free(bench.stamps);
 	free(bench.rbuf);
 	free(bench.lat);
+	free(bench.at);
 	if (bench.errors || bench.verify_errors || bench.fatal)
 		return EXIT_FAILURE;
 	return EXIT_SUCCESS;
@@ -982,6 +1025,9 @@ static int benchmark_parser(int ch, const char *arg)
 	case 'V':
 		bopt.state = arg;
 		break;
+	case 'L':
+		bopt.lat_log = arg;
+		break;
 	case 'j':
 		bopt.json = true;
 		break;
@@ -1012,13 +1058,15 @@ static const struct sd_option benchmark_options[] = {
 	{ 'N', "no-verify", false, NULL, "do not verify the data read" },
 	{ 'V', "verify-state", true, "file",
 	  "load and save the expected data of every block in file" },
+	{ 'L', "lat-log", true, "file",
+	  "write each request's completion time and latency (us) to file" },
 	{ 'j', "json", false, NULL, "print the result as one JSON line" },
 	{ 'f', "force", false, NULL, "do not ask before overwriting data" },
 	{ 0, NULL, false, NULL, NULL },
 };
 
 static const struct subcommand benchmark_cmds[] = {
-	{ "io", "<vdi>", "aphTwbqtslSFDNVjf",
+	{ "io", "<vdi>", "aphTwbqtslSFDNVLjf",
 	  "measure object I/O on a preallocated VDI (overwrites its data)",
 	  NULL, CMD_NEED_NODELIST, 1, benchmark_io },
 	{ NULL },
