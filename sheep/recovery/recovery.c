@@ -885,13 +885,31 @@ static void keep_list(struct recovery *rw)
 	}
 }
 
+/*
+ * The work list's object for @oid, @idx: a request's (recovery_park) from
+ * before the lists came, if there is one, becomes the list's own
+ */
+static struct robj *work_obj(struct recovery *rw, uint64_t oid, uint8_t idx,
+			     uint8_t policy)
+{
+	struct robj *ro = robj_find(rw, oid, idx);
+
+	if (!ro)
+		return robj_new(rw, oid, idx, policy);
+	/* only requests add objects before the work list exists */
+	sd_assert(ro->ondemand);
+	ro->ondemand = false;
+	rw->nr_done += ro->state == RO_DONE;
+	return ro;
+}
+
 /* the strip of coded object @oid we hold now, to recover */
 static struct robj *strip_work(struct recovery *rw, uint64_t oid,
 			       uint8_t policy)
 {
 	int idx = strip_index(&rw->cur_ring, oid, policy);
 
-	return idx < 0 ? NULL : robj_new(rw, oid, (uint8_t)idx, policy);
+	return idx < 0 ? NULL : work_obj(rw, oid, (uint8_t)idx, policy);
 }
 
 /*
@@ -976,7 +994,7 @@ static void build_work(struct recovery *rw)
 		}
 		if (!self_is_target(&rw->cur_ring, oid))
 			continue;
-		rw->work[n++] = robj_new(rw, oid, OBJ_IDX_REPLICA, 0);
+		rw->work[n++] = work_obj(rw, oid, OBJ_IDX_REPLICA, 0);
 	}
 	rw->nr_work = n;
 	keep_list(rw);
@@ -1287,16 +1305,21 @@ bool recovery_park(struct request *req)
 	}
 	if (!rw || rw->cancelled)
 		return false;
-	if (rw->state == RS_PREPARING) {
-		list_add_tail(&req->list, &rw->parked);
-		return true;
-	}
-	if (rw->state != RS_RECOVERING && rw->state != RS_HALTED &&
-	    rw->state != RS_DONE)
+	if (rw->state != RS_PREPARING && rw->state != RS_RECOVERING &&
+	    rw->state != RS_HALTED && rw->state != RS_DONE)
 		return false;
+	/*
+	 * While the members' lists are fetched too: the object's old
+	 * holders are known from the rings, and the lists of a large
+	 * cluster take seconds (a client's write waited for all of them)
+	 */
 	ro = robj_find(rw, req->rq.obj.oid, idx);
 	if (!ro && req->asked_rec != rw->gen)
 		ro = robj_add(rw, req->rq.obj.oid, idx);
+	if (!ro && rw->state == RS_PREPARING) {
+		list_add_tail(&req->list, &rw->parked);
+		return true;
+	}
 	if (ro && ro->state == RO_DONE && ro->fail_res) {
 		/*
 		 * It could not be stored here (a full disk): say so, rather
