@@ -7,8 +7,10 @@
 # 1 through node 0 (`dog benchmark io -L`, 4 KiB random writes).  For
 # BASE_SECS (5) without recovery (the baseline), then node N-1 is
 # SIGKILLed, and on until every node has recovered.
-# Prints the baseline, the slices during recovery (median and worst
-# p99), the recovery's time, and the data it moved per second and node.
+# Prints, for the baseline and for the recovery's time, the writes a
+# second and their latency percentiles; the writes that took over 50 ms
+# (when, after the kill); the recovery's time and the data it moved per
+# second and surviving node.
 #
 #   bash tests/scale/recovery-load.sh N [MB [MAX:INTERVAL_MS]]
 #
