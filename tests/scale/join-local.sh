@@ -14,6 +14,7 @@ N=${1:?usage: join-local.sh N [MB]}
 MB=${2:-1024}
 export NR_PORTS=$((2 * (N + 1) + 8))
 . "$(dirname "$0")/../functional/common.sh"
+. "$(dirname "$0")/scale_lib.sh"
 
 epoch_times()	# the time each node logged the epoch with N+1 members
 {
@@ -24,12 +25,7 @@ epoch_times()	# the time each node logged the epoch with N+1 members
 	done | sort
 }
 
-for ((i = 0; i < N; i++)); do
-	start_sheep "$i" -w io=2
-done
-wait_for_nodes "$N"
-dog cluster format -c 3 -f >/dev/null || _fail "format failed"
-wait_for_status "running, auto-recovery enabled"
+scale_start "$N"
 if [ "$MB" -gt 0 ]; then
 	dog vdi create v "${MB}M" || _fail "create failed"
 	head -c $((MB << 20)) /dev/urandom | dog vdi write v || _fail "write failed"

@@ -15,6 +15,7 @@ K=${2:?usage: members-local.sh N K [MB]}
 MB=${3:-0}
 export NR_PORTS=$((2 * (N + K) + 8))
 . "$(dirname "$0")/../functional/common.sh"
+. "$(dirname "$0")/scale_lib.sh"
 
 # seconds from $1 (date +%s.%N) to when each of nodes $3.. logged an
 # epoch of $2 members after $1, sorted; "-" for a node that did not
@@ -68,12 +69,7 @@ report()	# WHAT T0 MEMBERS NODES...
 	echo "  node 0's epochs (members@seconds): $(epoch_steps "$t0")"
 }
 
-for ((i = 0; i < N; i++)); do
-	start_sheep "$i" -w io=2
-done
-wait_for_nodes "$N"
-dog cluster format -c 3 -f >/dev/null || _fail "format failed"
-wait_for_status "running, auto-recovery enabled"
+scale_start "$N"
 if [ "$MB" -gt 0 ]; then
 	dog vdi create v "${MB}M" || _fail "create failed"
 	head -c $((MB << 20)) /dev/urandom | dog vdi write v || _fail "write failed"

@@ -22,6 +22,7 @@ THROTTLE=${3:-}
 BASE_SECS=${BASE_SECS:-5}
 export NR_PORTS=$((2 * N + 8))
 . "$(dirname "$0")/../functional/common.sh"
+. "$(dirname "$0")/scale_lib.sh"
 
 # summary FROM TO: the writes that completed within [FROM, TO] (seconds
 # from the client's start), from the latency log
@@ -60,12 +61,7 @@ recovering()	# is any running node still recovering?
 	return 1
 }
 
-for ((i = 0; i < N; i++)); do
-	start_sheep "$i" -w io=2
-done
-wait_for_nodes "$N"
-dog cluster format -c 3 -f >/dev/null || _fail "format failed"
-wait_for_status "running, auto-recovery enabled"
+scale_start "$N"
 dog vdi create v "${MB}M" || _fail "create v failed"
 head -c $((MB << 20)) /dev/urandom | dog vdi write v || _fail "write v failed"
 dog vdi create c 64M || _fail "create c failed"
