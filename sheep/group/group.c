@@ -148,6 +148,17 @@ static bool epoch_fetching, epoch_fetch_again;
  * objects are coded): requests meanwhile wait in recovery's queue.
  */
 static int join_pulls;
+/*
+ * Joining a running cluster, every member knows every VDI (each took in
+ * the others' at its own join and has followed every event since), so
+ * once one member's state came, the others are waited for this long
+ * only: a member that does not answer (frozen, overloaded) held the
+ * joiner's recovery, and the requests parked for it, for the peer
+ * timeout, 30 s.  What a late member sends is merged when it comes.
+ */
+#define JOIN_PULL_GRACE_MS	3000
+static bool join_gate_open, join_gate_armed;
+static struct timer join_gate_timer;
 static void start_pending_recovery(void);
 
 static void epoch_fetch_next(struct epoch_fetch *f);
@@ -269,6 +280,35 @@ struct vdi_pull {
 static void pull_vdi_state(const struct node_id *from, uint32_t nr,
 			   bool running, bool gate);
 
+static void join_gate_fire(struct timer *t)
+{
+	(void)t;
+	join_gate_armed = false;
+	if (!join_pulls)
+		return;
+	sd_warn("%d member(s) sent no VDI state within %d ms of the first: "
+		"recovery starts without waiting for them", join_pulls,
+		JOIN_PULL_GRACE_MS);
+	join_gate_open = true;
+	start_pending_recovery();
+}
+
+/* a gating pull is settled (@ok: from a member of a running cluster) */
+static void join_pull_settled(bool ok)
+{
+	join_pulls--;
+	sd_assert(join_pulls >= 0);
+	if (!join_pulls) {
+		timer_del(&join_gate_timer);
+		join_gate_open = join_gate_armed = false;
+	} else if (ok && !join_gate_open && !join_gate_armed) {
+		join_gate_armed = true;
+		join_gate_timer.fn = join_gate_fire;
+		timer_add(sys.loop, &join_gate_timer, JOIN_PULL_GRACE_MS);
+	}
+	start_pending_recovery();
+}
+
 static void vdi_pull_done(struct peer_req *pr, int result)
 {
 	struct vdi_pull *vp = container_of(pr, struct vdi_pull, pr);
@@ -291,10 +331,9 @@ static void vdi_pull_done(struct peer_req *pr, int result)
 			sd_strerror((uint32_t)result));
 		vdi_state_mark_partial();
 	}
-	if (vp->gate) {
-		join_pulls--;
-		start_pending_recovery();
-	}
+	/* (a retry with a larger buffer holds a gate of its own) */
+	if (vp->gate)
+		join_pull_settled(vp->running && result == SD_RES_SUCCESS);
 	free(pr->rbuf);
 	free(vp);
 }
@@ -330,6 +369,9 @@ static void exchange_vdi_state(const struct sd_node *joined, bool me,
 		pull_vdi_state(&joined->nid, 1024, false, false);
 		return;
 	}
+	/* our join: the gate closes again */
+	timer_del(&join_gate_timer);
+	join_gate_open = join_gate_armed = false;
 	for (size_t i = 0; i < cs->nr_members; i++)
 		if (!node_is_self(&cs->members[i]))
 			pull_vdi_state(&cs->members[i].nid, 1024, running,
@@ -340,7 +382,8 @@ static void start_pending_recovery(void)
 {
 	if (!recover_pending)
 		return;
-	if (cs->status == SD_STATUS_OK && (join_pulls || epoch_fetching)) {
+	if (cs->status == SD_STATUS_OK &&
+	    ((join_pulls && !join_gate_open) || epoch_fetching)) {
 		recovery_expect(true);
 		return;
 	}
