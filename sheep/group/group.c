@@ -151,13 +151,15 @@ static int join_pulls;
 /*
  * Joining a running cluster, every member knows every VDI (each took in
  * the others' at its own join and has followed every event since), so
- * once one member's state came, the others are waited for this long
- * only: a member that does not answer (frozen, overloaded) held the
- * joiner's recovery, and the requests parked for it, for the peer
- * timeout, 30 s.  What a late member sends is merged when it comes.
+ * once half the members' state came (not one alone: a member whose own
+ * pull failed may lack some), the others are waited for this long only:
+ * a member that does not answer (frozen, overloaded) held the joiner's
+ * recovery, and the requests parked for it, for the peer timeout, 30 s.
+ * What a late member sends is merged when it comes.
  */
 #define JOIN_PULL_GRACE_MS	3000
 static bool join_gate_open, join_gate_armed;
+static int join_pulls_asked, join_pulls_ok;	/* of our join, members */
 static struct timer join_gate_timer;
 static void start_pending_recovery(void);
 
@@ -286,7 +288,7 @@ static void join_gate_fire(struct timer *t)
 	join_gate_armed = false;
 	if (!join_pulls)
 		return;
-	sd_warn("%d member(s) sent no VDI state within %d ms of the first: "
+	sd_warn("%d member(s) sent no VDI state within %d ms of the others: "
 		"recovery starts without waiting for them", join_pulls,
 		JOIN_PULL_GRACE_MS);
 	join_gate_open = true;
@@ -297,11 +299,13 @@ static void join_gate_fire(struct timer *t)
 static void join_pull_settled(bool ok)
 {
 	join_pulls--;
+	join_pulls_ok += ok;
 	sd_assert(join_pulls >= 0);
 	if (!join_pulls) {
 		timer_del(&join_gate_timer);
 		join_gate_open = join_gate_armed = false;
-	} else if (ok && !join_gate_open && !join_gate_armed) {
+	} else if (ok && join_pulls_ok * 2 >= join_pulls_asked &&
+		   !join_gate_open && !join_gate_armed) {
 		join_gate_armed = true;
 		join_gate_timer.fn = join_gate_fire;
 		timer_add(sys.loop, &join_gate_timer, JOIN_PULL_GRACE_MS);
@@ -372,10 +376,13 @@ static void exchange_vdi_state(const struct sd_node *joined, bool me,
 	/* our join: the gate closes again */
 	timer_del(&join_gate_timer);
 	join_gate_open = join_gate_armed = false;
+	join_pulls_asked = join_pulls_ok = 0;
 	for (size_t i = 0; i < cs->nr_members; i++)
-		if (!node_is_self(&cs->members[i]))
+		if (!node_is_self(&cs->members[i])) {
+			join_pulls_asked++;
 			pull_vdi_state(&cs->members[i].nid, 1024, running,
 				       true);
+		}
 }
 
 static void start_pending_recovery(void)
