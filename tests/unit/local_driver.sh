@@ -495,7 +495,7 @@ echo "== x: the log fills while a run is appended: all of it or none [$(($(now_m
 # it back (and the decider decided nothing) until some other record came.
 start x x 7000 -t 40000 -X 500
 if wait_for 15000 has x.7000 '^ACCEPT 7000 '; then
-	at=$(($(now_ms) + 300))
+	at=$(($(now_ms) + 1500))	# well ahead of a slow start
 	for p in 7001 7002 7003; do start x x $p -t 40000 -T $at; done
 	check "x: every process saw all four members" wait_for 15000 \
 		all_have '\[7000,7001,7002,7003\]' x.7000 x.7001 x.7002 x.7003
@@ -534,7 +534,7 @@ if wait_for 15000 has k.7000 '^ACCEPT 7000 ' &&
 		"$(count k.7000 '^LEAVE 7002 ')$(count k.7000 '^LEAVE 7003 ')" = 11
 	stop k.7001
 	wait_for 15000 has k.7000 '^LEAVE 7001 '
-	at=$(($(now_ms) + 300))
+	at=$(($(now_ms) + 1500))	# well ahead of a slow start
 	for p in 7006 7007; do start k k $p -t 40000 -T $at; done
 	check "k: once it left, two joining at once were decided together" \
 		wait_for 15000 has k.7000 '^ACCEPT 700[67] .* +$'
