@@ -708,12 +708,8 @@ static int save_state(const char *path)
 }
 
 /* -L: "COMPLETED_US LATENCY_US" per request, in completion order */
-static int save_lat_log(const char *path)
+static int save_lat_log(FILE *f)
 {
-	FILE *f = fopen(path, "w");
-
-	if (!f)
-		return -1;
 	for (size_t i = 0; i < bench.done; i++)
 		fprintf(f, "%" PRIu64 " %" PRIu64 "\n", bench.at[i] / 1000,
 			bench.lat[i] / 1000);
@@ -854,6 +850,7 @@ static int benchmark_io(int argc, char **argv)
 {
 	uint64_t start;
 	double secs;
+	FILE *lat_f = NULL;
 	int ret;
 
 	if (bopt.flush && bopt.durable) {
@@ -903,6 +900,16 @@ static int benchmark_io(int argc, char **argv)
 		return EXIT_SYSFAIL;
 	}
 	net_set_nonblock(bench.fd);
+	/* a path that cannot be written is refused before any data is */
+	if (bopt.lat_log) {
+		lat_f = fopen(bopt.lat_log, "w");
+		if (!lat_f) {
+			fprintf(stderr, "cannot write %s: %s\n", bopt.lat_log,
+				strerror(errno));
+			close(bench.fd);
+			return EXIT_FAILURE;
+		}
+	}
 
 	signal(SIGINT, on_interrupt);
 	signal(SIGTERM, on_interrupt);
@@ -912,10 +919,13 @@ static int benchmark_io(int argc, char **argv)
 	signal(SIGTERM, SIG_DFL);
 	secs = (double)(mono_ns() - start) / 1e9;
 	close(bench.fd);
-	if (ret)
+	if (ret) {
+		if (lat_f)
+			fclose(lat_f);
 		return EXIT_SYSFAIL;
+	}
 	/* before report(), which sorts the latencies */
-	if (bopt.lat_log && save_lat_log(bopt.lat_log)) {
+	if (lat_f && save_lat_log(lat_f)) {
 		fprintf(stderr, "cannot write %s: %s\n", bopt.lat_log,
 			strerror(errno));
 		bench.fatal = true;
