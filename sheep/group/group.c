@@ -27,6 +27,7 @@
 #include "state/vdi.h"
 #include "store/store.h"
 #include "group/driver.h"
+#include "group/epoch_fetch.h"
 #include "group/group.h"
 #include "group/vnodes.h"
 
@@ -124,25 +125,6 @@ static bool epoch_nodes_present(const struct sd_node *members, size_t nr)
 }
 
 /*
- * A node that joins a running cluster lacks the epochs it did not see;
- * fetch them from a member so that every node shows the same history.
- */
-/*
- * One epoch is fetched at a time, and only the newest EPOCH_FETCH_MAX: an
- * epoch number from a join message must not turn into billions of
- * requests (found by fuzz_cluster_msg).
- */
-#define EPOCH_FETCH_MAX	4096
-
-struct epoch_fetch {
-	struct peer_req pr;
-	uint32_t epoch;		/* being fetched */
-	uint32_t last;		/* the newest one to fetch */
-	size_t next;		/* the member to ask after this one */
-};
-
-static bool epoch_fetching, epoch_fetch_again;
-/*
  * A joiner's recovery waits for the epochs it missed (where the previous
  * epoch put erasure-coded strips) and for the members' VDI state (which
  * objects are coded): requests meanwhile wait in recovery's queue.
@@ -163,108 +145,6 @@ static int join_pulls_asked, join_pulls_ok;	/* of our join, members */
 static struct timer join_gate_timer;
 static void start_pending_recovery(void);
 
-static void epoch_fetch_next(struct epoch_fetch *f);
-static void fetch_missing_epochs(void);
-
-static bool epoch_missing(uint32_t epoch)
-{
-	char path[4200];
-
-	epoch_path(path, sizeof(path), epoch);
-	return access(path, F_OK) != 0;
-}
-
-/* an epoch record: its header and at most every node */
-#define EPOCH_FETCH_BUF ((uint32_t)(SD_MAX_NODES * sizeof(struct sd_node) + 8))
-
-/*
- * peer_req.alloc_rbuf: a buffer of the reply's size (bounded by the
- * request's), not of the largest reply possible
- */
-static void *reply_sized_buf(struct peer_req *pr, uint32_t len)
-{
-	pr->rbuf_len = MIN(len, pr->rbuf_len);
-	return xmalloc(pr->rbuf_len);
-}
-
-/* on to the next missing epoch, or done */
-static void epoch_fetch_advance(struct epoch_fetch *f)
-{
-	while (f->epoch < f->last) {
-		f->epoch++;
-		if (epoch_missing(f->epoch)) {
-			f->next = 0;
-			epoch_fetch_next(f);
-			return;
-		}
-	}
-	free(f->pr.rbuf);
-	free(f);
-	epoch_fetching = false;
-	if (epoch_fetch_again) {
-		epoch_fetch_again = false;
-		fetch_missing_epochs();
-	}
-	start_pending_recovery();
-}
-
-static void epoch_fetch_done(struct peer_req *pr, int result)
-{
-	struct epoch_fetch *f = container_of(pr, struct epoch_fetch, pr);
-	uint32_t len = pr->rp.data_length;
-	char path[4200];
-
-	if (result != SD_RES_SUCCESS || len < 8 ||
-	    (len - 8) % sizeof(struct sd_node)) {
-		/* this member lacks it too: ask the next one */
-		epoch_fetch_next(f);
-		return;
-	}
-	epoch_path(path, sizeof(path), f->epoch);
-	if (access(path, F_OK) && write_file_atomic(path, pr->rbuf, len))
-		sd_err("cannot store epoch %u: %m", f->epoch);
-	epoch_fetch_advance(f);
-}
-
-static void epoch_fetch_next(struct epoch_fetch *f)
-{
-	while (f->next < cs->nr_members &&
-	       node_is_self(&cs->members[f->next]))
-		f->next++;
-	if (f->next >= cs->nr_members) {
-		sd_warn("no member has epoch %u", f->epoch);
-		epoch_fetch_advance(f);
-		return;
-	}
-	memset(&f->pr.rp, 0, sizeof(f->pr.rp));
-	sd_init_req(&f->pr.rq, SD_OP_GET_EPOCH);
-	f->pr.rq.obj.tgt_epoch = f->epoch;
-	f->pr.rq.data_length = EPOCH_FETCH_BUF;
-	free(f->pr.rbuf);
-	f->pr.rbuf = NULL;
-	f->pr.rbuf_len = EPOCH_FETCH_BUF;
-	f->pr.alloc_rbuf = reply_sized_buf;
-	f->pr.done = epoch_fetch_done;
-	peer_submit(&cs->members[f->next++].nid, &f->pr);
-}
-
-/* fetch the epoch log entries this node lacks from the members */
-static void fetch_missing_epochs(void)
-{
-	struct epoch_fetch *f;
-
-	if (cs->epoch < 2)
-		return;
-	if (epoch_fetching) {
-		epoch_fetch_again = true;
-		return;
-	}
-	f = xzalloc(sizeof(*f));
-	f->last = cs->epoch - 1;
-	f->epoch = f->last > EPOCH_FETCH_MAX ? f->last - EPOCH_FETCH_MAX : 0;
-	epoch_fetching = true;
-	epoch_fetch_advance(f);
-}
 
 /*
  * VDI state exchange at join (objects.md §6.2, §14): a node knows only the
@@ -356,7 +236,7 @@ static void pull_vdi_state(const struct node_id *from, uint32_t nr,
 	vp->pr.rq.data_length = nr * (uint32_t)sizeof(struct vdi_state);
 	vp->nr = nr;
 	vp->pr.rbuf_len = vp->pr.rq.data_length;
-	vp->pr.alloc_rbuf = reply_sized_buf;
+	vp->pr.alloc_rbuf = peer_reply_sized_buf;
 	vp->pr.done = vdi_pull_done;
 	peer_submit(from, &vp->pr);
 }
@@ -390,7 +270,7 @@ static void start_pending_recovery(void)
 	if (!recover_pending)
 		return;
 	if (cs->status == SD_STATUS_OK &&
-	    ((join_pulls && !join_gate_open) || epoch_fetching)) {
+	    ((join_pulls && !join_gate_open) || epoch_fetch_busy())) {
 		recovery_expect(true);
 		return;
 	}
@@ -630,7 +510,7 @@ static void sd_accept_handler(const struct sd_node *joined,
 		publish_view();
 	/* a node that came back, or adopted a newer history, fills gaps */
 	if (cs->status == SD_STATUS_OK)
-		fetch_missing_epochs();
+		epoch_fetch_start(start_pending_recovery);
 	exchange_vdi_state(joined, me, h.status == SD_STATUS_OK);
 	if (!more)
 		start_pending_recovery();
@@ -913,7 +793,7 @@ int group_force_recover(void)
 	cs->status = SD_STATUS_OK;
 	new_epoch();
 	publish_view();
-	fetch_missing_epochs();
+	epoch_fetch_start(start_pending_recovery);
 	start_pending_recovery();
 	return SD_RES_SUCCESS;
 }

@@ -270,6 +270,12 @@ static int peer_connect(struct peer *p)
 	return 0;
 }
 
+void *peer_reply_sized_buf(struct peer_req *pr, uint32_t len)
+{
+	pr->rbuf_len = MIN(len, pr->rbuf_len);
+	return xmalloc(pr->rbuf_len);
+}
+
 /* put @pr on the wire after what is queued */
 static void send_req(struct peer *p, struct peer_req *pr)
 {

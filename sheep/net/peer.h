@@ -37,6 +37,11 @@ struct peer_req {
 	struct peer_req *id_next;	/* in its peer's id hash */
 };
 
+/*
+ * peer_req.alloc_rbuf for a request that may find little: a buffer of the
+ * reply's size (bounded by @pr->rbuf_len), not of the largest reply
+ */
+void *peer_reply_sized_buf(struct peer_req *pr, uint32_t len);
 /* @pr->rq is filled by the caller; id and epoch are assigned here */
 void peer_submit(const struct node_id *nid, struct peer_req *pr);
 void peer_init(void);

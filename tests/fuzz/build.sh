@@ -113,7 +113,8 @@ srcs_cluster_msg()
 {
 	echo tests/fuzz/fuzz_cluster_msg.c tests/fuzz/stub_sheep.c \
 		lib/proto.c lib/util.c lib/log.c lib/assert.c lib/hash.c lib/net.c \
-		sheep/group/group.c sheep/group/vnodes.c sheep/ops/ops.c \
+		sheep/group/group.c sheep/group/epoch_fetch.c sheep/group/vnodes.c \
+		sheep/ops/ops.c \
 		sheep/ops/obj_list.c \
 		sheep/ops/validate.c \
 		sheep/state/cluster.c sheep/state/vdi.c
