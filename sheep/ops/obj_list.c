@@ -4,10 +4,15 @@
  *
  * On every epoch each member asks every other for its list, all at about
  * the same moment: N requests, each a walk of the whole store, on every
- * node.  A walk answers every request that arrived before the walk
- * began, so requests that come while one runs wait for the next and
- * share it: a burst costs at most two walks, and no answer is older
- * than a walk of its own would have been.
+ * node.  A walk answers every request that arrived at the node before
+ * the walk began, so no answer is older than a walk of its own would
+ * have been, and a burst costs a walk or two.  Arrived, not picked up
+ * by a worker: with two I/O workers and a hundred members, requests
+ * taken up two at a time each wanted a walk newer than the last, so
+ * every node walked its store once per member, one walk after the
+ * other on the workers that client requests (and recovery) wait for.
+ * At 100 nodes that held a client's write, and every node's recovery,
+ * for two seconds.
  *
  * The last walk's list is kept until the next replaces it (8 bytes per
  * object, as one request's answer).  Runs on the I/O workers.
@@ -31,9 +36,11 @@ struct walk {
 
 static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t list_cond = PTHREAD_COND_INITIALIZER;
-static uint64_t walks_started, walk_done_gen;
 static bool walking;
+static uint64_t walk_began_ns;	/* of the one running */
 static struct walk last;
+static uint64_t last_began_ns;	/* when the walk of `last` began */
+static bool have_last;
 static uint64_t nr_walks, nr_served;	/* obj_list_stats() */
 
 static int add_oid(struct obj_key k, void *arg)
@@ -65,41 +72,42 @@ static struct walk walk_store(void)
 	return w;
 }
 
-/* a walk that began after the call, done: its list in `last` (locked) */
-static void wait_for_fresh_walk(void)
+/* a walk that began at or after @since_ns, done: its list in `last` */
+static void wait_for_walk_since(uint64_t since_ns)
 {
-	uint64_t need = walks_started + 1;
-
-	while (walk_done_gen < need) {
+	while (!have_last || last_began_ns < since_ns) {
 		struct walk w;
-		uint64_t gen;
+		uint64_t began;
 
 		if (walking) {
+			/* it may have begun too early: then the next one */
 			pthread_cond_wait(&list_cond, &list_lock);
 			continue;
 		}
 		walking = true;
-		gen = ++walks_started;
+		began = walk_began_ns = now_nsec();
 		pthread_mutex_unlock(&list_lock);
 		w = walk_store();
 		pthread_mutex_lock(&list_lock);
-		/* one walk at a time, finished in the order they began */
-		sd_assert(walking && gen == walk_done_gen + 1);
+		/* one walk at a time */
+		sd_assert(walking && walk_began_ns == began);
 		free(last.oids);
 		last = w;
-		walk_done_gen = gen;
+		last_began_ns = began;
+		have_last = true;
 		walking = false;
 		nr_walks++;
 		pthread_cond_broadcast(&list_cond);
 	}
 }
 
-int obj_list_get(uint8_t *buf, uint32_t len, uint32_t *out_len)
+int obj_list_get(uint64_t since_ns, uint8_t *buf, uint32_t len,
+		 uint32_t *out_len)
 {
 	int ret = SD_RES_SUCCESS;
 
 	pthread_mutex_lock(&list_lock);
-	wait_for_fresh_walk();
+	wait_for_walk_since(since_ns);
 	nr_served++;
 	if (last.full || (uint64_t)last.n * 8 > len) {
 		ret = SD_RES_BUFFER_SMALL;

@@ -151,10 +151,14 @@ static int local_get_hash(struct request *req)
 	return SD_RES_ASYNC;
 }
 
-/* a walk of the store shared by the requests of a burst (obj_list.c) */
+/*
+ * a walk of the store shared by the requests of a burst (obj_list.c):
+ * one that began after this request was queued (stat_request_start)
+ */
 static int local_get_obj_list(struct request *req)
 {
-	return obj_list_get(req->data, req->data_len, &req->rp.data_length);
+	return obj_list_get(req->stat_start_ns, req->data, req->data_len,
+			    &req->rp.data_length);
 }
 
 /*

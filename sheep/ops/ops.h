@@ -28,10 +28,12 @@ void ops_set_metrics_hooks(const struct ops_metrics_hooks *hooks);
 
 /*
  * obj_list.c: GET_OBJ_LIST's answer, from a walk of the store that began
- * after the call (shared with the calls that came while the walk before
- * it ran); BUFFER_SMALL if @len cannot hold it.  Blocks: I/O workers.
+ * at or after @since_ns (now_nsec() when the request arrived), shared by
+ * every request that arrived before it began; BUFFER_SMALL if @len
+ * cannot hold it.  Blocks: I/O workers.
  */
-int obj_list_get(uint8_t *buf, uint32_t len, uint32_t *out_len);
+int obj_list_get(uint64_t since_ns, uint8_t *buf, uint32_t len,
+		 uint32_t *out_len);
 /* walks done, requests answered (metrics) */
 void obj_list_stats(uint64_t *walks, uint64_t *served);
 
