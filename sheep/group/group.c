@@ -26,6 +26,7 @@
 #include "state/epoch.h"
 #include "state/vdi.h"
 #include "store/store.h"
+#include "gw/gw.h"
 #include "group/driver.h"
 #include "group/epoch_fetch.h"
 #include "group/group.h"
@@ -59,6 +60,21 @@ static void enter_epoch(uint32_t epoch)
 	cs->epoch = epoch;
 	cs->epoch_since_ms = (uint64_t)ts.tv_sec * 1000 +
 			     (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * Publish the view; a new epoch sends the gateway's retries that wait for
+ * the ring to move (a dead target) at once
+ */
+static void publish(void)
+{
+	static uint32_t published;
+
+	publish_view();
+	if (cs->epoch != published) {
+		published = cs->epoch;
+		gateway_epoch_changed();
+	}
 }
 
 static void new_epoch(void)
@@ -507,7 +523,7 @@ static void sd_accept_handler(const struct sd_node *joined,
 		new_epoch();
 	free(nodes);
 	if (!more)
-		publish_view();
+		publish();
 	/* a node that came back, or adopted a newer history, fills gaps */
 	if (cs->status == SD_STATUS_OK)
 		epoch_fetch_start(start_pending_recovery);
@@ -545,7 +561,7 @@ static void sd_leave_handler(const struct sd_node *left, size_t nr_left,
 	}
 	if (cs->status == SD_STATUS_OK)
 		new_epoch();
-	publish_view();
+	publish();
 	start_pending_recovery();
 }
 
@@ -746,7 +762,7 @@ int group_format(const struct sd_req *req, const char *store)
 	new_epoch();
 	recover_pending = false;
 	config_save();
-	publish_view();
+	publish();
 	if (cs->copy_policy)
 		sd_notice("cluster formatted: erasure code %d:%d, store %s",
 			  ec_policy_data(cs->copy_policy),
@@ -792,7 +808,7 @@ int group_force_recover(void)
 		cs->nr_members, cs->nr_epoch_nodes, cs->epoch);
 	cs->status = SD_STATUS_OK;
 	new_epoch();
-	publish_view();
+	publish();
 	epoch_fetch_start(start_pending_recovery);
 	start_pending_recovery();
 	return SD_RES_SUCCESS;
@@ -835,7 +851,7 @@ int group_update_node(const struct node_id *nid, uint64_t space,
 	sd_notice("%s: %" PRIu64 " bytes, %u vnodes", node_to_str(m, name,
 		  sizeof(name)), m->space, m->nr_vnodes);
 	new_epoch();
-	publish_view();
+	publish();
 	start_pending_recovery();
 	return SD_RES_SUCCESS;
 }
@@ -920,7 +936,7 @@ int group_init(const char *driver, const struct group_hooks *h)
 	    vnodes_check_self(cs->epoch_nodes, cs->nr_epoch_nodes, cs->epoch))
 		return -1;
 	cs->status = SD_STATUS_WAIT;
-	publish_view();
+	publish();
 	return cdrv->init(opt, sys.loop, &handlers);
 }
 

@@ -308,11 +308,40 @@ static bool is_write_op(uint8_t op)
 	       op == SD_OP_REMOVE_OBJ || op == SD_OP_DECREF_OBJ;
 }
 
+/*
+ * Requests whose retry waits: most wait for the ring to move (a target
+ * died, the targets' epoch is not ours), so a new epoch sends them at
+ * once, not at the next tick (up to SD_GW_RETRY_MS later)
+ */
+static LIST_HEAD(retry_waiting);
+
 static void gw_retry_timer(struct timer *t)
 {
 	struct request *req = container_of(t, struct request, retry_timer);
 
+	list_del(&req->list);
 	gw_start(req);
+}
+
+void gateway_epoch_changed(void)
+{
+	LIST_HEAD(now);
+	int nr = 0;
+
+	/* a retry that fails again waits on the list anew */
+	list_splice_tail_init(&retry_waiting, &now);
+	while (!list_empty(&now)) {
+		struct request *req = list_first_entry(&now, struct request,
+						       list);
+
+		list_del(&req->list);
+		timer_del(&req->retry_timer);
+		gw_start(req);
+		nr++;
+	}
+	if (nr)
+		sd_info("epoch %u: %d request(s) waiting to retry sent at once",
+			cstate->epoch, nr);
 }
 
 static void gw_finish(struct request *req, uint32_t result)
@@ -325,6 +354,7 @@ static void gw_finish(struct request *req, uint32_t result)
 			 sd_strerror(result), req->nr_retries);
 		req->retry_timer.fn = gw_retry_timer;
 		timer_add(sys.loop, &req->retry_timer, SD_GW_RETRY_MS);
+		list_add_tail(&req->list, &retry_waiting);
 		return;
 	}
 	if (retriable(result))

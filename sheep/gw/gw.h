@@ -14,6 +14,8 @@
 /* gateway.c */
 void gateway_submit(struct request *req);
 void gateway_flush(struct request *req);
+/* the epoch changed (its view published): retries waiting go now */
+void gateway_epoch_changed(void);
 /* inode index writes from clients go to @fn instead (refcount.c) */
 void gateway_set_index_update(void (*fn)(struct request *req));
 /*

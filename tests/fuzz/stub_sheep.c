@@ -96,6 +96,7 @@ WEAK void *peer_reply_sized_buf(struct peer_req *pr, uint32_t len)
 
 /* gw/, recovery/ */
 WEAK void gateway_submit(struct request *req) { }
+WEAK void gateway_epoch_changed(void) { }
 WEAK void gw_ec_forget_vdi(uint32_t vid) { }
 WEAK int gateway_fence(uint64_t oid, uint32_t lease_ms,
 		       void (*ready)(void *arg, int res), void *arg)
