@@ -1033,9 +1033,12 @@ fail:
 	sd_err("start-up failed (the log: %s)", logpath);
 early_fail:
 	/*
-	 * nothing was served: let go of the store before the parent exits,
-	 * so that a start retried at once does not find it held
+	 * nothing was served: let go of the store and the port before the
+	 * parent exits, so that a start retried at once finds neither held
+	 * (the port was, now and then, while this process ended: a corosync
+	 * node refused for its -V, started again with the right one)
 	 */
+	listen_stop();
 	if (lock_fd >= 0)
 		close(lock_fd);
 	report_ready(1);
