@@ -156,7 +156,19 @@ check()
 	local desc=$1
 
 	shift
-	if "$@"; then ok "$desc"; else bad "$desc"; fi
+	if "$@"; then ok "$desc"; else bad "$desc"; return 1; fi
+}
+
+# evidence TAG.PORT...: after a failed check, the last lines of those
+# processes' outputs as WHY lines (CI keeps no files)
+evidence()
+{
+	local tp
+
+	for tp in "$@"; do
+		echo "WHY --- $tp.out at $(elapsed)"
+		tail -n 8 "$T/$tp.out" 2>/dev/null | sed 's/^/WHY /'
+	done
 }
 
 # kill_together PID...: SIGKILL them all from a real-time process, which the
@@ -617,12 +629,17 @@ if wait_for $FORM_MS has k.7000 '^ACCEPT 7000 ' &&
 	fi
 	stop k.7001
 	wait_for $FORM_MS has k.7000 '^LEAVE 7001 '
-	# well ahead: on a loaded machine a start can take longer than 300 ms,
-	# and JOINs more than 200 ms apart are decided one at a time
-	at=$(($(now_ms) + 1500))
-	for p in 7006 7007; do start k $p -t $LIFE_MS -T $at; done
+	# both connected first, then both told to go: JOINs more than 200 ms
+	# apart are decided one at a time, and on a loaded machine a start
+	# may take longer than any lead given (the likeliest cause of ci61's
+	# and ci67's failures here, with 300 ms and then 1.5 s ahead)
+	for p in 7006 7007; do start k $p -t $LIFE_MS -G "$T/k.go"; done
+	wait_for $FORM_MS has k.7006 '^#READY' &&
+		wait_for $FORM_MS has k.7007 '^#READY'
+	touch "$T/k.go"
 	check "k: once it left, two joining at once were decided together" \
-		wait_for $FORM_MS has k.7000 '^ACCEPT 700[67] .* +$'
+		wait_for $FORM_MS has k.7000 '^ACCEPT 700[67] .* +$' ||
+		evidence k.7000 k.7006 k.7007
 	wait_for $FORM_MS all_have '\[7000,7004,7005,7006,7007\]' \
 		k.7000 k.7007
 else

@@ -37,6 +37,9 @@
  *                a cluster), so that concurrent founders collide
  *   -T MS        call join() at this CLOCK_REALTIME millisecond, so that
  *                several processes join at the same moment
+ *   -G FILE      once connected, print #READY and call join() only when
+ *                FILE exists: joins the test wants together come
+ *                together however long each start took
  *   -X MS        on judging the second joiner of a run, let the cluster's
  *                log grow by one record at most (RLIMIT_FSIZE) for MS ms:
  *                a disk that fills in the middle of a run's append
@@ -78,6 +81,7 @@ static struct {
 	int slow_found_ms;
 	bool block_from_notify;
 	long long join_at_ms;
+	const char *go_path;
 	int full_ms;
 } opt = {
 	.lifetime_ms = 3000,
@@ -398,6 +402,18 @@ static void wait_until(long long ms)
 	now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 	if (ms > now && ms - now < 10000)
 		usleep((useconds_t)(ms - now) * 1000);
+	else if (ms && now > ms)
+		out("#LATE %lld ms", now - ms);	/* the start took longer */
+}
+
+/* -G: ready; join once the test has made FILE (at most 30 s) */
+static void wait_for_go(const char *path)
+{
+	if (!path)
+		return;
+	out("#READY");
+	for (int i = 0; i < 30000 && access(path, F_OK); i++)
+		usleep(1000);
 }
 
 static void usage(void)
@@ -406,7 +422,7 @@ static void usage(void)
 		"[-t LIFE_MS] [-l NR] [-w NR] [-W DELAY_MS] [-N NOTIFIES] [-E] "
 		"[-B BLOCKS] [-H HOLD_MS|-1] [-C CHECKFILE] [-D PORT] "
 		"[-S SLOW_JOIN_MS] [-F SLOW_FOUND_MS] [-K] [-T JOIN_AT_MS] "
-		"[-X FULL_MS]\n");
+		"[-G GO_FILE] [-X FULL_MS]\n");
 	exit(2);
 }
 
@@ -415,7 +431,7 @@ static void parse(int argc, char **argv)
 	const char *outp = NULL;
 	int c;
 
-	while ((c = getopt(argc, argv, "p:n:o:t:l:w:W:N:EB:H:C:D:S:P:F:KT:X:")) != -1) {
+	while ((c = getopt(argc, argv, "p:n:o:t:l:w:W:N:EB:H:C:D:S:P:F:KT:G:X:")) != -1) {
 		switch (c) {
 		case 'p': opt.path = optarg; break;
 		case 'n': opt.port = atoi(optarg); break;
@@ -435,6 +451,7 @@ static void parse(int argc, char **argv)
 		case 'F': opt.slow_found_ms = atoi(optarg); break;
 		case 'K': opt.block_from_notify = true; break;
 		case 'T': opt.join_at_ms = atoll(optarg); break;
+		case 'G': opt.go_path = optarg; break;
 		case 'X': opt.full_ms = atoi(optarg); break;
 		default: usage();
 		}
@@ -495,6 +512,7 @@ int main(int argc, char **argv)
 	full_timer.fn = full_fn;
 	n = snprintf(hello, sizeof(hello), "hello-%d", opt.port);
 	wait_until(opt.join_at_ms);
+	wait_for_go(opt.go_path);
 	if (cdrv_local.join(&me, hello, (size_t)n)) {
 		fprintf(stderr, "join failed\n");
 		return 1;
