@@ -185,8 +185,12 @@ static void ask_next(struct epoch_fetch *f)
 	a->pr.rbuf_len = EPOCH_FETCH_BUF;
 	a->pr.alloc_rbuf = peer_reply_sized_buf;
 	a->pr.done = ask_done;
-	peer_submit(&m[i].nid, &a->pr);
+	/*
+	 * before the submit: a connection that cannot be made answers at
+	 * once, and the fetch may end (and @f go) within peer_submit()
+	 */
 	timer_add(sys.loop, &f->hedge, EPOCH_FETCH_HEDGE_MS);
+	peer_submit(&m[i].nid, &a->pr);
 }
 
 void epoch_fetch_start(void (*done)(void))

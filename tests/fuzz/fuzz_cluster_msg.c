@@ -16,7 +16,9 @@
  * Input:
  *   byte 0   bit 0 the group handlers (else recording ones), bit 1 the
  *            log body is raw bytes, bit 2 after replaying, notify, block
- *            and leave ourselves
+ *            and leave ourselves, bit 3 peer requests are answered
+ *            inside peer_submit() (as one to a node that cannot be
+ *            reached is)
  *   2 bytes  length L of the peer answer; then L bytes: what every peer
  *            request gets (first byte 0xff: BUFFER_SMALL)
  *   then     records: type byte (bits 0-2 type, bit 3 REJECTED flag,
@@ -58,7 +60,7 @@ static const struct cluster_handlers *fz_group;
 static bool fz_exited, fz_vdis_touched;
 
 static struct {
-	bool group, raw, act;
+	bool group, raw, act, peer_at_once;
 	const uint8_t *peer;
 	size_t peer_len;
 } cfg;
@@ -86,6 +88,8 @@ int write_file_atomic(const char *path, const void *buf, size_t len)
 	return 0;
 }
 
+static void fz_answer_peers(void);
+
 /* peers: every request gets the same answer, after the current round */
 static struct peer_req **fz_peer_reqs;
 static size_t fz_nr_peer_reqs, fz_cap_peer_reqs;
@@ -95,6 +99,8 @@ void peer_submit(const struct node_id *nid, struct peer_req *pr)
 	fz_peer_reqs = grow(fz_peer_reqs, &fz_cap_peer_reqs,
 			    fz_nr_peer_reqs + 1, sizeof(*fz_peer_reqs));
 	fz_peer_reqs[fz_nr_peer_reqs++] = pr;
+	if (cfg.peer_at_once)
+		fz_answer_peers();
 }
 
 static void fz_answer_peers(void)
@@ -479,6 +485,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cfg.group = mode & 1;
 	cfg.raw = mode & 2;
 	cfg.act = mode & 4;
+	cfg.peer_at_once = mode & 8;
 	cfg.peer_len = take_u16(&in);
 	cfg.peer_len = MIN(cfg.peer_len, fuzz_left(&in));
 	cfg.peer = take_ptr(&in, cfg.peer_len);

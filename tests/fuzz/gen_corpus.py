@@ -353,6 +353,15 @@ def gen_cluster_msg():
           rec(JOIN, 0, 0, 0, me) + rec(ACCEPT, 0, 0, 1, cinfo([node(2)], 5)))
     write("cluster_msg", "raw", bytes([2]) + le("H", 0) + b"KREC" +
           bytes(200))
+    # peers answered inside peer_submit (bit 3), as a node that cannot be
+    # reached is: the epoch fetch may end within its own submit (569af62
+    # touched its freed state after it)
+    write("cluster_msg", "at-once-joins", bytes([9]) + le("H", 0) + joins)
+    write("cluster_msg", "at-once-peer-epochs", bytes([9]) +
+          le("H", len(epochs)) + epochs +
+          rec(JOIN, 1, 1, 0, cinfo([node(2)], 5)) +
+          rec(ACCEPT, 1, 1, 0, cinfo([node(2)], 5)) +
+          rec(JOIN, 0, 0, 0, me) + rec(ACCEPT, 0, 0, 1, cinfo([node(2)], 5)))
 
 
 # ---- fuzz_dog_reply ----
