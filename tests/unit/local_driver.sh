@@ -94,6 +94,20 @@ wait_for()
 	done
 }
 
+# start_together TAG PORT...: start them in dir TAG (-t 40000), wait until
+# each is connected (#READY), then let all of them join at once (-G): a
+# start on a loaded machine may take longer than any lead given, and JOINs
+# that come too far apart are decided one at a time
+start_together()
+{
+	local tag=$1 go="$T/$1.$2.go" p
+
+	shift
+	for p in "$@"; do start "$tag" "$tag" "$p" -t 40000 -G "$go"; done
+	for p in "$@"; do wait_for 15000 has "$tag.$p" '^#READY'; done
+	touch "$go"
+}
+
 # kill_together PID...: SIGKILL them all from a real-time process, which the
 # processes it wakes cannot preempt between two kills on a busy host (one
 # kill, a wait for a CPU, then the next made two deaths 200 ms apart)
@@ -428,14 +442,15 @@ check "h: ... also with the killed member" agree j.7000 j.7002
 
 # ------------------------------------------------------------------------
 echo "== i: five join a running cluster at once: one run of accepts [$(($(now_ms) - T0)) ms]"
-# the five make their live files at once and append their JOINs 300 ms
-# later: the decider waits for the JOINs of the live processes it does not
-# know yet, then decides them in one run (ACCEPTs marked + but the last)
+# the five make their live files, then append their JOINs together once
+# all are ready: the decider waits for the JOINs of the live processes it
+# does not know yet, then decides them in one run (ACCEPTs marked + but
+# the last)
 IP="7001 7002 7003 7004 7005"
 start i i 7000 -t 40000
 if wait_for 15000 has i.7000 '^ACCEPT 7000 '; then
-	at=$(($(now_ms) + 300))
-	for p in $IP; do start i i $p -t 40000 -T $at; done
+	# shellcheck disable=SC2086
+	start_together i $IP
 	check "i: every process saw all six members" wait_for 15000 \
 		all_have '\[7000,7001,7002,7003,7004,7005\]' \
 		i.7000 i.7001 i.7002 i.7003 i.7004 i.7005
@@ -464,8 +479,7 @@ start i2 i2 7000 -t 40000 -S 2000
 if wait_for 15000 has i2.7000 '^ACCEPT 7000 ' &&
 	start i2 i2 7001 -t 40000 &&
 	wait_for 15000 has i2.7001 '^ACCEPT 7001 '; then
-	at=$(($(now_ms) + 300))
-	for p in 7002 7003; do start i2 i2 $p -t 40000 -T $at; done
+	start_together i2 7002 7003
 	second_judged() {
 		[ "$(grep -c '^#JOINREQ 700[23] ' "$T/i2.7000.out")" -ge 2 ]
 	}
@@ -495,8 +509,7 @@ echo "== x: the log fills while a run is appended: all of it or none [$(($(now_m
 # it back (and the decider decided nothing) until some other record came.
 start x x 7000 -t 40000 -X 500
 if wait_for 15000 has x.7000 '^ACCEPT 7000 '; then
-	at=$(($(now_ms) + 1500))	# well ahead of a slow start
-	for p in 7001 7002 7003; do start x x $p -t 40000 -T $at; done
+	start_together x 7001 7002 7003
 	check "x: every process saw all four members" wait_for 15000 \
 		all_have '\[7000,7001,7002,7003\]' x.7000 x.7001 x.7002 x.7003
 	check "x: the log was full while a run of two or more was judged" \
@@ -520,8 +533,8 @@ start k k 7000 -t 40000
 if wait_for 15000 has k.7000 '^ACCEPT 7000 ' &&
 	HBIN=$BIN-old start k k 7001 -t 40000 &&
 	wait_for 15000 has k.7000 '^ACCEPT 7001 '; then
-	at=$(($(now_ms) + 300))
-	for p in $K1; do start k k $p -t 40000 -T $at; done
+	# shellcheck disable=SC2086
+	start_together k $K1
 	check "k: every process saw all five members" wait_for 15000 \
 		all_have '\[7000,7001,7002,7003,7004\]' \
 		k.7000 k.7001 k.7002 k.7003 k.7004
@@ -534,8 +547,7 @@ if wait_for 15000 has k.7000 '^ACCEPT 7000 ' &&
 		"$(count k.7000 '^LEAVE 7002 ')$(count k.7000 '^LEAVE 7003 ')" = 11
 	stop k.7001
 	wait_for 15000 has k.7000 '^LEAVE 7001 '
-	at=$(($(now_ms) + 1500))	# well ahead of a slow start
-	for p in 7006 7007; do start k k $p -t 40000 -T $at; done
+	start_together k 7006 7007
 	check "k: once it left, two joining at once were decided together" \
 		wait_for 15000 has k.7000 '^ACCEPT 700[67] .* +$'
 	wait_for 15000 all_have '\[7000,7004,7006,7007\]' k.7000 k.7007
