@@ -52,27 +52,6 @@ stalls()
 		"$T/lat"
 }
 
-# log_spread PATTERN SINCE: the first and the last time (s after the unix
-# time SINCE) at which a node's log has a line with PATTERN after SINCE
-log_spread()
-{
-	python3 - "$1" "$2" "$T"/*/sheep.log <<'PY'
-import sys, re, datetime
-pat, since = sys.argv[1], float(sys.argv[2])
-year = datetime.datetime.fromtimestamp(since).year
-ts = []
-for path in sys.argv[3:]:
-    for line in open(path, errors="replace"):
-        if pat not in line:
-            continue
-        t = datetime.datetime.strptime(f"{year} {line[:22]}",
-                                       "%Y %b %d %H:%M:%S.%f").timestamp()
-        if t >= since:
-            ts.append(t - since)
-print(f"{min(ts):.2f} .. {max(ts):.2f} s" if ts else "none")
-PY
-}
-
 recovering()	# is any running node still recovering?
 {
 	local i out
