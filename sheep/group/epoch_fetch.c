@@ -44,6 +44,8 @@ struct epoch_fetch {
 	int inflight;		/* asks for this epoch not yet answered */
 	int refs;		/* unanswered asks, and 1 while it runs */
 	bool hedged;		/* this epoch waited for a silent member */
+	bool submitting;	/* ask_next() is in peer_submit() */
+	bool again;		/* ...and an answer in it wants the next ask */
 	struct timer hedge;
 };
 
@@ -155,7 +157,7 @@ static void hedge_fire(struct timer *t)
 }
 
 /* ask the next member not yet asked for f->epoch; none left: move on */
-static void ask_next(struct epoch_fetch *f)
+static void ask_one(struct epoch_fetch *f)
 {
 	const struct sd_node *m = cstate->members;
 	size_t nr = cstate->nr_members, i;
@@ -191,6 +193,30 @@ static void ask_next(struct epoch_fetch *f)
 	 */
 	timer_add(sys.loop, &f->hedge, EPOCH_FETCH_HEDGE_MS);
 	peer_submit(&m[i].nid, &a->pr);
+}
+
+/*
+ * ask_one() in a loop: an answer given inside peer_submit() (no
+ * connection can be made: fd exhaustion, say) wants the next ask, or the
+ * next epoch's, from within it; it only marks that here, and the loop
+ * makes it.  Called back directly, every member and epoch asked was a
+ * stack frame deeper (up to EPOCH_FETCH_MAX times the members).  The
+ * reference keeps @f while an answer in peer_submit() ends the fetch.
+ */
+static void ask_next(struct epoch_fetch *f)
+{
+	if (f->submitting) {
+		f->again = true;
+		return;
+	}
+	f->refs++;
+	f->submitting = true;
+	do {
+		f->again = false;
+		ask_one(f);
+	} while (f->again && running == f);
+	f->submitting = false;
+	fetch_put(f);
 }
 
 void epoch_fetch_start(void (*done)(void))
