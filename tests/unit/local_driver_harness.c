@@ -43,6 +43,8 @@
  *   -X MS        on judging the second joiner of a run, let the cluster's
  *                log grow by one record at most (RLIMIT_FSIZE) for MS ms:
  *                a disk that fills in the middle of a run's append
+ *   -Y MS        the same on SIGUSR1 (within 50 ms): a disk that fills
+ *                while the prober appends a run of LEAVEs
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -83,6 +85,7 @@ static struct {
 	long long join_at_ms;
 	const char *go_path;
 	int full_ms;
+	int fill_on_usr1_ms;
 } opt = {
 	.lifetime_ms = 3000,
 	.hold_ms = 20,
@@ -93,7 +96,7 @@ static struct event_loop *loop;
 static struct sd_node me;
 static bool started_work, started_life, exiting;
 static int sent_notify, granted, check_fd = -1;
-static volatile sig_atomic_t got_term;
+static volatile sig_atomic_t got_term, got_usr1;
 static struct timer life_timer, work_timer, hold_timer, stop_timer,
 		    term_timer, delay_timer, full_timer;
 static size_t nr_known;		/* members at our last ACCEPT or LEAVE */
@@ -166,19 +169,12 @@ static void full_fn(struct timer *t)
 	out("#NOT-FULL");
 }
 
-/*
- * -X: judging the second joiner of a run (the members given include one
- * judged before it): room for one more record (the first accept) and
- * not for the second, for opt.full_ms
- */
-static void maybe_fill(const struct sd_node *joining, size_t nr_members)
+/* room in the cluster's log for one more record only, for @ms */
+static void fill_log(int ms)
 {
 	char path[4096];
 	struct stat sb;
 
-	if (!opt.full_ms || node_id_eq(&joining->nid, &me.nid) ||
-	    nr_members <= nr_known)
-		return;
 	snprintf(path, sizeof(path), "%s/log", opt.path);
 	if (stat(path, &sb) < 0) {
 		out("#BUG stat %s: %s", path, strerror(errno));
@@ -187,7 +183,20 @@ static void maybe_fill(const struct sd_node *joining, size_t nr_members)
 	/* a header of 144 bytes and a payload of at most 60 */
 	set_fsize((rlim_t)sb.st_size + 144 + 60);
 	out("#FULL at %lld", (long long)sb.st_size);
-	timer_add(loop, &full_timer, (uint64_t)opt.full_ms);
+	timer_add(loop, &full_timer, (uint64_t)ms);
+}
+
+/*
+ * -X: judging the second joiner of a run (the members given include one
+ * judged before it): room for one more record (the first accept) and
+ * not for the second, for opt.full_ms
+ */
+static void maybe_fill(const struct sd_node *joining, size_t nr_members)
+{
+	if (!opt.full_ms || node_id_eq(&joining->nid, &me.nid) ||
+	    nr_members <= nr_known)
+		return;
+	fill_log(opt.full_ms);
 	opt.full_ms = 0;
 }
 
@@ -382,6 +391,10 @@ static void life_fn(struct timer *t)
 
 static void term_fn(struct timer *t)
 {
+	if (got_usr1) {
+		got_usr1 = 0;
+		fill_log(opt.fill_on_usr1_ms);
+	}
 	if (got_term)
 		life_fn(&life_timer);
 	else
@@ -391,6 +404,11 @@ static void term_fn(struct timer *t)
 static void on_term(int sig)
 {
 	got_term = 1;
+}
+
+static void on_usr1(int sig)
+{
+	got_usr1 = 1;
 }
 
 static void wait_until(long long ms)
@@ -422,7 +440,7 @@ static void usage(void)
 		"[-t LIFE_MS] [-l NR] [-w NR] [-W DELAY_MS] [-N NOTIFIES] [-E] "
 		"[-B BLOCKS] [-H HOLD_MS|-1] [-C CHECKFILE] [-D PORT] "
 		"[-S SLOW_JOIN_MS] [-F SLOW_FOUND_MS] [-K] [-T JOIN_AT_MS] "
-		"[-G GO_FILE] [-X FULL_MS]\n");
+		"[-G GO_FILE] [-X FULL_MS] [-Y FULL_MS]\n");
 	exit(2);
 }
 
@@ -431,7 +449,7 @@ static void parse(int argc, char **argv)
 	const char *outp = NULL;
 	int c;
 
-	while ((c = getopt(argc, argv, "p:n:o:t:l:w:W:N:EB:H:C:D:S:P:F:KT:G:X:")) != -1) {
+	while ((c = getopt(argc, argv, "p:n:o:t:l:w:W:N:EB:H:C:D:S:P:F:KT:G:X:Y:")) != -1) {
 		switch (c) {
 		case 'p': opt.path = optarg; break;
 		case 'n': opt.port = atoi(optarg); break;
@@ -453,6 +471,7 @@ static void parse(int argc, char **argv)
 		case 'T': opt.join_at_ms = atoll(optarg); break;
 		case 'G': opt.go_path = optarg; break;
 		case 'X': opt.full_ms = atoi(optarg); break;
+		case 'Y': opt.fill_on_usr1_ms = atoi(optarg); break;
 		default: usage();
 		}
 	}
@@ -486,6 +505,8 @@ int main(int argc, char **argv)
 	alarm((unsigned)(opt.lifetime_ms / 1000 + 10 +
 			 (opt.life_after_nr ? 15 : 0)));
 	signal(SIGTERM, on_term);
+	if (opt.fill_on_usr1_ms)
+		signal(SIGUSR1, on_usr1);
 	/* -X: a write past RLIMIT_FSIZE fails with EFBIG instead */
 	signal(SIGXFSZ, SIG_IGN);
 	log_open(NULL, LOG_L_INFO, true);
