@@ -325,7 +325,8 @@ if wait_for 4000 all_have '\[7000,7001,7002,7003\]' \
 	check "c4: an append failed while the log was full" \
 		grep -q 'append to .*: File too large' "$T/c4.7000.err" \
 		"$T/c4.7001.err"
-	# the leave came after the room did
+	# the leave came after the room did, on the one that appended it
+	# (the other may read it before its own room comes back)
 	leave_after_room() {
 		local full leave
 		full=$(grep -n -m1 '^#NOT-FULL' "$T/$1.out" | cut -d: -f1)
@@ -333,7 +334,7 @@ if wait_for 4000 all_have '\[7000,7001,7002,7003\]' \
 		[ -n "$full" ] && [ -n "$leave" ] && [ "$full" -lt "$leave" ]
 	}
 	check "c4: ... and the run landed once there was room" \
-		leave_after_room c4.7000
+		eval 'leave_after_room c4.7000 || leave_after_room c4.7001'
 else
 	bad "c4: cluster did not form"
 fi
