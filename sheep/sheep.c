@@ -145,8 +145,10 @@ static void usage(FILE *f)
 "      --rdma ADDR[:PORT]  sheep-to-sheep traffic over RDMA (RC) on\n"
 "                         ADDR (default PORT: the -p port) with every\n"
 "                         node that has one too; TCP with the others\n"
-"  -R, --recovery max=N,interval=MS  recover at most N objects per MS\n"
-"                         milliseconds (default: unthrottled)\n"
+"  -R, --recovery max=N,interval=MS[,adaptive]  recover at most N\n"
+"                         objects per MS milliseconds (default:\n"
+"                         unthrottled); adaptive: only while clients do\n"
+"                         I/O on this node (one request in the last MS)\n"
 "  -v, --version          print the version\n"
 "  -y, --myaddr ADDR      address advertised to the cluster\n"
 "  -z, --zone N           failure zone (default: from the address; the\n"
@@ -277,6 +279,7 @@ static int parse_recovery_opts(const char *opts)
 {
 	struct recovery_throttling t = { 0 };
 	char *arg = xstrdup(opts), *tok, *save = NULL;
+	bool adaptive = false;
 	int ret = -1;
 	uint64_t v;
 
@@ -291,13 +294,19 @@ static int parse_recovery_opts(const char *opts)
 			if (parse_u64_range(tok + 9, INT64_MAX, &v))
 				goto out;
 			t.queue_work_interval = v;
+		} else if (!strcmp(tok, "adaptive")) {
+			adaptive = true;
 		} else {
 			goto out;
 		}
 	}
 	if (!t.max_exec_count != !t.queue_work_interval)
 		goto out;
+	/* adaptive to what: with no throttle it would mean nothing */
+	if (adaptive && !t.max_exec_count)
+		goto out;
 	recovery_set_throttle(&t);
+	recovery_set_throttle_adaptive(adaptive);
 	ret = 0;
 out:
 	free(arg);
@@ -872,7 +881,8 @@ int main(int argc, char **argv)
 				fprintf(stderr, "invalid -R '%s': max=N (0 to "
 					"4294967295) and interval=MS (0 to "
 					"9223372036854775807), both 0 or "
-					"neither\n", optarg);
+					"neither, and adaptive only with "
+					"both\n", optarg);
 				return 1;
 			}
 			break;

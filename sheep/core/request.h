@@ -153,6 +153,11 @@ uint64_t request_loop_served(bool writes);
 void stat_request_start(struct request *req);
 void stat_request_end(struct request *req);
 void stat_read(struct sd_stat *st);
+/*
+ * When the last object request of a client or of another node's gateway
+ * (not recovery's, not scrub's) started here: now_nsec() time, 0 if none
+ */
+uint64_t stat_last_client_io_ns(void);
 
 /* stats.c: per class of request, results by kind and latencies */
 enum stat_class {

@@ -12,6 +12,8 @@
 
 static struct sd_stat stat;
 static struct stat_metrics metrics;
+/* when object I/O a client caused last started here (ns, 0: never) */
+static uint64_t client_io_ns;
 
 /*
  * Per-VDI counters of client reads and writes of data objects: open
@@ -193,11 +195,15 @@ void stat_request_start(struct request *req)
 		stat.gway_active++;
 		req->stat_active = 1;
 		count_gateway(req, wr);
+		client_io_ns = req->stat_start_ns;
 		break;
 	case OP_PEER:
 		stat.peer_active++;
 		req->stat_active = 2;
 		count_peer(req, wr);
+		/* recovery's and scrub's reads are no client's */
+		if (!(req->rq.flags & SD_FLAG_CMD_RECOVERY))
+			client_io_ns = req->stat_start_ns;
 		break;
 	default:
 		/* a client's flush is a gateway request in the statistics */
@@ -219,6 +225,11 @@ void stat_request_end(struct request *req)
 	else if (req->stat_active == 2)
 		stat.peer_active--;
 	req->stat_active = 0;
+}
+
+uint64_t stat_last_client_io_ns(void)
+{
+	return client_io_ns;
 }
 
 void stat_read(struct sd_stat *st)

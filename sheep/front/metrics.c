@@ -153,6 +153,8 @@ static void take_snapshot(struct metrics_snap *m)
 	recovery_stat(&m->rec);
 	m->rec_halted = recovery_halted();
 	recovery_last(&m->rec_last_epoch, &m->rec_last_objects);
+	m->throttle_adaptive = recovery_throttle_adaptive();
+	recovery_throttle_counts(&m->throttle_waits, &m->throttle_passed);
 	if (!sys.gateway) {
 		m->store_ok = !store_stat(&m->store_size, &m->store_free);
 		store_stale_usage(&m->stale_objects, &m->stale_bytes);
@@ -469,6 +471,16 @@ static void format_cluster(struct out *o, const struct metrics_snap *m)
 	gauge(o, "kelpie_recovery_last_epoch",
 	      "Epoch of the last recovery that finished on this node.",
 	      m->rec_last_epoch);
+	gauge(o, "kelpie_recovery_throttle_adaptive",
+	      "1 if the recovery throttle holds only while clients do I/O "
+	      "here (sheep -R ...,adaptive).", m->throttle_adaptive);
+	counter(o, "kelpie_recovery_throttle_waits_total",
+		"Times recovery stopped for the throttle (50 ms each).",
+		m->throttle_waits);
+	counter(o, "kelpie_recovery_throttle_passed_total",
+		"Objects the adaptive throttle let past its limit, as no "
+		"client did I/O here within the interval.",
+		m->throttle_passed);
 	gauge(o, "kelpie_vdis", "VDIs this node knows, snapshots included.",
 	      m->vdis);
 	gauge(o, "kelpie_vdi_locks", "VDIs locked by a client.",

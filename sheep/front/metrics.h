@@ -49,6 +49,8 @@ struct metrics_snap {
 	bool rec_halted;
 	uint32_t rec_last_epoch;
 	uint64_t rec_last_objects;
+	bool throttle_adaptive;
+	uint64_t throttle_waits, throttle_passed;
 	bool store_ok;
 	uint64_t store_size, store_free;
 	bool objects_ok;		/* the store has been walked */

@@ -110,6 +110,13 @@ static uint32_t rec_gen;	/* the last recovery's gen */
 static struct recovery_throttling throttle;
 static uint32_t throttle_budget;
 static uint64_t throttle_window;
+/*
+ * Adaptive (-R ...,adaptive): the throttle holds only while clients do
+ * object I/O here (one started within the last interval); a node no
+ * client uses recovers at full speed.  The counts are for the metrics.
+ */
+static bool throttle_adaptive;
+static uint64_t throttle_waits, throttle_passed;
 
 /* COMPLETE_RECOVERY bookkeeping (§7.6) */
 static struct node_id *completed;
@@ -715,6 +722,15 @@ static void robj_start(struct robj *ro)
 	}
 }
 
+/* does the adaptive throttle see no client at @now (ms)? */
+static bool no_client_io(uint64_t now)
+{
+	uint64_t last = stat_last_client_io_ns() / 1000000;
+
+	return throttle_adaptive &&
+	       (!last || now - last >= throttle.queue_work_interval);
+}
+
 static bool throttled(void)
 {
 	uint64_t now;
@@ -726,7 +742,14 @@ static bool throttled(void)
 		throttle_window = now;
 		throttle_budget = throttle.max_exec_count;
 	}
-	return throttle_budget == 0;
+	if (throttle_budget)
+		return false;
+	if (no_client_io(now)) {
+		throttle_passed++;
+		return false;
+	}
+	throttle_waits++;
+	return true;
 }
 
 static void rec_timer(struct timer *t)
@@ -766,7 +789,8 @@ static void rec_pump(struct recovery *rw)
 			timer_add(sys.loop, &rw->timer, 50);
 			return;
 		}
-		if (throttle.throttling) {
+		/* (none left: the adaptive throttle let it pass) */
+		if (throttle.throttling && throttle_budget) {
 			throttle_budget--;
 			ro->charged = true;
 		}
@@ -1419,6 +1443,22 @@ void recovery_set_throttle(const struct recovery_throttling *t)
 void recovery_get_throttle(struct recovery_throttling *t)
 {
 	*t = throttle;
+}
+
+void recovery_set_throttle_adaptive(bool on)
+{
+	throttle_adaptive = on;
+}
+
+bool recovery_throttle_adaptive(void)
+{
+	return throttle_adaptive;
+}
+
+void recovery_throttle_counts(uint64_t *waits, uint64_t *passed)
+{
+	*waits = throttle_waits;
+	*passed = throttle_passed;
 }
 
 /* ---- COMPLETE_RECOVERY: purge the stale area once everyone is done ---- */

@@ -29,6 +29,11 @@ bool recovery_halted(void);
 void recovery_resume(void);
 void recovery_set_throttle(const struct recovery_throttling *t);
 void recovery_get_throttle(struct recovery_throttling *t);
+/* -R ...,adaptive: the throttle holds only while clients do I/O here */
+void recovery_set_throttle_adaptive(bool on);
+bool recovery_throttle_adaptive(void);
+/* times recovery waited for the throttle; objects it let pass (adaptive) */
+void recovery_throttle_counts(uint64_t *waits, uint64_t *passed);
 int recovery_complete_main(const struct sd_req *req, struct sd_rsp *rsp,
 			   void *data, const struct cluster_ctx *ctx);
 void recovery_stale_everything(uint32_t epoch);

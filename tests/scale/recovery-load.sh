@@ -17,11 +17,15 @@
 #   bash tests/scale/recovery-load.sh N [MB [MAX:INTERVAL_MS]]
 #
 # MAX:INTERVAL_MS sets `dog node recovery set-throttle MAX INTERVAL_MS`
-# on every node first.  SHEEP_BIN and DOG_BIN choose the binaries.
+# on every node first (an adaptive throttle is a sheep option:
+# SCALE_SHEEP_ARGS="-R max=1,interval=100,adaptive").  CLIENT=0: no
+# client, only the recovery's time.  SHEEP_BIN and DOG_BIN choose the
+# binaries.
 N=${1:?usage: recovery-load.sh N [MB [MAX:INTERVAL_MS]]}
 MB=${2:-1024}
 THROTTLE=${3:-}
 BASE_SECS=${BASE_SECS:-5}
+CLIENT=${CLIENT:-1}
 export NR_PORTS=$((2 * N + 8))
 . "$(dirname "$0")/../functional/common.sh"
 . "$(dirname "$0")/scale_lib.sh"
@@ -76,10 +80,12 @@ if [ -n "$THROTTLE" ]; then
 fi
 
 ts=$(date +%s.%N)
-"$DOG_BIN" benchmark io -j -f -s 600 -w randwrite -l 64M -L "$T/lat" \
-	-p "${PORT[0]}" c >"$T/bench" &
-bpid=$!
-sleep "$BASE_SECS"
+if [ "$CLIENT" = 1 ]; then
+	"$DOG_BIN" benchmark io -j -f -s 600 -w randwrite -l 64M \
+		-L "$T/lat" -p "${PORT[0]}" c >"$T/bench" &
+	bpid=$!
+	sleep "$BASE_SECS"
+fi
 objs=$(metric_sum $((N - 1)) kelpie_objects)
 killed=$(date +%s.%N)
 t0=$(echo "$killed - $ts" | bc)
@@ -91,15 +97,21 @@ while recovering; do
 	sleep 0.2
 done
 t1=$(echo "$(date +%s.%N) - $ts" | bc)
-sleep 2
-kill -INT "$bpid"
-wait "$bpid"
-[ -s "$T/lat" ] || _fail "no latency log: $(cat "$T/bench")"
 secs=$(echo "$t1 - $t0" | bc)
-printf "N=%d MB=%d throttle=%s\n" "$N" "$MB" "${THROTTLE:-none}"
-printf "  no recovery:     %s\n" "$(summary 0.5 "$t0")"
-printf "  during recovery: %s\n" "$(summary "$t0" "$t1")"
-printf "  writes over 50 ms (s after the kill:ms):%s\n" "$(stalls "$t0")"
+printf "N=%d MB=%d throttle=%s%s\n" "$N" "$MB" "${THROTTLE:-none}" \
+	"${SCALE_SHEEP_ARGS:+ sheep $SCALE_SHEEP_ARGS}"
+if [ "$CLIENT" = 1 ]; then
+	sleep 2
+	kill -INT "$bpid"
+	wait "$bpid"
+	[ -s "$T/lat" ] || _fail "no latency log: $(cat "$T/bench")"
+	printf "  no recovery:     %s\n" "$(summary 0.5 "$t0")"
+	printf "  during recovery: %s\n" "$(summary "$t0" "$t1")"
+	printf "  writes over 50 ms (s after the kill:ms):%s\n" \
+		"$(stalls "$t0")"
+else
+	echo "  no client"
+fi
 printf "  node %d killed, held %s objects; the polls saw recovery done on all after %.1f s (%.1f MiB/s per surviving node)\n" \
 	$((N - 1)) "${objs:-?}" "$secs" \
 	"$(echo "${objs:-0} * 4 / $secs / $((N - 1))" | bc -l)"
