@@ -505,6 +505,10 @@ static void sd_accept_handler(const struct sd_node *joined,
 	if (cs->status == SD_STATUS_WAIT && cs->ctime && cs->epoch &&
 	    epoch_nodes_present(cs->members, cs->nr_members))
 		cs->status = SD_STATUS_OK;
+	/* how long a whole-cluster restart took is read off this line */
+	if (was_waiting && cs->status == SD_STATUS_OK)
+		sd_notice("cluster running at epoch %u with %zu node(s)",
+			  cs->epoch, cs->nr_members);
 	/*
 	 * Back after a whole-cluster stop: a recovery the stop cut short is
 	 * run again (what is already here is only checked), and copies that
@@ -512,10 +516,6 @@ static void sd_accept_handler(const struct sd_node *joined,
 	 * 1, where there is no old ring: every member's list is the source.
 	 * A new epoch, if one follows, starts its own instead.
 	 */
-	/* how long a whole-cluster restart took is read off this line */
-	if (was_waiting && cs->status == SD_STATUS_OK)
-		sd_notice("cluster running at epoch %u with %zu node(s)",
-			  cs->epoch, cs->nr_members);
 	if (was_waiting && cs->status == SD_STATUS_OK && !recover_pending) {
 		recover_from = cs->epoch - 1;
 		recover_pending = true;
