@@ -475,7 +475,7 @@ static void format_cluster(struct out *o, const struct metrics_snap *m)
 	      "1 if the recovery throttle holds only while clients do I/O "
 	      "here (sheep -R ...,adaptive).", m->throttle_adaptive);
 	counter(o, "kelpie_recovery_throttle_waits_total",
-		"Times recovery stopped for the throttle (50 ms each).",
+		"Times recovery stopped for the throttle.",
 		m->throttle_waits);
 	counter(o, "kelpie_recovery_throttle_passed_total",
 		"Objects the adaptive throttle let past its limit, as no "
